@@ -1,0 +1,62 @@
+#pragma once
+/// GPU models as data. The built-in catalog ships as JSON inside the library
+/// (`gpu_models.json`); users add or override models from their own JSON without recompiling.
+///
+/// Example:
+///   GpuCatalog cat = GpuCatalog::builtin();
+///   cat.add_json(nlohmann::json::parse(R"([{"name":"MI300X","memory_mib":196608,"sms":304}])"), "my.json");
+///   GpuModelId a100 = cat.require("A100-80GB", {"scenario.json", 0, "/cluster/node_groups/0/gpu_model"});
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <gpusched/error.hpp>
+#include <gpusched/ids.hpp>
+
+namespace gpusched {
+
+/// One GPU model. MIG geometry arrives with the MIG work; here only whether a model can do it.
+struct GpuModel {
+  std::string name;                  ///< canonical name, e.g. "A100-80GB"
+  std::vector<std::string> aliases;  ///< other spellings accepted in inputs ("A100-SXM4-80GB")
+  std::string vendor = "NVIDIA";
+  std::int64_t memory_mib = 0;       ///< framebuffer, MiB
+  std::int32_t sms = 0;              ///< streaming multiprocessors (compute units)
+  bool mig_capable = false;
+  bool nvlink = false;               ///< usually sold in NVLink/NVSwitch boards
+};
+
+void to_json(nlohmann::json& j, const GpuModel& m);
+
+/// An ordered, name-indexed set of GPU models. Lookup is case-insensitive on names and aliases.
+class GpuCatalog {
+ public:
+  /// The models shipped with the library (data/gpu_models.json, embedded at build time).
+  static GpuCatalog builtin();
+
+  /// Adds models from a JSON array (or {"schema_version":1,"models":[...]}). A model whose
+  /// name already exists replaces it. Throws CatalogError naming `source` and the entry.
+  void add_json(const nlohmann::json& doc, const std::string& source);
+  /// Adds one model; returns its id. Replaces a model of the same name.
+  GpuModelId add(GpuModel model);
+
+  [[nodiscard]] std::optional<GpuModelId> find(std::string_view name) const;
+  /// find() or throw CatalogError kCatalogUnknownModel listing the known names.
+  [[nodiscard]] GpuModelId require(std::string_view name, const Location& where) const;
+  [[nodiscard]] const GpuModel& operator[](GpuModelId id) const { return models_[id.value]; }
+  [[nodiscard]] std::size_t size() const { return models_.size(); }
+  [[nodiscard]] const std::vector<GpuModel>& models() const { return models_; }
+  /// "A10, A100-40GB, ..." for error messages.
+  [[nodiscard]] std::string known_names() const;
+
+ private:
+  std::vector<GpuModel> models_;
+  std::unordered_map<std::string, GpuModelId> index_;  // lower-cased name/alias -> id
+};
+
+}  // namespace gpusched

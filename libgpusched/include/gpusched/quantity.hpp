@@ -1,0 +1,25 @@
+#pragma once
+/// Kubernetes resource quantities ("500m", "4", "16Gi", "1.5G") converted to gpusched units.
+#include <cstdint>
+#include <string_view>
+
+#include <gpusched/error.hpp>
+
+namespace gpusched {
+
+/// CPU quantity to milli-CPU: "4" -> 4000, "500m" -> 500, "0.5" -> 500.
+/// Throws QuantityError (kQuantityBad) naming `where` on anything else, or on a negative value.
+std::int64_t parse_cpu_milli(std::string_view text, const Location& where);
+
+/// Memory quantity to MiB, rounding up: plain numbers are bytes (Kubernetes), suffixes
+/// k/K, M, G, T, P (powers of 1000) and Ki, Mi, Gi, Ti, Pi (powers of 1024).
+std::int64_t parse_memory_mib(std::string_view text, const Location& where);
+
+/// A non-negative integer count ("2"); "2.0" is accepted, "2.5" is not.
+std::int64_t parse_count(std::string_view text, const Location& where);
+
+/// A decimal number of seconds ("12", "0.25") to microseconds; "inf" or "" -> forever when
+/// `allow_forever`, else an error.
+std::int64_t parse_seconds_us(std::string_view text, const Location& where, bool allow_forever);
+
+}  // namespace gpusched

@@ -1,0 +1,60 @@
+#include <gpusched/error.hpp>
+#include <gpusched/status.hpp>
+
+namespace gpusched {
+namespace {
+std::string format_message(ErrorCode code, const Location& w, const std::string& message) {
+  std::string out = "[" + error_id(code) + "]";
+  if (!w.file.empty()) {
+    out += " " + w.file;
+    if (w.line > 0) out += ":" + std::to_string(w.line);
+    out += ":";
+  }
+  if (!w.field.empty()) out += " field '" + w.field + "':";
+  out += " " + message;
+  return out;
+}
+}  // namespace
+
+std::string_view error_category(ErrorCode code) {
+  switch (static_cast<int>(code) / 100) {
+    case 1: return "trace_error";
+    case 2: return "scenario_error";
+    case 3: return "profile_error";
+    case 4: return "catalog_error";
+    case 5: return "quantity_error";
+    default: return "io_error";
+  }
+}
+
+std::string error_id(ErrorCode code) {
+  return "gpusched." + std::string(error_category(code)) + "." + std::to_string(static_cast<int>(code));
+}
+
+Error::Error(ErrorCode code, Location where, const std::string& message)
+    : std::runtime_error(format_message(code, where, message)),
+      code_(code), where_(std::move(where)), detail_(message) {}
+
+void throw_error(ErrorCode code, Location where, const std::string& message) {
+  switch (static_cast<int>(code) / 100) {
+    case 1: throw TraceError(code, std::move(where), message);
+    case 2: throw ScenarioError(code, std::move(where), message);
+    case 3: throw ProfileError(code, std::move(where), message);
+    case 4: throw CatalogError(code, std::move(where), message);
+    case 5: throw QuantityError(code, std::move(where), message);
+    default: throw OutputError(code, std::move(where), message);
+  }
+}
+
+std::string_view to_string(StatusCode code) {
+  switch (code) {
+    case StatusCode::kSuccess: return "Success";
+    case StatusCode::kUnschedulable: return "Unschedulable";
+    case StatusCode::kUnschedulableAndUnresolvable: return "UnschedulableAndUnresolvable";
+    case StatusCode::kWait: return "Wait";
+    case StatusCode::kSkip: return "Skip";
+    case StatusCode::kError: return "Error";
+  }
+  return "?";
+}
+}  // namespace gpusched

@@ -1,0 +1,110 @@
+#include <gpusched/gpu_catalog.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+#include <nlohmann/json.hpp>
+
+#include <gpusched/embedded_gpu_models.hpp>
+
+namespace gpusched {
+namespace {
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+}  // namespace
+
+void to_json(nlohmann::json& j, const GpuModel& m) {
+  j = nlohmann::json{{"name", m.name},     {"aliases", m.aliases}, {"vendor", m.vendor},
+                     {"memory_mib", m.memory_mib}, {"sms", m.sms}, {"mig_capable", m.mig_capable},
+                     {"nvlink", m.nvlink}};
+}
+
+GpuCatalog GpuCatalog::builtin() {
+  GpuCatalog cat;
+  cat.add_json(nlohmann::json::parse(embedded::kGpuModelsJson), "gpu_models.json (built in)");
+  return cat;
+}
+
+GpuModelId GpuCatalog::add(GpuModel model) {
+  const auto key = lower(model.name);
+  GpuModelId id;
+  if (auto it = index_.find(key); it != index_.end() && lower(models_[it->second.value].name) == key) {
+    id = it->second;
+    models_[id.value] = std::move(model);
+  } else {
+    if (models_.size() >= 128) {
+      throw_error(ErrorCode::kCatalogBadEntry, {}, "too many GPU models (at most 128)");
+    }
+    id = GpuModelId{static_cast<std::uint16_t>(models_.size())};
+    models_.push_back(std::move(model));
+  }
+  const auto& m = models_[id.value];
+  index_[lower(m.name)] = id;
+  for (const auto& a : m.aliases) index_[lower(a)] = id;
+  return id;
+}
+
+void GpuCatalog::add_json(const nlohmann::json& doc, const std::string& source) {
+  const nlohmann::json* list = &doc;
+  std::string base = "";
+  if (doc.is_object()) {
+    if (doc.contains("schema_version") && doc["schema_version"] != 1) {
+      throw_error(ErrorCode::kCatalogBadEntry, {source, 0, "schema_version"}, "unsupported schema_version (this build reads 1)");
+    }
+    if (!doc.contains("models")) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, "models"}, "missing the 'models' array");
+    list = &doc["models"];
+    base = "/models";
+  }
+  if (!list->is_array()) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, base}, "expected an array of GPU models");
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const auto& e = (*list)[i];
+    const std::string path = base + "/" + std::to_string(i);
+    if (!e.is_object()) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path}, "expected an object");
+    GpuModel m;
+    try {
+      for (const auto& [k, v] : e.items()) {
+        if (k == "name") m.name = v.get<std::string>();
+        else if (k == "aliases") m.aliases = v.get<std::vector<std::string>>();
+        else if (k == "vendor") m.vendor = v.get<std::string>();
+        else if (k == "memory_mib") m.memory_mib = v.get<std::int64_t>();
+        else if (k == "sms") m.sms = v.get<std::int32_t>();
+        else if (k == "mig_capable") m.mig_capable = v.get<bool>();
+        else if (k == "nvlink") m.nvlink = v.get<bool>();
+        else if (k == "mig" || k == "vgpu" || k == "notes") { /* reserved for the device work */ }
+        else throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/" + k}, "unknown field");
+      }
+    } catch (const nlohmann::json::exception& ex) {
+      throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path}, std::string("wrong type: ") + ex.what());
+    }
+    if (m.name.empty()) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/name"}, "a GPU model needs a name");
+    if (m.memory_mib <= 0) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/memory_mib"}, "must be > 0");
+    if (m.sms < 0) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/sms"}, "must be >= 0");
+    add(std::move(m));
+  }
+}
+
+std::optional<GpuModelId> GpuCatalog::find(std::string_view name) const {
+  if (auto it = index_.find(lower(name)); it != index_.end()) return it->second;
+  return std::nullopt;
+}
+
+GpuModelId GpuCatalog::require(std::string_view name, const Location& where) const {
+  if (auto id = find(name)) return *id;
+  throw_error(ErrorCode::kCatalogUnknownModel, where,
+              "unknown GPU model \"" + std::string(name) + "\"; known models: " + known_names() +
+                  " (add your own with a gpu_models entry)");
+}
+
+std::string GpuCatalog::known_names() const {
+  std::vector<std::string> names;
+  for (const auto& m : models_) names.push_back(m.name);
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace gpusched

@@ -1,0 +1,93 @@
+#include <gpusched/quantity.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace gpusched {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+[[noreturn]] void bad(std::string_view text, const Location& where, std::string_view what) {
+  throw_error(ErrorCode::kQuantityBad, where, "\"" + std::string(text) + "\" is not " + std::string(what));
+}
+
+/// Splits "16Gi" into (16.0, "Gi"). Returns false when the number part does not parse.
+bool split_number(std::string_view s, double& value, std::string_view& suffix) {
+  const char* first = s.data();
+  const char* last = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(first, last, value);
+  if (ec != std::errc() || ptr == first) return false;
+  if (!std::isfinite(value)) return false;
+  suffix = std::string_view(ptr, static_cast<std::size_t>(last - ptr));
+  return true;
+}
+
+}  // namespace
+
+std::int64_t parse_cpu_milli(std::string_view text, const Location& where) {
+  auto s = trim(text);
+  double v = 0;
+  std::string_view suffix;
+  if (s.empty() || !split_number(s, v, suffix)) bad(text, where, "a CPU quantity (e.g. \"4\", \"500m\")");
+  double milli;
+  if (suffix.empty()) milli = v * 1000.0;
+  else if (suffix == "m") milli = v;
+  else bad(text, where, "a CPU quantity (e.g. \"4\", \"500m\")");
+  if (milli < 0) throw_error(ErrorCode::kQuantityBad, where, "negative CPU request \"" + std::string(text) + "\"");
+  if (milli > 1e15) bad(text, where, "a CPU quantity in range");
+  return static_cast<std::int64_t>(std::ceil(milli - 1e-9));
+}
+
+std::int64_t parse_memory_mib(std::string_view text, const Location& where) {
+  auto s = trim(text);
+  double v = 0;
+  std::string_view suffix;
+  if (s.empty() || !split_number(s, v, suffix)) bad(text, where, "a memory quantity (e.g. \"16Gi\", \"512Mi\")");
+  double bytes_per_unit;
+  if (suffix.empty()) bytes_per_unit = 1.0;
+  else if (suffix == "k" || suffix == "K") bytes_per_unit = 1e3;
+  else if (suffix == "M") bytes_per_unit = 1e6;
+  else if (suffix == "G") bytes_per_unit = 1e9;
+  else if (suffix == "T") bytes_per_unit = 1e12;
+  else if (suffix == "P") bytes_per_unit = 1e15;
+  else if (suffix == "Ki") bytes_per_unit = 1024.0;
+  else if (suffix == "Mi") bytes_per_unit = 1024.0 * 1024.0;
+  else if (suffix == "Gi") bytes_per_unit = 1024.0 * 1024.0 * 1024.0;
+  else if (suffix == "Ti") bytes_per_unit = 1024.0 * 1024.0 * 1024.0 * 1024.0;
+  else if (suffix == "Pi") bytes_per_unit = 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0;
+  else bad(text, where, "a memory quantity (suffixes k M G T P Ki Mi Gi Ti Pi)");
+  if (v < 0) throw_error(ErrorCode::kQuantityBad, where, "negative memory request \"" + std::string(text) + "\"");
+  const double mib = v * bytes_per_unit / (1024.0 * 1024.0);
+  if (mib > 1e15) bad(text, where, "a memory quantity in range");
+  return static_cast<std::int64_t>(std::ceil(mib - 1e-9));
+}
+
+std::int64_t parse_count(std::string_view text, const Location& where) {
+  auto s = trim(text);
+  double v = 0;
+  std::string_view suffix;
+  if (s.empty() || !split_number(s, v, suffix) || !suffix.empty()) bad(text, where, "a whole number");
+  if (v < 0) throw_error(ErrorCode::kQuantityBad, where, "negative count \"" + std::string(text) + "\"");
+  if (v != std::floor(v) || v > 9e15) bad(text, where, "a whole number");
+  return static_cast<std::int64_t>(v);
+}
+
+std::int64_t parse_seconds_us(std::string_view text, const Location& where, bool allow_forever) {
+  auto s = trim(text);
+  if (allow_forever && (s.empty() || s == "inf" || s == "forever")) return std::numeric_limits<std::int64_t>::max();
+  double v = 0;
+  std::string_view suffix;
+  if (s.empty() || !split_number(s, v, suffix) || !suffix.empty()) bad(text, where, "a number of seconds");
+  if (v < 0) bad(text, where, "a non-negative number of seconds");
+  if (v > 9.2e12) bad(text, where, "a number of seconds in range (< 9.2e12)");
+  return static_cast<std::int64_t>(std::llround(v * 1e6));
+}
+
+}  // namespace gpusched

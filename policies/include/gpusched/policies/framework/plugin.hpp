@@ -1,0 +1,109 @@
+#pragma once
+/// The hook interfaces. A plugin implements only the hooks it needs; the runner (Scheduler)
+/// holds every combination rule. Plugins never loop over the cluster themselves.
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include <gpusched/cluster.hpp>
+#include <gpusched/job.hpp>
+#include <gpusched/policies/framework/cycle_state.hpp>
+#include <gpusched/rng.hpp>
+#include <gpusched/status.hpp>
+
+namespace gpusched::policies {
+
+/// What a plugin factory gets: its arguments (validated by the factory) and the run's streams.
+struct PluginContext {
+  const nlohmann::json& args;
+  const RngStreams& rng;
+  std::string_view name;   ///< the registered name, with static storage duration
+};
+
+/// One task being scheduled.
+struct TaskContext {
+  const JobSpec& job;
+  JobId job_id;
+  std::int32_t task_index = 0;
+  CycleState& state;
+  [[nodiscard]] const TaskRequest& request() const { return job.request; }
+};
+
+class Plugin {
+ public:
+  virtual ~Plugin() = default;
+  [[nodiscard]] virtual std::string_view name() const = 0;
+};
+
+/// Orders the pending queue. Exactly one per profile.
+class QueueSortPlugin : public virtual Plugin {
+ public:
+  [[nodiscard]] virtual bool less(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) const = 0;
+};
+
+/// Once per task before the node loop: may reject the task outright or prepare CycleState.
+class PreFilterPlugin : public virtual Plugin {
+ public:
+  virtual Status pre_filter(const ClusterState& cluster, TaskContext& ctx) = 0;
+};
+
+/// Per node: can the task run there? All filters must say yes (AND).
+class FilterPlugin : public virtual Plugin {
+ public:
+  [[nodiscard]] virtual Status filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const = 0;
+};
+
+/// Per feasible node: how good is it? Raw scores go through normalize(); the result must lie
+/// in [0, 100]; the runner multiplies by the profile weight and sums over plugins.
+class ScorePlugin : public virtual Plugin {
+ public:
+  [[nodiscard]] virtual double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) = 0;
+  /// Maps the raw scores of all feasible nodes onto [0, 100]. Default: they already are.
+  virtual void normalize(std::span<double> /*scores*/) const {}
+  /// True when the plugin prefers nodes purely by their order (first-fit): lets the runner
+  /// stop at the first feasible node when it is the only score plugin.
+  [[nodiscard]] virtual bool orders_by_node_index() const { return false; }
+};
+
+/// Chooses the devices (GPUs) inside the chosen node. Exactly one per profile.
+class DeviceSelectPlugin : public virtual Plugin {
+ public:
+  /// Writes the GPU grants into `out.gpus`. Returns false when the request does not fit.
+  [[nodiscard]] virtual bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node,
+                                    TaskPlacement& out) const = 0;
+};
+
+/// Bookkeeping when a task's resources are tentatively taken; unreserve undoes it.
+class ReservePlugin : public virtual Plugin {
+ public:
+  virtual Status reserve(const ClusterState& cluster, const JobSpec& job, JobId id, const TaskPlacement& p) = 0;
+  virtual void unreserve(const ClusterState& cluster, const JobSpec& job, JobId id, const TaskPlacement& p) = 0;
+};
+
+/// Per job, after its tasks are tentatively placed: Success (go), Wait, or Unschedulable (undo).
+class PermitPlugin : public virtual Plugin {
+ public:
+  virtual Status permit(const ClusterState& cluster, const JobSpec& job, JobId id,
+                        std::span<const TaskPlacement> placements) = 0;
+};
+
+/// Per job, when it could not be placed (preemption lives here).
+class PostFilterPlugin : public virtual Plugin {
+ public:
+  virtual Status post_filter(ClusterState& cluster, const JobSpec& job, JobId id) = 0;
+};
+
+/// Per job, after permit: makes the placement final (record-keeping in a simulator, an API call
+/// in a real cluster).
+class BindPlugin : public virtual Plugin {
+ public:
+  virtual Status bind(const ClusterState& cluster, const JobSpec& job, JobId id,
+                      std::span<const TaskPlacement> placements) = 0;
+};
+
+/// Maps raw scores onto [0, 100] linearly, lowest -> 0 and highest -> 100 (all equal -> 100).
+void normalize_min_max(std::span<double> scores);
+
+}  // namespace gpusched::policies

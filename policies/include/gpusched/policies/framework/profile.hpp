@@ -1,0 +1,50 @@
+#pragma once
+/// Profiles are data: which plugin runs at which hook, with which weight and arguments.
+///
+/// JSON form:
+///   {"name": "binpack", "queue_sort": "priority-fifo",
+///    "filter": ["node-resources-fit"],
+///    "score": [{"name": "gpu-binpack", "weight": 1}],
+///    "device_select": "gpu-binpack", "tie_break": "node-order"}
+/// Plugin entries may be a bare name or {"name", "weight", "args"}.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gpusched::policies {
+
+struct PluginRef {
+  std::string name;
+  double weight = 1.0;       ///< score plugins only; must be > 0
+  nlohmann::json args = nlohmann::json::object();
+};
+
+enum class TieBreak { kNodeOrder, kRandom };
+
+struct Profile {
+  std::string name = "custom";
+  std::string description;
+  PluginRef queue_sort{"priority-fifo"};
+  std::vector<PluginRef> pre_filter;
+  std::vector<PluginRef> filter{PluginRef{"node-resources-fit"}};
+  std::vector<PluginRef> score;
+  PluginRef device_select{"gpu-first-fit"};
+  std::vector<PluginRef> reserve;
+  std::vector<PluginRef> permit;
+  std::vector<PluginRef> post_filter;
+  std::vector<PluginRef> bind;
+  TieBreak tie_break = TieBreak::kNodeOrder;
+
+  /// Parses a profile object; `source` names the file/JSON path in errors (ProfileError).
+  static Profile from_json(const nlohmann::json& j, const std::string& source);
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+/// Named profiles shipped with gpusched ("default", "first-fit", "best-fit", "binpack",
+/// "gpushare-binpack", "spread", "most-allocated", "random").
+[[nodiscard]] std::vector<std::string> builtin_profile_names();
+/// The named profile, or ProfileError(kProfileUnknownProfile) listing the known ones.
+[[nodiscard]] Profile builtin_profile(const std::string& name, const std::string& source = "");
+
+}  // namespace gpusched::policies

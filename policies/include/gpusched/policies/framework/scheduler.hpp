@@ -1,0 +1,71 @@
+#pragma once
+/// The runner: the one place that knows how plugin opinions combine.
+///   - filters AND together; the first rejection names the plugin that said no;
+///   - scores are normalised to [0, 100], weighted and summed; the highest total wins;
+///   - ties go to the lowest node index, or to a named random stream when the profile asks;
+///   - a job's tasks are placed inside a Statement: fewer than min_available -> all undone.
+///
+/// Example (a real scheduler component asking for a placement):
+///   ClusterState cluster = ...;
+///   policies::Scheduler sched(policies::builtin_profile("binpack"), policies::Registry::with_builtins(), 42);
+///   std::vector<TaskPlacement> where;
+///   if (sched.schedule(cluster, job, JobId{0}, where).ok()) { ... where[0].node ... }
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gpusched/policies/framework/plugin.hpp>
+#include <gpusched/policies/framework/profile.hpp>
+#include <gpusched/policies/framework/registry.hpp>
+#include <gpusched/scheduling.hpp>
+
+namespace gpusched::policies {
+
+class Scheduler final : public SchedulingHook {
+ public:
+  /// Builds and validates every plugin of the profile. Throws ProfileError on an unknown
+  /// plugin, a plugin at a hook it does not implement, a duplicate, a weight <= 0 or bad args.
+  Scheduler(const Profile& profile, const Registry& registry, std::uint64_t seed);
+  ~Scheduler() override;
+
+  [[nodiscard]] bool before(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) const override;
+  Status schedule(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out) override;
+  [[nodiscard]] std::string last_diagnosis() const override;
+
+  /// Chooses a node and devices for one task without changing the cluster. O(nodes x filters).
+  Status place_task(const ClusterState& cluster, TaskContext& ctx, TaskPlacement& out);
+
+  [[nodiscard]] const Profile& profile() const { return profile_; }
+
+ private:
+  struct Reject {
+    std::string_view plugin, reason;
+    std::uint32_t count;
+  };
+  void note_reject(const Status& s);
+
+  Profile profile_;
+  std::vector<std::unique_ptr<Plugin>> owned_;
+  QueueSortPlugin* queue_sort_ = nullptr;
+  std::vector<PreFilterPlugin*> pre_filters_;
+  std::vector<FilterPlugin*> filters_;
+  std::vector<std::pair<ScorePlugin*, double>> scores_;
+  DeviceSelectPlugin* device_select_ = nullptr;
+  std::vector<ReservePlugin*> reserves_;
+  std::vector<PermitPlugin*> permits_;
+  std::vector<PostFilterPlugin*> post_filters_;
+  std::vector<BindPlugin*> binds_;
+  bool first_feasible_wins_ = false;
+  RngStreams streams_;
+  Rng tie_rng_;
+
+  // Scratch, reused across calls (no allocation per decision once warm).
+  std::vector<NodeId> feasible_;
+  std::vector<double> raw_, total_;
+  CycleState cycle_;
+  std::vector<Reject> rejects_;
+  std::size_t nodes_seen_ = 0;
+  Status last_status_;
+};
+
+}  // namespace gpusched::policies

@@ -1,0 +1,23 @@
+#pragma once
+/// GPU-memory bin-packing with gpushare semantics (Alibaba gpushare-scheduler-extender):
+/// pick the node, and the single GPU inside it, with the least free GPU memory that still fits.
+///  - `gpu-binpack` score: shared request -> minus the free memory left on the best-fitting GPU;
+///    whole GPUs -> minus the free GPU memory left on the node; min-max normalised to [0, 100].
+///  - `gpu-binpack` device select: that GPU (ties: less free compute, then lower index); whole
+///    GPUs: the lowest-index free ones.
+#include <gpusched/policies/framework/plugin.hpp>
+
+namespace gpusched::policies {
+
+class GpuBinpack final : public ScorePlugin, public DeviceSelectPlugin {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "gpu-binpack"; }
+  [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
+  void normalize(std::span<double> scores) const override { normalize_min_max(scores); }
+  [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node,
+                            TaskPlacement& out) const override;
+  /// The shared-request GPU with the least free memory (then compute) that fits, or -1.
+  static int tightest_gpu(const ClusterState& cluster, const TaskRequest& r, NodeId node);
+};
+
+}  // namespace gpusched::policies

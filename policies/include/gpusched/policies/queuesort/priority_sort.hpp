@@ -1,0 +1,27 @@
+#pragma once
+/// Queue order. `priority-fifo` (Kubernetes PrioritySort): higher priority first, then earlier
+/// submission, then job id. `fifo`: submission time, then job id.
+#include <gpusched/policies/framework/plugin.hpp>
+
+namespace gpusched::policies {
+
+class PriorityFifoSort final : public QueueSortPlugin {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "priority-fifo"; }
+  [[nodiscard]] bool less(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) const override {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.submit != b.submit) return a.submit < b.submit;
+    return ia < ib;
+  }
+};
+
+class FifoSort final : public QueueSortPlugin {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "fifo"; }
+  [[nodiscard]] bool less(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) const override {
+    if (a.submit != b.submit) return a.submit < b.submit;
+    return ia < ib;
+  }
+};
+
+}  // namespace gpusched::policies

@@ -1,0 +1,142 @@
+#include <gpusched/policies/framework/profile.hpp>
+
+#include <gpusched/error.hpp>
+
+namespace gpusched::policies {
+namespace {
+
+[[noreturn]] void bad(const std::string& source, const std::string& field, const std::string& msg) {
+  throw_error(ErrorCode::kProfileBadArgs, {source, 0, field}, msg);
+}
+
+PluginRef parse_ref(const nlohmann::json& j, const std::string& source, const std::string& field, bool allow_weight) {
+  PluginRef ref;
+  if (j.is_string()) {
+    ref.name = j.get<std::string>();
+    return ref;
+  }
+  if (!j.is_object()) bad(source, field, "a plugin is a name or {\"name\", \"weight\", \"args\"}");
+  for (const auto& [k, v] : j.items()) {
+    if (k == "name" && v.is_string()) ref.name = v.get<std::string>();
+    else if (k == "weight" && allow_weight && v.is_number()) ref.weight = v.get<double>();
+    else if (k == "args") ref.args = v;
+    else if (k == "weight" && !allow_weight) bad(source, field + "/weight", "only score plugins take a weight");
+    else bad(source, field + "/" + k, "unknown or mistyped field (expected name, weight, args)");
+  }
+  if (ref.name.empty()) bad(source, field + "/name", "missing plugin name");
+  return ref;
+}
+
+std::vector<PluginRef> parse_list(const nlohmann::json& j, const std::string& source, const std::string& field, bool weights) {
+  if (!j.is_array()) bad(source, field, "expected a list of plugins");
+  std::vector<PluginRef> out;
+  for (std::size_t i = 0; i < j.size(); ++i) out.push_back(parse_ref(j[i], source, field + "/" + std::to_string(i), weights));
+  return out;
+}
+
+nlohmann::json ref_json(const PluginRef& r, bool weight) {
+  nlohmann::json j{{"name", r.name}};
+  if (weight) j["weight"] = r.weight;
+  if (!r.args.empty()) j["args"] = r.args;
+  return j;
+}
+
+nlohmann::json list_json(const std::vector<PluginRef>& l, bool weight) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& r : l) j.push_back(ref_json(r, weight));
+  return j;
+}
+
+}  // namespace
+
+Profile Profile::from_json(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object()) bad(source, "", "a profile is a name or an object");
+  Profile p;
+  if (j.contains("extends")) {
+    if (!j["extends"].is_string()) bad(source, "extends", "expected a built-in profile name");
+    p = builtin_profile(j["extends"].get<std::string>(), source);
+  }
+  for (const auto& [k, v] : j.items()) {
+    const std::string f = k;
+    if (k == "extends") continue;
+    if (k == "name") { if (!v.is_string()) bad(source, f, "expected a string"); p.name = v.get<std::string>(); }
+    else if (k == "description") { if (!v.is_string()) bad(source, f, "expected a string"); p.description = v.get<std::string>(); }
+    else if (k == "queue_sort") p.queue_sort = parse_ref(v, source, f, false);
+    else if (k == "pre_filter") p.pre_filter = parse_list(v, source, f, false);
+    else if (k == "filter") p.filter = parse_list(v, source, f, false);
+    else if (k == "score") p.score = parse_list(v, source, f, true);
+    else if (k == "device_select") p.device_select = parse_ref(v, source, f, false);
+    else if (k == "reserve") p.reserve = parse_list(v, source, f, false);
+    else if (k == "permit") p.permit = parse_list(v, source, f, false);
+    else if (k == "post_filter") p.post_filter = parse_list(v, source, f, false);
+    else if (k == "bind") p.bind = parse_list(v, source, f, false);
+    else if (k == "tie_break") {
+      if (v == "node-order") p.tie_break = TieBreak::kNodeOrder;
+      else if (v == "random") p.tie_break = TieBreak::kRandom;
+      else bad(source, f, "expected \"node-order\" or \"random\"");
+    } else {
+      bad(source, f, "unknown profile field (known: name, description, extends, queue_sort, pre_filter, filter, "
+                     "score, device_select, reserve, permit, post_filter, bind, tie_break)");
+    }
+  }
+  return p;
+}
+
+nlohmann::json Profile::to_json() const {
+  return {{"name", name},
+          {"description", description},
+          {"queue_sort", ref_json(queue_sort, false)},
+          {"pre_filter", list_json(pre_filter, false)},
+          {"filter", list_json(filter, false)},
+          {"score", list_json(score, true)},
+          {"device_select", ref_json(device_select, false)},
+          {"reserve", list_json(reserve, false)},
+          {"permit", list_json(permit, false)},
+          {"post_filter", list_json(post_filter, false)},
+          {"bind", list_json(bind, false)},
+          {"tie_break", tie_break == TieBreak::kRandom ? "random" : "node-order"}};
+}
+
+std::vector<std::string> builtin_profile_names() {
+  return {"default", "first-fit", "best-fit", "binpack", "gpushare-binpack", "spread", "most-allocated", "random"};
+}
+
+Profile builtin_profile(const std::string& name, const std::string& source) {
+  Profile p;
+  p.name = name;
+  if (name == "default") {
+    p.description = "Kubernetes default scoring: resource fit, then least-allocated (spread) nodes";
+    p.score = {PluginRef{"least-allocated"}};
+  } else if (name == "first-fit") {
+    p.description = "the first node in cluster order that fits; lowest-index GPUs";
+    p.score = {PluginRef{"first-fit"}};
+  } else if (name == "best-fit") {
+    p.description = "the FGD paper's Best-fit: least normalised free CPU and GPU left; tightest GPU inside";
+    p.score = {PluginRef{"best-fit"}};
+    p.device_select = PluginRef{"gpu-binpack"};
+  } else if (name == "binpack" || name == "gpushare-binpack") {
+    p.description = "gpushare-scheduler-extender: node and GPU with the least free GPU memory that fits";
+    p.score = {PluginRef{"gpu-binpack"}};
+    p.device_select = PluginRef{"gpu-binpack"};
+  } else if (name == "spread") {
+    p.description = "least-allocated nodes, and the emptiest GPU inside";
+    p.score = {PluginRef{"least-allocated"}};
+    p.device_select = PluginRef{"gpu-spread"};
+  } else if (name == "most-allocated") {
+    p.description = "Kubernetes MostAllocated: fill nodes before opening new ones";
+    p.score = {PluginRef{"most-allocated"}};
+    p.device_select = PluginRef{"gpu-binpack"};
+  } else if (name == "random") {
+    p.description = "a uniformly random feasible node and random GPUs (seeded)";
+    p.score = {PluginRef{"random"}};
+    p.device_select = PluginRef{"gpu-random"};
+  } else {
+    std::string known;
+    for (const auto& n : builtin_profile_names()) known += (known.empty() ? "" : ", ") + n;
+    throw_error(ErrorCode::kProfileUnknownProfile, {source, 0, "profile"},
+                "unknown profile \"" + name + "\"; built-in profiles: " + known);
+  }
+  return p;
+}
+
+}  // namespace gpusched::policies

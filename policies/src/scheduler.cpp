@@ -1,0 +1,248 @@
+#include <gpusched/policies/framework/scheduler.hpp>
+
+#include <algorithm>
+#include <map>
+
+#include <gpusched/assert.hpp>
+#include <gpusched/error.hpp>
+#include <gpusched/policies/framework/statement.hpp>
+
+namespace gpusched::policies {
+
+namespace {
+template <class Hook>
+Hook* as_hook(Plugin* p) {
+  return dynamic_cast<Hook*>(p);
+}
+}  // namespace
+
+Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint64_t seed)
+    : profile_(profile), streams_(seed), tie_rng_(streams_.stream("policy.tie-break")) {
+  const std::string where = "profile '" + profile.name + "'";
+  std::map<std::string, std::pair<Plugin*, nlohmann::json>> instances;  // one instance per plugin name
+
+  auto build = [&](const PluginRef& ref, const char* hook, const std::string& field) -> Plugin* {
+    const PluginInfo* info = registry.find(ref.name);
+    if (!info) {
+      throw_error(ErrorCode::kProfileUnknownPlugin, {where, 0, field},
+                  "unknown plugin \"" + ref.name + "\"; plugins for " + hook + ": " + registry.known_names(hook));
+    }
+    if (std::find(info->hooks.begin(), info->hooks.end(), hook) == info->hooks.end()) {
+      throw_error(ErrorCode::kProfileWrongHook, {where, 0, field},
+                  "plugin \"" + ref.name + "\" does not implement " + hook + "; plugins for " + hook + ": " +
+                      registry.known_names(hook));
+    }
+    auto args = resolve_args(*info, ref.args, where + " " + field);
+    if (auto it = instances.find(ref.name); it != instances.end()) {
+      if (!ref.args.empty() && it->second.second != args) {
+        throw_error(ErrorCode::kProfileBadArgs, {where, 0, field},
+                    "plugin \"" + ref.name + "\" appears at several hooks with different args");
+      }
+      return it->second.first;
+    }
+    PluginContext ctx{args, streams_, info->name};
+    auto plugin = info->factory(ctx);
+    GPUSCHED_ASSERT(plugin != nullptr, "plugin factory returned null");
+    Plugin* raw = plugin.get();
+    owned_.push_back(std::move(plugin));
+    instances.emplace(ref.name, std::pair{raw, args});
+    return raw;
+  };
+  auto build_list = [&](const std::vector<PluginRef>& refs, const char* hook, auto& out, auto cast) {
+    std::vector<std::string> seen;
+    for (std::size_t i = 0; i < refs.size(); ++i) {
+      const std::string field = std::string(hook) + "[" + std::to_string(i) + "]";
+      if (std::find(seen.begin(), seen.end(), refs[i].name) != seen.end()) {
+        throw_error(ErrorCode::kProfileDuplicatePlugin, {where, 0, field},
+                    "plugin \"" + refs[i].name + "\" is listed twice at " + hook);
+      }
+      seen.push_back(refs[i].name);
+      out.push_back(cast(build(refs[i], hook, field), refs[i]));
+    }
+  };
+
+  queue_sort_ = as_hook<QueueSortPlugin>(build(profile.queue_sort, "queue_sort", "queue_sort"));
+  build_list(profile.pre_filter, "pre_filter", pre_filters_, [](Plugin* p, const PluginRef&) { return as_hook<PreFilterPlugin>(p); });
+  build_list(profile.filter, "filter", filters_, [](Plugin* p, const PluginRef&) { return as_hook<FilterPlugin>(p); });
+  // A filter plugin that also has a pre-filter runs it (Kubernetes enables both points together).
+  for (auto* f : filters_) {
+    if (auto* pf = dynamic_cast<PreFilterPlugin*>(f); pf && std::find(pre_filters_.begin(), pre_filters_.end(), pf) == pre_filters_.end()) {
+      pre_filters_.push_back(pf);
+    }
+  }
+  build_list(profile.score, "score", scores_, [&](Plugin* p, const PluginRef& ref) {
+    if (!(ref.weight > 0.0)) {
+      throw_error(ErrorCode::kProfileZeroWeight, {where, 0, "score." + ref.name + ".weight"},
+                  "score weight must be > 0 (remove the plugin to turn it off)");
+    }
+    return std::pair{as_hook<ScorePlugin>(p), ref.weight};
+  });
+  device_select_ = as_hook<DeviceSelectPlugin>(build(profile.device_select, "device_select", "device_select"));
+  build_list(profile.reserve, "reserve", reserves_, [](Plugin* p, const PluginRef&) { return as_hook<ReservePlugin>(p); });
+  build_list(profile.permit, "permit", permits_, [](Plugin* p, const PluginRef&) { return as_hook<PermitPlugin>(p); });
+  build_list(profile.post_filter, "post_filter", post_filters_, [](Plugin* p, const PluginRef&) { return as_hook<PostFilterPlugin>(p); });
+  build_list(profile.bind, "bind", binds_, [](Plugin* p, const PluginRef&) { return as_hook<BindPlugin>(p); });
+
+  const bool has_fit = std::any_of(profile.filter.begin(), profile.filter.end(),
+                                   [](const PluginRef& r) { return r.name == "node-resources-fit"; });
+  if (!has_fit) {
+    throw_error(ErrorCode::kProfileMissingHook, {where, 0, "filter"},
+                "the filter list must include \"node-resources-fit\" (without it a placement could over-commit a node)");
+  }
+  first_feasible_wins_ = profile.tie_break == TieBreak::kNodeOrder &&
+                         (scores_.empty() || (scores_.size() == 1 && scores_[0].first->orders_by_node_index()));
+}
+
+Scheduler::~Scheduler() = default;
+
+bool Scheduler::before(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) const {
+  return queue_sort_->less(a, ia, b, ib);
+}
+
+void Scheduler::note_reject(const Status& s) {
+  for (auto& r : rejects_) {
+    if (r.reason.data() == s.reason.data() && r.plugin.data() == s.plugin.data()) {
+      ++r.count;
+      return;
+    }
+  }
+  rejects_.push_back({s.plugin, s.reason, 1});
+}
+
+Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, TaskPlacement& out) {
+  rejects_.clear();
+  const std::size_t n = cluster.node_count();
+  nodes_seen_ = n;
+  for (auto* pf : pre_filters_) {
+    const Status s = pf->pre_filter(cluster, ctx);
+    if (s.ok() || s.is_skip()) continue;
+    rejects_.push_back({s.plugin, s.reason, static_cast<std::uint32_t>(n)});
+    return s;
+  }
+  feasible_.clear();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const NodeId node{i};
+    bool ok = true;
+    for (const auto* f : filters_) {
+      const Status s = f->filter(cluster, ctx, node);
+      if (!s.ok()) {
+        note_reject(s);
+        ok = false;
+        break;
+      }
+    }
+    if (ok) {
+      feasible_.push_back(node);
+      if (first_feasible_wins_) break;
+    }
+  }
+  if (feasible_.empty()) return Status::unschedulable("scheduler", "no feasible node");
+
+  std::size_t best = 0;
+  if (feasible_.size() > 1 && (!scores_.empty() || profile_.tie_break == TieBreak::kRandom)) {
+    const std::size_t f = feasible_.size();
+    total_.assign(f, 0.0);
+    raw_.resize(f);
+    for (auto& [plugin, weight] : scores_) {
+      for (std::size_t i = 0; i < f; ++i) raw_[i] = plugin->score(cluster, ctx, feasible_[i]);
+      plugin->normalize(raw_);
+      for (std::size_t i = 0; i < f; ++i) {
+        GPUSCHED_ASSERT(raw_[i] >= -1e-9 && raw_[i] <= 100.0 + 1e-9, "score plugin returned a score outside [0, 100]");
+        total_[i] += weight * raw_[i];
+      }
+    }
+    const double top = *std::max_element(total_.begin(), total_.end());
+    if (profile_.tie_break == TieBreak::kRandom) {
+      std::size_t ties = 0;
+      for (double t : total_) ties += (t == top) ? 1 : 0;
+      auto pick = tie_rng_.below(ties);
+      for (std::size_t i = 0; i < f; ++i) {
+        if (total_[i] == top && pick-- == 0) {
+          best = i;
+          break;
+        }
+      }
+    } else {
+      best = static_cast<std::size_t>(std::find(total_.begin(), total_.end(), top) - total_.begin());
+    }
+  }
+  const NodeId chosen = feasible_[best];
+  if (!device_select_->select(cluster, ctx, chosen, out)) {
+    // Filters said yes but the device plugin cannot grant: a plugin disagreement, not bad input.
+    GPUSCHED_ASSERT(false, "device_select could not grant devices on a node the filters accepted");
+  }
+  out.node = chosen;
+  return Status::success();
+}
+
+Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    out.clear();
+    Statement st(cluster);
+    Status failure = Status::success();
+    for (std::int32_t t = 0; t < job.tasks; ++t) {
+      cycle_.clear();
+      TaskContext ctx{job, id, t, cycle_};
+      TaskPlacement p;
+      failure = place_task(cluster, ctx, p);
+      if (!failure.ok()) break;
+      for (std::size_t r = 0; r < reserves_.size() && failure.ok(); ++r) {
+        failure = reserves_[r]->reserve(cluster, job, id, p);
+        if (failure.ok()) {
+          st.on_rollback([plugin = reserves_[r], &cluster, &job, id, p] { plugin->unreserve(cluster, job, id, p); });
+        }
+      }
+      if (!failure.ok()) break;
+      st.allocate(job.request, p);
+      out.push_back(std::move(p));
+    }
+    if (static_cast<std::int32_t>(out.size()) >= job.min_available) {
+      Status s = Status::success();
+      for (auto* pm : permits_) {
+        s = pm->permit(cluster, job, id, out);
+        if (!s.ok()) break;
+      }
+      for (std::size_t b = 0; b < binds_.size() && s.ok(); ++b) s = binds_[b]->bind(cluster, job, id, out);
+      if (s.ok()) {
+        st.commit();
+        last_status_ = s;
+        return s;
+      }
+      failure = s;
+    }
+    st.rollback();
+    out.clear();
+    last_status_ = failure.ok() ? Status::unschedulable("scheduler", "fewer than min_available tasks fit") : failure;
+    // Post-filter (e.g. preemption) may free room; if one succeeds, try once more.
+    bool retry = false;
+    for (auto* pf : post_filters_) {
+      if (pf->post_filter(cluster, job, id).ok()) {
+        retry = true;
+        break;
+      }
+    }
+    if (!retry) break;
+  }
+  return last_status_;
+}
+
+std::string Scheduler::last_diagnosis() const {
+  auto sorted = rejects_;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Reject& a, const Reject& b) { return a.count > b.count; });
+  std::uint32_t rejected = 0;
+  for (const auto& r : sorted) rejected += r.count;
+  std::string out = std::to_string(nodes_seen_ > rejected ? nodes_seen_ - rejected : 0) + "/" +
+                    std::to_string(nodes_seen_) + " nodes are available";
+  if (sorted.empty()) {
+    if (!last_status_.reason.empty()) out += ": " + std::string(last_status_.reason);
+    return out;
+  }
+  out += ":";
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    out += (i ? ", " : " ") + std::to_string(sorted[i].count) + " " + std::string(sorted[i].reason) + " (" +
+           std::string(sorted[i].plugin) + ")";
+  }
+  return out;
+}
+
+}  // namespace gpusched::policies

@@ -1,0 +1,109 @@
+#pragma once
+/// Scenario files (schema_version 1, see schemas/scenario.schema.json): cluster, profile,
+/// workload, seed, horizon, outputs — everything one run needs, validated before it starts.
+///
+/// Example:
+///   auto sc = scenario::load_scenario("examples/small.json");
+///   auto result = scenario::run(sc);
+///   scenario::write_outputs(result, "out/small");
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <gpusched/cluster.hpp>
+#include <gpusched/gpu_catalog.hpp>
+#include <gpusched/job.hpp>
+#include <gpusched/policies/framework/profile.hpp>
+#include <gpusched/sim/engine.hpp>
+#include <gpusched/sim/metrics.hpp>
+#include <gpusched/sim/outputs.hpp>
+#include <gpusched/traces/synthetic.hpp>
+
+namespace gpusched::scenario {
+
+inline constexpr int kScenarioSchemaVersion = 1;
+
+struct OutputOptions {
+  SimTime sample_interval = SimTime::from_seconds(300);
+  bool event_log = false;     ///< also write events.csv (every submit/start/finish)
+};
+
+/// A parsed, validated scenario. The workload is materialised at run time (it may depend on
+/// the seed).
+struct Scenario {
+  std::string name = "scenario";
+  std::string description;
+  std::string source;                    ///< file path, or a label for built-in / in-memory ones
+  std::filesystem::path base_dir;        ///< relative paths resolve against this
+  nlohmann::json document;               ///< the input as given (for stamping)
+  std::uint64_t seed = 42;
+  GpuCatalog catalog;
+  ResourceTable resources;
+  std::vector<NodeSpec> nodes;
+  policies::Profile profile;
+  std::optional<traces::SyntheticConfig> synthetic;
+  std::optional<std::filesystem::path> trace;
+  Workload jobs;                         ///< inline jobs (and, after load, trace jobs)
+  sim::EngineConfig engine;
+  OutputOptions outputs;
+};
+
+/// Reads and validates a scenario file. Throws gpusched::Error subclasses naming the file,
+/// line (syntax errors) and JSON path.
+Scenario load_scenario(const std::filesystem::path& path);
+/// Parses scenario JSON text; `source` names it in errors; relative paths resolve from base_dir.
+Scenario parse_scenario(std::string_view text, const std::string& source, const std::filesystem::path& base_dir);
+/// Same, from an already-parsed document.
+Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, const std::filesystem::path& base_dir);
+/// The built-in demo: 1,000 nodes, 20,000 synthetic jobs (examples/demo.json, embedded).
+Scenario demo_scenario();
+/// The embedded demo scenario text.
+std::string_view demo_scenario_text();
+
+/// Everything a finished run produced. Movable, not copyable.
+class RunResult {
+ public:
+  RunResult();
+  RunResult(RunResult&&) noexcept;
+  RunResult& operator=(RunResult&&) noexcept;
+  ~RunResult();
+
+  [[nodiscard]] const sim::RunStamp& stamp() const;
+  [[nodiscard]] const sim::Summary& summary() const;
+  [[nodiscard]] nlohmann::json summary_json() const;   ///< summary + stamp + resolved inputs
+  [[nodiscard]] const std::vector<sim::TimeSample>& timeseries() const;
+  [[nodiscard]] std::vector<sim::JobRow> jobs() const;
+  [[nodiscard]] const std::vector<std::string>& event_log() const;   ///< empty unless enabled
+  [[nodiscard]] const sim::Engine& engine() const;
+  [[nodiscard]] const std::string& profile_name() const;
+
+  struct State;
+  explicit RunResult(std::unique_ptr<State> s);
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+using ProgressFn = std::function<void(double)>;
+
+/// Builds the cluster, the scheduler and the workload, and runs the simulation.
+/// `seed` overrides the scenario's seed. Bad input throws before the run starts.
+RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed = std::nullopt, const ProgressFn& progress = {});
+
+/// Writes summary.json, jobs.csv, timeseries.csv, report.md (and events.csv when enabled)
+/// into `dir` (created). Returns the paths written. Throws OutputError.
+std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::filesystem::path& dir);
+/// The terminal summary (a few aligned lines).
+std::string format_summary(const RunResult& r);
+
+/// The command-line tool; returns the exit code. See README "Command line".
+int cli_main(int argc, const char* const* argv);
+
+}  // namespace gpusched::scenario

@@ -1,0 +1,111 @@
+#pragma once
+/// The discrete-event engine: an ordinary object (no globals), so many can run in one process.
+///
+/// Jobs arrive, wait in the queue, are placed through the SchedulingHook, run for their
+/// duration (or forever in fill mode), finish and release. Waiting jobs are retried when
+/// capacity frees. A horizon ends the run.
+///
+/// Example:
+///   sim::Engine engine(cluster, workload, scheduler, {});
+///   sim::MetricsCollector metrics(SimTime::from_seconds(60));
+///   engine.add_observer(&metrics);
+///   engine.run();
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <gpusched/cluster.hpp>
+#include <gpusched/job.hpp>
+#include <gpusched/scheduling.hpp>
+#include <gpusched/sim/event_queue.hpp>
+#include <gpusched/sim/observer.hpp>
+
+namespace gpusched::sim {
+
+enum class JobState : std::uint8_t { kNotArrived, kPending, kRunning, kCompleted, kFailed };
+std::string_view to_string(JobState s);
+
+/// A node going down or coming back at a given time.
+struct NodeEvent {
+  SimTime time;
+  NodeId node;
+  bool up = false;
+};
+
+struct EngineConfig {
+  SimTime horizon = SimTime::forever();   ///< events after this are not processed
+  bool fill_mode = false;                 ///< arrival-only: placed jobs never finish
+  bool retry = true;                      ///< false: a job that does not fit on arrival fails
+  bool requeue_on_node_down = true;       ///< false: jobs on a failed node fail
+  /// Within one cycle, skip a job whose (request, tasks, min_available, queue) already failed.
+  /// Exact when schedule() depends only on the cluster state and those fields.
+  bool skip_equivalent = true;
+  std::vector<NodeEvent> node_events;
+};
+
+/// What the engine knows about one job at any moment.
+struct JobRuntime {
+  JobState state = JobState::kNotArrived;
+  SimTime start = SimTime::forever();
+  SimTime end = SimTime::forever();
+  std::vector<TaskPlacement> placements;
+  EventId finish_event = 0;
+  std::uint32_t attempts = 0;      ///< times the job started (requeues add one)
+  std::uint32_t reason = 0;        ///< index into reasons(): why it is pending / failed (0 = none)
+};
+
+class Engine {
+ public:
+  /// `cluster`, `workload` and `hook` must outlive the engine. Jobs must be sorted by submit time.
+  Engine(ClusterState& cluster, std::span<const JobSpec> workload, SchedulingHook& hook, EngineConfig config);
+
+  void add_observer(Observer* o) { observers_.push_back(o); }
+  /// Calls `fn(now)` at simulated time `t` (a Timer event). Usable before or during run().
+  void call_at(SimTime t, std::function<void(SimTime)> fn);
+  /// Runs to the end (no events left) or to the horizon. `progress(f)` is called now and then
+  /// with f in [0, 1]. May be called once.
+  void run(const std::function<void(double)>& progress = {});
+
+  [[nodiscard]] SimTime now() const { return now_; }
+  [[nodiscard]] const ClusterState& cluster() const { return *cluster_; }
+  [[nodiscard]] std::span<const JobSpec> workload() const { return workload_; }
+  [[nodiscard]] const JobRuntime& job(JobId j) const { return jobs_[j.value]; }
+  [[nodiscard]] std::span<const JobRuntime> jobs() const { return jobs_; }
+  [[nodiscard]] const std::string& reason(std::uint32_t i) const { return reasons_[i]; }
+  [[nodiscard]] std::size_t pending_count() const { return pending_.size(); }
+  [[nodiscard]] std::size_t running_count() const { return running_; }
+  [[nodiscard]] std::uint64_t events_processed() const { return events_processed_; }
+  [[nodiscard]] std::uint64_t schedule_attempts() const { return attempts_; }
+  [[nodiscard]] const EngineConfig& config() const { return config_; }
+
+ private:
+  void handle(const EventQueue::Entry& e, bool& capacity_freed);
+  void schedule_cycle(bool full);
+  void start_job(JobId j, std::vector<TaskPlacement>& placements);
+  void stop_job(JobId j);          // releases resources of a running job
+  std::uint32_t intern_reason(std::string r);
+  [[nodiscard]] std::uint64_t signature(const JobSpec& j) const;
+
+  ClusterState* cluster_;
+  std::span<const JobSpec> workload_;
+  SchedulingHook* hook_;
+  EngineConfig config_;
+  EventQueue queue_;
+  std::vector<JobRuntime> jobs_;
+  std::vector<JobId> pending_;       // queue order (hook_->before)
+  std::vector<JobId> arrived_;       // arrivals of the current instant, not yet tried
+  std::vector<std::function<void(SimTime)>> timers_;
+  std::vector<Observer*> observers_;
+  std::vector<std::string> reasons_{""};
+  std::vector<std::uint64_t> queue_hash_;
+  std::vector<TaskPlacement> scratch_;
+  std::size_t running_ = 0;
+  SimTime now_ = SimTime::zero();
+  std::uint64_t events_processed_ = 0;
+  std::uint64_t attempts_ = 0;
+  bool ran_ = false;
+};
+
+}  // namespace gpusched::sim

@@ -1,0 +1,58 @@
+#pragma once
+/// Events ordered by (time, sequence number): simultaneous events fire in insertion order, so
+/// every run is bit-for-bit reproducible. Cancellation is lazy (marked, skipped when popped).
+///
+/// Example:
+///   EventQueue q;
+///   auto id = q.push(SimTime::from_seconds(5), JobFinish{JobId{0}});
+///   q.cancel(id);
+///   while (!q.empty()) { auto e = q.pop(); ... }
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+#include <gpusched/ids.hpp>
+#include <gpusched/time.hpp>
+
+namespace gpusched::sim {
+
+struct JobArrival { JobId job; };
+struct JobFinish { JobId job; };
+struct NodeDown { NodeId node; };
+struct NodeUp { NodeId node; };
+struct Timer { std::uint32_t id; };   ///< call-me-later; the engine maps id -> callback
+
+/// The closed set of simulation events.
+using Event = std::variant<JobArrival, JobFinish, NodeDown, NodeUp, Timer>;
+using EventId = std::uint64_t;   ///< the event's sequence number
+
+class EventQueue {
+ public:
+  struct Entry {
+    SimTime time;
+    EventId seq;
+    Event event;
+  };
+
+  /// O(log n). Returns an id for cancel().
+  EventId push(SimTime t, Event e);
+  /// Marks the event so pop() skips it. O(1). Cancelling twice or after the pop is harmless.
+  void cancel(EventId id);
+  /// True when no live event is left (drops cancelled ones at the top).
+  [[nodiscard]] bool empty();
+  /// Time of the next live event. Precondition: !empty().
+  [[nodiscard]] SimTime next_time();
+  /// Removes and returns the next live event. Precondition: !empty(). O(log n).
+  Entry pop();
+  /// Events pushed so far (live, fired or cancelled).
+  [[nodiscard]] std::uint64_t pushed() const { return next_seq_; }
+  void reserve(std::size_t n) { heap_.reserve(n); }
+
+ private:
+  void drop_cancelled();
+  std::vector<Entry> heap_;
+  std::vector<std::uint8_t> cancelled_;   // by seq
+  EventId next_seq_ = 0;
+};
+
+}  // namespace gpusched::sim

@@ -1,0 +1,74 @@
+#pragma once
+/// Metrics: a time series sampled at a fixed interval, exact time-weighted allocation, and the
+/// run summary (counts, wait and JCT percentiles, makespan).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <gpusched/sim/engine.hpp>
+#include <gpusched/sim/observer.hpp>
+
+namespace gpusched::sim {
+
+/// One row of the time series: the state that held at time `t`.
+struct TimeSample {
+  SimTime t;
+  double gpu_alloc_pct = 0;     ///< allocated GPU milli / total GPU milli
+  double gpus_busy_pct = 0;     ///< GPUs with at least one task / all GPUs
+  double cpu_alloc_pct = 0;
+  double memory_alloc_pct = 0;
+  std::int64_t pending_jobs = 0;
+  std::int64_t running_jobs = 0;
+};
+
+/// Mean and nearest-rank percentiles of a set of durations, in seconds.
+struct Distribution {
+  std::int64_t count = 0;
+  double mean_s = 0, p50_s = 0, p95_s = 0, p99_s = 0, max_s = 0;
+  static Distribution of(std::vector<std::int64_t> values_us);
+};
+void to_json(nlohmann::json& j, const Distribution& d);
+
+struct Summary {
+  std::int64_t jobs = 0, completed = 0, failed = 0, running = 0, pending = 0, not_arrived = 0;
+  std::int64_t requeued = 0;               ///< restarts after a node went down
+  SimTime first_submit, end;
+  double makespan_s = 0;                   ///< first submit -> last completion
+  double gpu_alloc_pct_time_weighted = 0;  ///< over [first submit, end]
+  double cpu_alloc_pct_time_weighted = 0;
+  double gpu_hours_allocated = 0;
+  std::int64_t peak_pending = 0;
+  Distribution wait;                       ///< start - submit, jobs that started
+  Distribution jct;                        ///< end - submit, completed jobs
+  std::int64_t nodes = 0, gpus = 0;
+  std::uint64_t events = 0, schedule_attempts = 0;
+};
+void to_json(nlohmann::json& j, const Summary& s);
+
+class MetricsCollector final : public Observer {
+ public:
+  /// `interval`: time between samples (> 0).
+  explicit MetricsCollector(SimTime interval);
+
+  void on_start(const Engine& e) override;
+  void on_advance(SimTime from, SimTime to, const Engine& e) override;
+  void on_job_requeue(SimTime, JobId, std::string_view, const Engine&) override { ++requeued_; }
+  void on_end(SimTime end, const Engine& e) override;
+
+  [[nodiscard]] const std::vector<TimeSample>& samples() const { return samples_; }
+  [[nodiscard]] const Summary& summary() const { return summary_; }
+
+ private:
+  TimeSample sample_now(SimTime t, const Engine& e) const;
+  SimTime interval_;
+  SimTime next_sample_;
+  SimTime first_submit_;
+  long double gpu_milli_us_ = 0, cpu_milli_us_ = 0;
+  std::int64_t peak_pending_ = 0, requeued_ = 0;
+  std::vector<TimeSample> samples_;
+  Summary summary_;
+};
+
+}  // namespace gpusched::sim

@@ -1,0 +1,74 @@
+#pragma once
+/// Output tables (CSV) stamped with version, scenario, digest and seed, and the event log.
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <gpusched/sim/engine.hpp>
+#include <gpusched/sim/metrics.hpp>
+#include <gpusched/sim/observer.hpp>
+
+namespace gpusched::sim {
+
+/// What produced an output: written as the first line of every CSV ("# gpusched ...") and in
+/// summary.json.
+struct RunStamp {
+  std::string version;
+  std::string scenario;      ///< name
+  std::string source;        ///< file path or "<built-in demo>"
+  std::string digest;        ///< FNV-1a 64 of the canonical resolved scenario, hex
+  std::uint64_t seed = 0;
+  [[nodiscard]] std::string comment_line() const;
+};
+
+/// "node-7[0,1]" (whole GPUs), "node-7[3:250m]" (share), "node-7[3:250m/4096Mi]", "node-7"
+/// (CPU only); tasks joined with ';'.
+std::string placement_string(const ClusterState& cluster, std::span<const TaskPlacement> placements);
+
+/// Quotes a CSV field when it holds a comma, quote or newline (RFC 4180).
+std::string csv_field(std::string_view s);
+/// Fixed-point text for a double: same bytes on every run.
+std::string fixed(double v, int decimals);
+
+/// One row of the job table (jobs.csv, Python's result.jobs). Empty optionals = not applicable.
+struct JobRow {
+  std::string job, queue;
+  std::int32_t priority = 0, tasks = 1;
+  std::int64_t cpu_milli = 0, memory_mib = 0;
+  std::int32_t gpus = 0, gpu_milli = 0;
+  std::int64_t gpu_memory_mib = 0;
+  double submit_s = 0;
+  std::optional<double> start_s, end_s, wait_s, jct_s;
+  std::string state;
+  std::uint32_t attempts = 0;
+  std::string placement, reason;
+};
+
+/// The job table from the engine's final state, in workload order.
+std::vector<JobRow> job_rows(const Engine& engine);
+/// jobs.csv: one row per job.
+void write_jobs_csv(std::ostream& out, const std::vector<JobRow>& rows, const RunStamp& stamp);
+/// timeseries.csv: one row per sample.
+void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples, const RunStamp& stamp);
+
+/// Records every submit/start/finish/fail/requeue/node event as a CSV line
+/// (`time_s,event,job,node,detail`) — the golden-test format.
+class EventLog final : public Observer {
+ public:
+  void on_submit(SimTime t, JobId j, const Engine& e) override;
+  void on_job_start(SimTime t, JobId j, std::span<const TaskPlacement> p, const Engine& e) override;
+  void on_job_finish(SimTime t, JobId j, const Engine& e) override;
+  void on_job_fail(SimTime t, JobId j, std::string_view reason, const Engine& e) override;
+  void on_job_requeue(SimTime t, JobId j, std::string_view reason, const Engine& e) override;
+  void on_node(SimTime t, NodeId n, bool up, const Engine& e) override;
+  [[nodiscard]] const std::vector<std::string>& lines() const { return lines_; }
+  void write(std::ostream& out, const RunStamp& stamp) const;
+
+ private:
+  std::vector<std::string> lines_;
+};
+
+}  // namespace gpusched::sim

@@ -1,0 +1,131 @@
+#include <gpusched/sim/metrics.hpp>
+
+#include <algorithm>
+#include <numeric>
+
+#include <gpusched/assert.hpp>
+
+namespace gpusched::sim {
+
+Distribution Distribution::of(std::vector<std::int64_t> v) {
+  Distribution d;
+  d.count = static_cast<std::int64_t>(v.size());
+  if (v.empty()) return d;
+  std::sort(v.begin(), v.end());
+  const long double sum = std::accumulate(v.begin(), v.end(), static_cast<long double>(0));
+  d.mean_s = static_cast<double>(sum / static_cast<long double>(v.size()) / 1e6L);
+  // Nearest-rank percentile: the smallest value with at least p% of values <= it.
+  auto pct = [&](double p) {
+    auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+    rank = std::clamp<std::size_t>(rank, 1, v.size());
+    return static_cast<double>(v[rank - 1]) / 1e6;
+  };
+  d.p50_s = pct(50);
+  d.p95_s = pct(95);
+  d.p99_s = pct(99);
+  d.max_s = static_cast<double>(v.back()) / 1e6;
+  return d;
+}
+
+void to_json(nlohmann::json& j, const Distribution& d) {
+  j = {{"count", d.count}, {"mean_s", d.mean_s}, {"p50_s", d.p50_s}, {"p95_s", d.p95_s}, {"p99_s", d.p99_s}, {"max_s", d.max_s}};
+}
+
+void to_json(nlohmann::json& j, const Summary& s) {
+  j = {{"jobs", {{"total", s.jobs}, {"completed", s.completed}, {"failed", s.failed}, {"running", s.running},
+                 {"pending", s.pending}, {"not_arrived", s.not_arrived}, {"requeued", s.requeued}}},
+       {"cluster", {{"nodes", s.nodes}, {"gpus", s.gpus}}},
+       {"time", {{"first_submit_s", s.first_submit.seconds()}, {"end_s", s.end.seconds()}, {"makespan_s", s.makespan_s}}},
+       {"allocation", {{"gpu_pct_time_weighted", s.gpu_alloc_pct_time_weighted},
+                       {"cpu_pct_time_weighted", s.cpu_alloc_pct_time_weighted},
+                       {"gpu_hours", s.gpu_hours_allocated}}},
+       {"queue", {{"peak_pending", s.peak_pending}}},
+       {"wait", s.wait},
+       {"jct", s.jct},
+       {"engine", {{"events", s.events}, {"schedule_attempts", s.schedule_attempts}}}};
+}
+
+MetricsCollector::MetricsCollector(SimTime interval) : interval_(interval) {
+  GPUSCHED_ASSERT(interval.us > 0, "sample interval must be positive");
+}
+
+TimeSample MetricsCollector::sample_now(SimTime t, const Engine& e) const {
+  const auto& tot = e.cluster().totals();
+  auto pct = [](std::int64_t used, std::int64_t total) {
+    return total > 0 ? 100.0 * static_cast<double>(used) / static_cast<double>(total) : 0.0;
+  };
+  return {t,
+          pct(tot.gpu_used_milli, tot.gpu_milli),
+          pct(tot.gpus_busy, tot.gpus),
+          pct(tot.cpu_used_milli, tot.cpu_milli),
+          pct(tot.memory_used_mib, tot.memory_mib),
+          static_cast<std::int64_t>(e.pending_count()),
+          static_cast<std::int64_t>(e.running_count())};
+}
+
+void MetricsCollector::on_start(const Engine& e) {
+  first_submit_ = e.workload().empty() ? SimTime::zero() : e.workload().front().submit;
+  next_sample_ = first_submit_;
+}
+
+void MetricsCollector::on_advance(SimTime from, SimTime to, const Engine& e) {
+  const auto& tot = e.cluster().totals();
+  const auto span = static_cast<long double>((to - std::max(from, first_submit_)).us);
+  if (to > first_submit_ && span > 0) {
+    gpu_milli_us_ += static_cast<long double>(tot.gpu_used_milli) * span;
+    cpu_milli_us_ += static_cast<long double>(tot.cpu_used_milli) * span;
+  }
+  peak_pending_ = std::max<std::int64_t>(peak_pending_, static_cast<std::int64_t>(e.pending_count()));
+  // The state is constant on [from, to): every sample point in there sees it.
+  while (next_sample_ < to) {
+    if (next_sample_ >= from) samples_.push_back(sample_now(next_sample_, e));
+    next_sample_ = next_sample_ + interval_;
+  }
+}
+
+void MetricsCollector::on_end(SimTime end, const Engine& e) {
+  samples_.push_back(sample_now(end, e));
+  Summary s;
+  const auto& tot = e.cluster().totals();
+  s.jobs = static_cast<std::int64_t>(e.workload().size());
+  s.nodes = static_cast<std::int64_t>(e.cluster().node_count());
+  s.gpus = tot.gpus;
+  s.first_submit = first_submit_;
+  s.end = end;
+  std::vector<std::int64_t> waits, jcts;
+  SimTime last_completion = first_submit_;
+  for (std::size_t i = 0; i < e.jobs().size(); ++i) {
+    const auto& rt = e.jobs()[i];
+    const auto& spec = e.workload()[i];
+    switch (rt.state) {
+      case JobState::kCompleted:
+        ++s.completed;
+        jcts.push_back((rt.end - spec.submit).us);
+        last_completion = std::max(last_completion, rt.end);
+        break;
+      case JobState::kFailed: ++s.failed; break;
+      case JobState::kRunning: ++s.running; break;
+      case JobState::kPending: ++s.pending; break;
+      case JobState::kNotArrived: ++s.not_arrived; break;
+    }
+    if (!rt.start.is_forever() && rt.state != JobState::kPending) waits.push_back((rt.start - spec.submit).us);
+  }
+  s.makespan_s = (last_completion - first_submit_).seconds();
+  const long double horizon_us = static_cast<long double>((end - first_submit_).us);
+  if (horizon_us > 0 && tot.gpu_milli > 0) {
+    s.gpu_alloc_pct_time_weighted = static_cast<double>(100.0L * gpu_milli_us_ / (horizon_us * static_cast<long double>(tot.gpu_milli)));
+  }
+  if (horizon_us > 0 && tot.cpu_milli > 0) {
+    s.cpu_alloc_pct_time_weighted = static_cast<double>(100.0L * cpu_milli_us_ / (horizon_us * static_cast<long double>(tot.cpu_milli)));
+  }
+  s.gpu_hours_allocated = static_cast<double>(gpu_milli_us_ / 1000.0L / 3.6e9L);
+  s.peak_pending = peak_pending_;
+  s.requeued = requeued_;
+  s.wait = Distribution::of(std::move(waits));
+  s.jct = Distribution::of(std::move(jcts));
+  s.events = e.events_processed();
+  s.schedule_attempts = e.schedule_attempts();
+  summary_ = s;
+}
+
+}  // namespace gpusched::sim

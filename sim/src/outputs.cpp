@@ -1,0 +1,149 @@
+#include <gpusched/sim/outputs.hpp>
+
+#include <cstdio>
+
+namespace gpusched::sim {
+
+std::string RunStamp::comment_line() const {
+  return "# gpusched " + version + " scenario=" + scenario + " source=" + source + " digest=" + digest +
+         " seed=" + std::to_string(seed);
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  std::string s(buf);
+  if (s == "-0" || s.rfind("-0.", 0) == 0) {
+    // Normalise negative zero so equal values print equal bytes.
+    bool all_zero = s.find_first_not_of("-0.") == std::string::npos;
+    if (all_zero) s.erase(0, 1);
+  }
+  return s;
+}
+
+std::string csv_field(std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::string placement_string(const ClusterState& cluster, std::span<const TaskPlacement> placements) {
+  std::string out;
+  for (std::size_t i = 0; i < placements.size(); ++i) {
+    const auto& p = placements[i];
+    if (i) out += ';';
+    out += cluster.spec(p.node).name;
+    if (p.gpus.empty()) continue;
+    out += '[';
+    for (std::size_t k = 0; k < p.gpus.size(); ++k) {
+      const auto& g = p.gpus[k];
+      if (k) out += ',';
+      out += std::to_string(g.index);
+      const auto& gs = cluster.gpus(p.node)[g.index];
+      const bool whole = g.milli == kMilliPerGpu && g.memory_mib == gs.memory_mib;
+      if (whole) continue;
+      out += ':';
+      if (g.milli > 0) out += std::to_string(g.milli) + "m";
+      if (g.milli > 0 && g.memory_mib > 0) out += '/';
+      if (g.memory_mib > 0) out += std::to_string(g.memory_mib) + "Mi";
+    }
+    out += ']';
+  }
+  return out;
+}
+
+std::vector<JobRow> job_rows(const Engine& engine) {
+  std::vector<JobRow> rows;
+  rows.reserve(engine.jobs().size());
+  const auto& cluster = engine.cluster();
+  for (std::size_t i = 0; i < engine.jobs().size(); ++i) {
+    const auto& rt = engine.jobs()[i];
+    const auto& spec = engine.workload()[i];
+    const auto& r = spec.request;
+    JobRow row;
+    row.job = spec.name;
+    row.queue = spec.queue;
+    row.priority = spec.priority;
+    row.tasks = spec.tasks;
+    row.cpu_milli = r.cpu_milli;
+    row.memory_mib = r.memory_mib;
+    row.gpus = r.gpu.mode == GpuMode::kWhole ? r.gpu.count : 0;
+    row.gpu_milli = r.gpu.mode == GpuMode::kShared ? r.gpu.milli : 0;
+    row.gpu_memory_mib = r.gpu.mode == GpuMode::kShared ? r.gpu.memory_mib : 0;
+    row.submit_s = spec.submit.seconds();
+    const bool started = rt.state == JobState::kRunning || rt.state == JobState::kCompleted ||
+                         (rt.state == JobState::kFailed && !rt.start.is_forever());
+    if (started) {
+      row.start_s = rt.start.seconds();
+      row.wait_s = (rt.start - spec.submit).seconds();
+    }
+    if (rt.state == JobState::kCompleted || rt.state == JobState::kFailed) row.end_s = rt.end.seconds();
+    if (rt.state == JobState::kCompleted) row.jct_s = (rt.end - spec.submit).seconds();
+    row.state = std::string(to_string(rt.state));
+    row.attempts = rt.attempts;
+    if (rt.state == JobState::kRunning || rt.state == JobState::kCompleted) row.placement = placement_string(cluster, rt.placements);
+    if (rt.state == JobState::kPending || rt.state == JobState::kFailed) row.reason = engine.reason(rt.reason);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+void write_jobs_csv(std::ostream& out, const std::vector<JobRow>& rows, const RunStamp& stamp) {
+  out << stamp.comment_line() << '\n';
+  out << "job,queue,priority,tasks,cpu_milli,memory_mib,gpus,gpu_milli,gpu_memory_mib,submit_s,start_s,end_s,wait_s,"
+         "jct_s,state,attempts,placement,reason\n";
+  auto opt = [](const std::optional<double>& v) { return v ? fixed(*v, 6) : std::string(); };
+  for (const auto& r : rows) {
+    out << csv_field(r.job) << ',' << csv_field(r.queue) << ',' << r.priority << ',' << r.tasks << ',' << r.cpu_milli
+        << ',' << r.memory_mib << ',' << r.gpus << ',' << r.gpu_milli << ',' << r.gpu_memory_mib << ','
+        << fixed(r.submit_s, 6) << ',' << opt(r.start_s) << ',' << opt(r.end_s) << ',' << opt(r.wait_s) << ','
+        << opt(r.jct_s) << ',' << r.state << ',' << r.attempts << ',' << csv_field(r.placement) << ','
+        << csv_field(r.reason) << '\n';
+  }
+}
+
+void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples, const RunStamp& stamp) {
+  out << stamp.comment_line() << '\n';
+  out << "time_s,gpu_alloc_pct,gpus_busy_pct,cpu_alloc_pct,memory_alloc_pct,pending_jobs,running_jobs\n";
+  for (const auto& s : samples) {
+    out << fixed(s.t.seconds(), 6) << ',' << fixed(s.gpu_alloc_pct, 4) << ',' << fixed(s.gpus_busy_pct, 4) << ','
+        << fixed(s.cpu_alloc_pct, 4) << ',' << fixed(s.memory_alloc_pct, 4) << ',' << s.pending_jobs << ','
+        << s.running_jobs << '\n';
+  }
+}
+
+namespace {
+std::string line(SimTime t, std::string_view event, std::string_view job, std::string_view node, std::string_view detail) {
+  return fixed(t.seconds(), 6) + "," + std::string(event) + "," + csv_field(job) + "," + csv_field(node) + "," + csv_field(detail);
+}
+}  // namespace
+
+void EventLog::on_submit(SimTime t, JobId j, const Engine& e) {
+  lines_.push_back(line(t, "submit", e.workload()[j.value].name, "", ""));
+}
+void EventLog::on_job_start(SimTime t, JobId j, std::span<const TaskPlacement> p, const Engine& e) {
+  lines_.push_back(line(t, "start", e.workload()[j.value].name, "", placement_string(e.cluster(), p)));
+}
+void EventLog::on_job_finish(SimTime t, JobId j, const Engine& e) {
+  lines_.push_back(line(t, "finish", e.workload()[j.value].name, "", ""));
+}
+void EventLog::on_job_fail(SimTime t, JobId j, std::string_view reason, const Engine& e) {
+  lines_.push_back(line(t, "fail", e.workload()[j.value].name, "", reason));
+}
+void EventLog::on_job_requeue(SimTime t, JobId j, std::string_view reason, const Engine& e) {
+  lines_.push_back(line(t, "requeue", e.workload()[j.value].name, "", reason));
+}
+void EventLog::on_node(SimTime t, NodeId n, bool up, const Engine& e) {
+  lines_.push_back(line(t, up ? "node_up" : "node_down", "", e.cluster().spec(n).name, ""));
+}
+void EventLog::write(std::ostream& out, const RunStamp& stamp) const {
+  out << stamp.comment_line() << '\n' << "time_s,event,job,node,detail\n";
+  for (const auto& l : lines_) out << l << '\n';
+}
+
+}  // namespace gpusched::sim
