@@ -38,7 +38,8 @@ void to_json(nlohmann::json& j, const Summary& s) {
        {"time", {{"first_submit_s", s.first_submit.seconds()}, {"end_s", s.end.seconds()}, {"makespan_s", s.makespan_s}}},
        {"allocation", {{"gpu_pct_time_weighted", s.gpu_alloc_pct_time_weighted},
                        {"cpu_pct_time_weighted", s.cpu_alloc_pct_time_weighted},
-                       {"gpu_hours", s.gpu_hours_allocated}}},
+                       {"gpu_hours", s.gpu_hours_allocated},
+                       {"gpu_pct_peak", s.gpu_alloc_pct_peak}}},
        {"queue", {{"peak_pending", s.peak_pending}}},
        {"wait", s.wait},
        {"jct", s.jct},
@@ -76,6 +77,7 @@ void MetricsCollector::on_advance(SimTime from, SimTime to, const Engine& e) {
     cpu_milli_us_ += static_cast<long double>(tot.cpu_used_milli) * span;
   }
   peak_pending_ = std::max<std::int64_t>(peak_pending_, static_cast<std::int64_t>(e.pending_count()));
+  peak_gpu_milli_ = std::max(peak_gpu_milli_, tot.gpu_used_milli);
   // The state is constant on [from, to): every sample point in there sees it.
   while (next_sample_ < to) {
     if (next_sample_ >= from) samples_.push_back(sample_now(next_sample_, e));
@@ -120,6 +122,7 @@ void MetricsCollector::on_end(SimTime end, const Engine& e) {
   }
   s.gpu_hours_allocated = static_cast<double>(gpu_milli_us_ / 1000.0L / 3.6e9L);
   s.peak_pending = peak_pending_;
+  s.gpu_alloc_pct_peak = tot.gpu_milli > 0 ? 100.0 * static_cast<double>(peak_gpu_milli_) / static_cast<double>(tot.gpu_milli) : 0.0;
   s.requeued = requeued_;
   s.wait = Distribution::of(std::move(waits));
   s.jct = Distribution::of(std::move(jcts));

@@ -39,6 +39,7 @@ struct Summary {
   double gpu_alloc_pct_time_weighted = 0;  ///< over [first submit, end]
   double cpu_alloc_pct_time_weighted = 0;
   double gpu_hours_allocated = 0;
+  double gpu_alloc_pct_peak = 0;           ///< highest allocated GPU share at any instant
   std::int64_t peak_pending = 0;
   Distribution wait;                       ///< start - submit, jobs that started
   Distribution jct;                        ///< end - submit, completed jobs
@@ -66,7 +67,7 @@ class MetricsCollector final : public Observer {
   SimTime next_sample_;
   SimTime first_submit_;
   long double gpu_milli_us_ = 0, cpu_milli_us_ = 0;
-  std::int64_t peak_pending_ = 0, requeued_ = 0;
+  std::int64_t peak_pending_ = 0, requeued_ = 0, peak_gpu_milli_ = 0;
   std::vector<TimeSample> samples_;
   Summary summary_;
 };

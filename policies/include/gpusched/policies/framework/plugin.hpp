@@ -16,10 +16,11 @@
 namespace gpusched::policies {
 
 /// What a plugin factory gets: its arguments (validated by the factory) and the run's streams.
+/// Valid only during the factory call: a plugin copies what it keeps (e.g. a Rng stream).
 struct PluginContext {
   const nlohmann::json& args;
   const RngStreams& rng;
-  std::string_view name;   ///< the registered name, with static storage duration
+  std::string_view name;   ///< the registered name
 };
 
 /// One task being scheduled.

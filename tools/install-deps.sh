@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what gpusched needs and is missing: Debian packages, then PyPI packages.
+# Idempotent: a second run checks and installs nothing. Used by `make demo` and `make test`.
+set -euo pipefail
+
+APT_PACKAGES=(g++ make cmake ninja-build pkg-config
+              nlohmann-json3-dev libboost-dev libboost-graph-dev libeigen3-dev libcli11-dev
+              catch2 libbenchmark-dev)
+PY_PACKAGES=("scikit-build-core>=0.10" "pybind11>=2.12" "numpy" "pandas" "matplotlib" "pytest" "jsonschema")
+PY_IMPORTS=(scikit_build_core pybind11 numpy pandas matplotlib pytest jsonschema)
+PYTHON=${PYTHON:-python3}
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "gpusched: installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+need_pip=0
+for m in "${PY_IMPORTS[@]}"; do
+  "$PYTHON" -c "import $m" 2>/dev/null || { need_pip=1; break; }
+done
+if [ $need_pip -eq 1 ]; then
+  echo "gpusched: installing Python packages: ${PY_PACKAGES[*]}"
+  "$PYTHON" -m pip install -q "${PY_PACKAGES[@]}"
+fi
