@@ -34,23 +34,24 @@ std::string Registry::known_names(std::string_view hook) const {
   return out;
 }
 
-nlohmann::json resolve_args(const PluginInfo& info, const nlohmann::json& given, const std::string& where) {
+nlohmann::json resolve_args(const PluginInfo& info, const nlohmann::json& given, const Location& where) {
+  auto at = [&](const std::string& k) { Location l = where; l.field += (k.empty() ? "/args" : "/args/" + k); return l; };
   nlohmann::json out = nlohmann::json::object();
   for (const auto& a : info.args) out[a.name] = a.default_value;
   if (given.is_null()) return out;
-  if (!given.is_object()) throw_error(ErrorCode::kProfileBadArgs, {where, 0, "args"}, "plugin arguments must be an object");
+  if (!given.is_object()) throw_error(ErrorCode::kProfileBadArgs, at(""), "plugin arguments must be an object");
   for (const auto& [k, v] : given.items()) {
     const auto it = std::find_if(info.args.begin(), info.args.end(), [&](const PluginArg& a) { return a.name == k; });
     if (it == info.args.end()) {
       std::string known;
       for (const auto& a : info.args) known += (known.empty() ? "" : ", ") + a.name;
-      throw_error(ErrorCode::kProfileBadArgs, {where, 0, "args." + k},
+      throw_error(ErrorCode::kProfileBadArgs, at(k),
                   "plugin '" + info.name + "' has no argument '" + k + "' (it takes: " + (known.empty() ? "none" : known) + ")");
     }
     const bool type_ok = (it->type == "number" && v.is_number()) || (it->type == "string" && v.is_string()) ||
                          (it->type == "boolean" && v.is_boolean()) || (it->type == "object" && v.is_object()) ||
                          (it->type == "array" && v.is_array());
-    if (!type_ok) throw_error(ErrorCode::kProfileBadArgs, {where, 0, "args." + k}, "expected a " + it->type);
+    if (!type_ok) throw_error(ErrorCode::kProfileBadArgs, at(k), "expected a " + it->type);
     out[k] = v;
   }
   return out;
@@ -60,8 +61,8 @@ namespace {
 double number_arg(const PluginContext& ctx, const char* key, double min) {
   const double v = ctx.args.at(key).get<double>();
   if (!(v >= min)) {
-    throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(ctx.name) + ".args." + key},
-                "must be >= " + std::to_string(min));
+    throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(ctx.name) + "/args/" + key},
+                std::string(ctx.name) + ": argument " + key + " must be >= " + std::to_string(min));
   }
   return v;
 }

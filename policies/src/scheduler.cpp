@@ -32,7 +32,7 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
                   "plugin \"" + ref.name + "\" does not implement " + hook + "; plugins for " + hook + ": " +
                       registry.known_names(hook));
     }
-    auto args = resolve_args(*info, ref.args, where + " " + field);
+    auto args = resolve_args(*info, ref.args, Location{where, 0, field});
     if (auto it = instances.find(ref.name); it != instances.end()) {
       if (!ref.args.empty() && it->second.second != args) {
         throw_error(ErrorCode::kProfileBadArgs, {where, 0, field},
@@ -51,7 +51,7 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
   auto build_list = [&](const std::vector<PluginRef>& refs, const char* hook, auto& out, auto cast) {
     std::vector<std::string> seen;
     for (std::size_t i = 0; i < refs.size(); ++i) {
-      const std::string field = std::string(hook) + "[" + std::to_string(i) + "]";
+      const std::string field = std::string(hook) + "/" + std::to_string(i);
       if (std::find(seen.begin(), seen.end(), refs[i].name) != seen.end()) {
         throw_error(ErrorCode::kProfileDuplicatePlugin, {where, 0, field},
                     "plugin \"" + refs[i].name + "\" is listed twice at " + hook);
@@ -70,11 +70,13 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
       pre_filters_.push_back(pf);
     }
   }
-  build_list(profile.score, "score", scores_, [&](Plugin* p, const PluginRef& ref) {
-    if (!(ref.weight > 0.0)) {
-      throw_error(ErrorCode::kProfileZeroWeight, {where, 0, "score." + ref.name + ".weight"},
-                  "score weight must be > 0 (remove the plugin to turn it off)");
+  for (std::size_t i = 0; i < profile.score.size(); ++i) {
+    if (!(profile.score[i].weight > 0.0)) {
+      throw_error(ErrorCode::kProfileZeroWeight, {where, 0, "score/" + std::to_string(i) + "/weight"},
+                  "score weight of \"" + profile.score[i].name + "\" must be > 0 (remove the plugin to turn it off)");
     }
+  }
+  build_list(profile.score, "score", scores_, [&](Plugin* p, const PluginRef& ref) {
     return std::pair{as_hook<ScorePlugin>(p), ref.weight};
   });
   device_select_ = as_hook<DeviceSelectPlugin>(build(profile.device_select, "device_select", "device_select"));

@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include <gpusched/embedded_demo.hpp>
+#include <gpusched/policies/framework/registry.hpp>
+#include <gpusched/policies/framework/scheduler.hpp>
 #include <gpusched/quantity.hpp>
 #include <gpusched/traces/native.hpp>
 
@@ -230,8 +232,15 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
       if (!v.is_boolean()) p.fail(ErrorCode::kScenarioBadValue, f, "expected true or false");
       sc.engine.requeue_on_node_down = v.get<bool>();
     } else if (k == "profile") {
-      if (v.is_string()) sc.profile = policies::builtin_profile(v.get<std::string>(), source);
-      else sc.profile = policies::Profile::from_json(v, source + " /profile");
+      try {
+        sc.profile = v.is_string() ? policies::builtin_profile(v.get<std::string>(), source)
+                                   : policies::Profile::from_json(v, source);
+        // Build it once now, so a bad profile is reported with this file before anything runs.
+        policies::Scheduler check(sc.profile, policies::Registry::with_builtins(), 0);
+      } catch (const ProfileError& e) {
+        const auto& f = e.where().field;
+        throw_error(e.code(), {source, 0, f.empty() || f == "profile" ? "/profile" : "/profile/" + f}, e.detail());
+      }
     } else if (k == "workload") {
       parse_workload(p, v, sc);
     } else if (k == "outputs") {

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <gpusched/error.hpp>
 #include <gpusched/policies/framework/plugin.hpp>
 
 namespace gpusched::policies {
@@ -49,7 +50,8 @@ class Registry {
   std::vector<PluginInfo> plugins_;
 };
 
-/// Rejects argument names not in `info.args` and fills in defaults. Throws ProfileError.
-nlohmann::json resolve_args(const PluginInfo& info, const nlohmann::json& given, const std::string& where);
+/// Rejects argument names not in `info.args` and fills in defaults. Throws ProfileError at
+/// `where` (its field gets "/args/<name>" appended).
+nlohmann::json resolve_args(const PluginInfo& info, const nlohmann::json& given, const Location& where);
 
 }  // namespace gpusched::policies
