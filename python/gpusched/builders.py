@@ -1,0 +1,418 @@
+"""Build scenarios in Python instead of writing JSON by hand.
+
+Every builder produces the same dict a scenario file holds (schema_version 1, see
+schemas/scenario.schema.json); ``gpusched.run`` accepts the builder or its ``to_dict()``.
+Validation happens in the C++ core when the scenario is loaded, with the usual error ids.
+
+Example::
+
+    from gpusched.builders import Cluster, Profile, Scenario, synthetic
+
+    cluster = (Cluster()
+               .node_group("a100", count=16, cpu=128, memory="1Ti", gpus=8, gpu_model="A100-80GB")
+               .node_group("cpu", count=4, cpu=96, memory="384Gi"))
+    profile = Profile("packed", extends="default").score("gpu-binpack", weight=2).device_select("gpu-binpack")
+    sc = Scenario(cluster, profile, synthetic(jobs=2000, load=0.9), seed=7, name="packed")
+    result = sc.run()
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+if TYPE_CHECKING:
+    from .api import ProgressFn
+    from .result import Result
+
+Quantity = Union[int, float, str]
+Taint = Union[str, Mapping[str, str]]
+
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _taint(t: Taint) -> Dict[str, str]:
+    """A taint dict from {"key", "value", "effect"} or the kubectl form "key[=value]:Effect"."""
+    if isinstance(t, Mapping):
+        return dict(t)
+    if not isinstance(t, str) or ":" not in t:
+        raise ValueError(f"a taint is a dict or 'key[=value]:Effect', got {t!r}")
+    kv, effect = t.rsplit(":", 1)
+    if effect not in _EFFECTS:
+        raise ValueError(f"taint effect must be one of {', '.join(_EFFECTS)}, got {effect!r}")
+    key, _, value = kv.partition("=")
+    out = {"key": key, "effect": effect}
+    if value:
+        out["value"] = value
+    return out
+
+
+def _node_fields(
+    cpu: Quantity,
+    memory: Quantity,
+    gpus: int,
+    gpu_model: Optional[str],
+    sockets: int,
+    labels: Optional[Mapping[str, str]],
+    taints: Optional[Iterable[Taint]],
+    extended: Optional[Mapping[str, Quantity]],
+) -> Dict[str, Any]:
+    d: Dict[str, Any] = {"cpu": cpu, "memory": memory}
+    if gpus:
+        d["gpus"] = int(gpus)
+    if gpu_model is not None:
+        d["gpu_model"] = gpu_model
+    if sockets != 1:
+        d["sockets"] = int(sockets)
+    if labels:
+        d["labels"] = dict(labels)
+    if taints:
+        d["taints"] = [_taint(t) for t in taints]
+    if extended:
+        d["extended"] = dict(extended)
+    return d
+
+
+class Cluster:
+    """Nodes, one by one or in groups of identical nodes (named ``<group>-0000``, ``-0001`` ...).
+
+    Quantities follow Kubernetes: cpu ``8`` / ``"500m"``, memory ``"64Gi"`` / ``"1Ti"``.
+    Methods return the cluster, so calls chain.
+    """
+
+    def __init__(self) -> None:
+        self._groups: List[Dict[str, Any]] = []
+        self._nodes: List[Dict[str, Any]] = []
+        self._gpu_models: List[Dict[str, Any]] = []
+
+    def node_group(
+        self,
+        name: str,
+        count: int,
+        cpu: Quantity,
+        memory: Quantity,
+        gpus: int = 0,
+        gpu_model: Optional[str] = None,
+        sockets: int = 1,
+        labels: Optional[Mapping[str, str]] = None,
+        taints: Optional[Iterable[Taint]] = None,
+        extended: Optional[Mapping[str, Quantity]] = None,
+    ) -> "Cluster":
+        """Adds ``count`` identical nodes. ``gpu_model`` names a catalog model (gpusched.gpu_models())
+        and is required when ``gpus > 0``; ``taints`` are dicts or "key[=value]:Effect"."""
+        group = {"name": name, "count": int(count)}
+        group.update(_node_fields(cpu, memory, gpus, gpu_model, sockets, labels, taints, extended))
+        self._groups.append(group)
+        return self
+
+    def node(
+        self,
+        name: str,
+        cpu: Quantity,
+        memory: Quantity,
+        gpus: int = 0,
+        gpu_model: Optional[str] = None,
+        sockets: int = 1,
+        labels: Optional[Mapping[str, str]] = None,
+        taints: Optional[Iterable[Taint]] = None,
+        extended: Optional[Mapping[str, Quantity]] = None,
+    ) -> "Cluster":
+        """Adds one node named ``name``."""
+        node = {"name": name}
+        node.update(_node_fields(cpu, memory, gpus, gpu_model, sockets, labels, taints, extended))
+        self._nodes.append(node)
+        return self
+
+    def gpu_model(self, name: str, memory_mib: int, sms: int = 0, **fields: Any) -> "Cluster":
+        """Adds (or overrides) a GPU model for this scenario: name, memory_mib, sms and optional
+        aliases, vendor, mig_capable, nvlink."""
+        model = {"name": name, "memory_mib": int(memory_mib), "sms": int(sms)}
+        model.update(fields)
+        self._gpu_models.append(model)
+        return self
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The scenario's "cluster" object."""
+        d: Dict[str, Any] = {}
+        if self._gpu_models:
+            d["gpu_models"] = copy.deepcopy(self._gpu_models)
+        if self._groups:
+            d["node_groups"] = copy.deepcopy(self._groups)
+        if self._nodes:
+            d["nodes"] = copy.deepcopy(self._nodes)
+        return d
+
+    def __repr__(self) -> str:
+        n = sum(g["count"] for g in self._groups) + len(self._nodes)
+        return f"<gpusched.Cluster {n} nodes in {len(self._groups)} groups + {len(self._nodes)} single>"
+
+
+def _plugin_ref(name: str, args: Mapping[str, Any], weight: Optional[float] = None) -> Union[str, Dict[str, Any]]:
+    if weight is None and not args:
+        return name
+    ref: Dict[str, Any] = {"name": name}
+    if weight is not None:
+        ref["weight"] = weight
+    if args:
+        ref["args"] = dict(args)
+    return ref
+
+
+class Profile:
+    """A scheduling profile: which plugin runs at which hook (see gpusched.plugins()).
+
+    ``extends`` starts from a built-in profile (gpusched.profiles()); each hook you set replaces
+    the base's list for that hook. ``filter`` lists always start with ``node-resources-fit``
+    (every profile needs it; the runner refuses profiles without it). Methods chain.
+    """
+
+    _LIST_HOOKS = ("pre_filter", "filter", "score", "reserve", "permit", "post_filter", "bind")
+    _SINGLE_HOOKS = ("queue_sort", "device_select")
+
+    def __init__(self, name: str, extends: Optional[str] = None, description: Optional[str] = None) -> None:
+        self.name = name
+        self.extends = extends
+        self.description = description
+        self._hooks: Dict[str, Any] = {}
+        self._tie_break: Optional[str] = None
+
+    def add(self, hook: str, name: str, weight: Optional[float] = None, **args: Any) -> "Profile":
+        """Adds plugin ``name`` at ``hook`` ("pre_filter", "filter", "score", "reserve", "permit",
+        "post_filter", "bind"; or sets "queue_sort" / "device_select"). ``weight``: score only."""
+        if hook in self._SINGLE_HOOKS:
+            self._hooks[hook] = _plugin_ref(name, args, weight)
+            return self
+        if hook not in self._LIST_HOOKS:
+            raise ValueError(f"unknown hook {hook!r}; hooks: {', '.join(self._SINGLE_HOOKS + self._LIST_HOOKS)}")
+        if hook == "score" and weight is None:
+            weight = 1
+        entries = self._hooks.setdefault(hook, ["node-resources-fit"] if hook == "filter" else [])
+        if hook == "filter" and name == "node-resources-fit":
+            entries[0] = _plugin_ref(name, args)   # always first; never twice
+            return self
+        entries.append(_plugin_ref(name, args, weight))
+        return self
+
+    def filter(self, name: str, **args: Any) -> "Profile":
+        """Adds a filter (filters AND together)."""
+        return self.add("filter", name, **args)
+
+    def pre_filter(self, name: str, **args: Any) -> "Profile":
+        """Adds a pre-filter."""
+        return self.add("pre_filter", name, **args)
+
+    def score(self, name: str, weight: float = 1, **args: Any) -> "Profile":
+        """Adds a score plugin; scores are normalised to 0..100, weighted (> 0) and summed."""
+        return self.add("score", name, weight=weight, **args)
+
+    def device_select(self, name: str, **args: Any) -> "Profile":
+        """Sets the plugin that picks GPUs inside the chosen node."""
+        return self.add("device_select", name, **args)
+
+    def queue_sort(self, name: str, **args: Any) -> "Profile":
+        """Sets the plugin that orders the pending queue."""
+        return self.add("queue_sort", name, **args)
+
+    def tie_break(self, mode: str = "node-order") -> "Profile":
+        """How equal scores are broken: "node-order" (lowest node index) or "random" (seeded)."""
+        if mode not in ("node-order", "random"):
+            raise ValueError('tie_break is "node-order" or "random"')
+        self._tie_break = mode
+        return self
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The scenario's "profile" object."""
+        d: Dict[str, Any] = {"name": self.name}
+        if self.extends is not None:
+            d["extends"] = self.extends
+        if self.description is not None:
+            d["description"] = self.description
+        d.update(copy.deepcopy(self._hooks))
+        if self._tie_break is not None:
+            d["tie_break"] = self._tie_break
+        return d
+
+    def __repr__(self) -> str:
+        base = f" extends {self.extends!r}" if self.extends else ""
+        return f"<gpusched.Profile {self.name!r}{base}: {self._hooks}>"
+
+
+def synthetic(
+    jobs: int,
+    load: float = 0.8,
+    *,
+    arrival_rate_per_hour: Optional[float] = None,
+    duration_median_s: Optional[float] = None,
+    duration_sigma: Optional[float] = None,
+    duration_min_s: Optional[float] = None,
+    duration_max_s: Optional[float] = None,
+    mix: Optional[Mapping[str, float]] = None,
+    queues: Optional[Sequence[str]] = None,
+    gang_fraction: Optional[float] = None,
+) -> Dict[str, Any]:
+    """A synthetic workload: Poisson arrivals at offered ``load`` (GPU-time demanded / capacity;
+    0 means use ``arrival_rate_per_hour``), log-normal durations, a production-like request mix
+    (``mix`` weights: cpu_only, fractional, gpu1, gpu2, gpu4, gpu8)."""
+    cfg: Dict[str, Any] = {"jobs": int(jobs), "load": load}
+    optional = {
+        "arrival_rate_per_hour": arrival_rate_per_hour,
+        "duration_median_s": duration_median_s,
+        "duration_sigma": duration_sigma,
+        "duration_min_s": duration_min_s,
+        "duration_max_s": duration_max_s,
+        "gang_fraction": gang_fraction,
+    }
+    cfg.update({k: v for k, v in optional.items() if v is not None})
+    if mix is not None:
+        cfg["mix"] = dict(mix)
+    if queues is not None:
+        cfg["queues"] = list(queues)
+    return {"synthetic": cfg}
+
+
+def trace(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
+    """A workload read from a native trace (.csv or .jsonl). A relative path resolves from the
+    run's base_dir (the current folder unless given)."""
+    return {"trace": os.fspath(path)}
+
+
+def job(
+    id: str,
+    submit_time: float = 0,
+    duration: Optional[float] = None,
+    *,
+    cpu: Optional[Quantity] = None,
+    memory: Optional[Quantity] = None,
+    gpus: Optional[int] = None,
+    gpu_milli: Optional[int] = None,
+    requests: Optional[Mapping[str, Quantity]] = None,
+    tasks: Optional[int] = None,
+    min_available: Optional[int] = None,
+    priority: Optional[int] = None,
+    queue: Optional[str] = None,
+    gpu_model: Union[str, Sequence[str], None] = None,
+) -> Dict[str, Any]:
+    """One inline job (a trace row). Times in seconds; ``duration=None`` runs forever. ``gpus`` is
+    nvidia.com/gpu, ``gpu_milli`` a share of one GPU (gpusched.io/gpu-milli); other resources go in
+    ``requests``. ``gpu_model``: allowed model(s)."""
+    req: Dict[str, Any] = {}
+    if cpu is not None:
+        req["cpu"] = cpu
+    if memory is not None:
+        req["memory"] = memory
+    if gpus is not None:
+        req["nvidia.com/gpu"] = gpus
+    if gpu_milli is not None:
+        req["gpusched.io/gpu-milli"] = gpu_milli
+    if requests:
+        req.update(requests)
+    d: Dict[str, Any] = {"id": id, "submit_time": submit_time}
+    if duration is not None:
+        d["duration"] = duration
+    optional = {"tasks": tasks, "min_available": min_available, "priority": priority, "queue": queue}
+    d.update({k: v for k, v in optional.items() if v is not None})
+    if gpu_model is not None:
+        d["gpu_model"] = gpu_model if isinstance(gpu_model, str) else list(gpu_model)
+    d["requests"] = req
+    return d
+
+
+def jobs(items: Iterable[Mapping[str, Any]]) -> Dict[str, Any]:
+    """A workload of inline jobs (dicts as made by job(), or trace-style dicts)."""
+    return {"jobs": [dict(j) for j in items]}
+
+
+class Scenario:
+    """One run's inputs: cluster, profile, workload, seed and options.
+
+    ``profile`` is a Profile, a dict, or a built-in profile name ("binpack", "default", ...);
+    ``workload`` comes from synthetic(), trace() or jobs(); ``mode`` is "replay" (jobs run and
+    finish) or "fill" (arrival-only). ``events`` are {"time_s", "node", "type": "node_down" |
+    "node_up"} dicts (or use node_down() / node_up()).
+    """
+
+    def __init__(
+        self,
+        cluster: Union[Cluster, Mapping[str, Any]],
+        profile: Union[Profile, Mapping[str, Any], str],
+        workload: Mapping[str, Any],
+        seed: int = 42,
+        mode: str = "replay",
+        horizon_s: Optional[float] = None,
+        name: str = "scenario",
+        description: Optional[str] = None,
+        events: Optional[Iterable[Mapping[str, Any]]] = None,
+        sample_interval_s: Optional[float] = None,
+        event_log: Optional[bool] = None,
+        retry: Optional[bool] = None,
+        requeue_on_node_down: Optional[bool] = None,
+    ) -> None:
+        if mode not in ("replay", "fill"):
+            raise ValueError('mode is "replay" or "fill"')
+        self.cluster = cluster
+        self.profile = profile
+        self.workload = workload
+        self.seed = seed
+        self.mode = mode
+        self.horizon_s = horizon_s
+        self.name = name
+        self.description = description
+        self.events: List[Dict[str, Any]] = [dict(e) for e in events or []]
+        self.sample_interval_s = sample_interval_s
+        self.event_log = event_log
+        self.retry = retry
+        self.requeue_on_node_down = requeue_on_node_down
+
+    def node_down(self, time_s: float, node: str) -> "Scenario":
+        """Takes ``node`` down at ``time_s`` (its jobs are requeued unless requeue_on_node_down=False)."""
+        self.events.append({"time_s": time_s, "node": node, "type": "node_down"})
+        return self
+
+    def node_up(self, time_s: float, node: str) -> "Scenario":
+        """Brings ``node`` back at ``time_s``."""
+        self.events.append({"time_s": time_s, "node": node, "type": "node_up"})
+        return self
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The scenario document (what a scenario .json file holds)."""
+        cluster = self.cluster.to_dict() if isinstance(self.cluster, Cluster) else copy.deepcopy(dict(self.cluster))
+        if isinstance(self.profile, Profile):
+            profile: Any = self.profile.to_dict()
+        elif isinstance(self.profile, str):
+            profile = self.profile
+        else:
+            profile = copy.deepcopy(dict(self.profile))
+        d: Dict[str, Any] = {"schema_version": 1, "name": self.name}
+        if self.description is not None:
+            d["description"] = self.description
+        d["seed"] = int(self.seed)
+        d["mode"] = self.mode
+        d["cluster"] = cluster
+        d["profile"] = profile
+        d["workload"] = copy.deepcopy(dict(self.workload))
+        if self.horizon_s is not None:
+            d["horizon_s"] = self.horizon_s
+        if self.retry is not None:
+            d["retry"] = bool(self.retry)
+        if self.requeue_on_node_down is not None:
+            d["requeue_on_node_down"] = bool(self.requeue_on_node_down)
+        if self.events:
+            d["events"] = copy.deepcopy(self.events)
+        outputs: Dict[str, Any] = {}
+        if self.sample_interval_s is not None:
+            outputs["sample_interval_s"] = self.sample_interval_s
+        if self.event_log is not None:
+            outputs["event_log"] = bool(self.event_log)
+        if outputs:
+            d["outputs"] = outputs
+        return d
+
+    def run(self, seed: Optional[int] = None, progress: Optional["ProgressFn"] = None) -> "Result":
+        """Runs the scenario (gpusched.run(self, ...))."""
+        from .api import run
+
+        return run(self, seed=seed, progress=progress)
+
+    def __repr__(self) -> str:
+        return f"<gpusched.Scenario {self.name!r} seed={self.seed} mode={self.mode}>"

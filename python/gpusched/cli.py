@@ -1,0 +1,114 @@
+"""The ``gpusched`` command (also ``python -m gpusched``).
+
+The C++ command line does the work (run, demo, validate, policies, version; exit codes 0 ok,
+1 bad input, 2 wrong usage, 3 outputs not written). After a successful ``run`` or ``demo``, when
+matplotlib is installed, this wrapper also draws ``timeseries.png`` into the output folder and
+links it from ``report.md``. Plotting never changes the exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+from . import _core
+
+#: Options of `run` / `demo` that take a value (the rest are flags).
+_VALUE_OPTIONS = ("--out", "--seed", "--progress")
+
+
+def _option(args: Sequence[str], name: str) -> Optional[str]:
+    """The value of ``--name VALUE`` or ``--name=VALUE`` (last one wins), or None."""
+    value = None
+    for i, a in enumerate(args):
+        if a == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif a.startswith(name + "="):
+            value = a[len(name) + 1 :]
+    return value
+
+
+def _positionals(args: Sequence[str]) -> List[str]:
+    out: List[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in _VALUE_OPTIONS:
+            skip = True
+        elif not a.startswith("-"):
+            out.append(a)
+    return out
+
+
+def _output_dir(args: Sequence[str]) -> Optional[Path]:
+    """Where a successful `run` / `demo` wrote its files (the C++ defaults: out/<scenario name>,
+    out/demo), or None for other subcommands."""
+    pos = _positionals(args)
+    if not pos or pos[0] not in ("run", "demo"):
+        return None
+    rest = args[args.index(pos[0]) + 1 :]
+    out = _option(rest, "--out")
+    if out:
+        return Path(out)
+    if pos[0] == "demo":
+        return Path("out") / "demo"
+    scenario = _positionals(rest)
+    if not scenario:
+        return None
+    with open(scenario[0], encoding="utf-8") as f:
+        name = json.load(f).get("name", "scenario")
+    return Path("out") / str(name)
+
+
+def add_plot(out_dir: Path) -> Path:
+    """Draws out_dir/timeseries.png from timeseries.csv and appends a "## Plot" section to
+    report.md. Returns the PNG path. Raises ImportError without matplotlib."""
+    from .plotting import plot_timeseries, read_timeseries_csv
+
+    timeseries = read_timeseries_csv(out_dir / "timeseries.csv")
+    title = ""
+    summary_path = out_dir / "summary.json"
+    if summary_path.exists():
+        with open(summary_path, encoding="utf-8") as f:
+            s = json.load(f)
+        title = f"{s['scenario']['name']} (seed {s['seed']}, profile {s['profile']})"
+    png = out_dir / "timeseries.png"
+    plot_timeseries(timeseries, title=title, path=png)
+    report = out_dir / "report.md"
+    if report.exists():
+        text = report.read_text(encoding="utf-8")
+        if "![](timeseries.png)" not in text:
+            sep = "" if text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
+            report.write_text(text + sep + "## Plot\n\n![](timeseries.png)\n", encoding="utf-8")
+    return png
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs the command line with ``argv`` (default: sys.argv[1:]); returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    rc = _core.cli_main(args)
+    if rc != 0 or any(a in ("-h", "--help", "--version") for a in args):
+        return rc
+    try:
+        out_dir = _output_dir(args)
+        if out_dir is None or not (out_dir / "timeseries.csv").exists():
+            return rc
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            return rc
+        png = add_plot(out_dir)
+        if "--quiet" not in args:
+            print(f"  plot       {png}")
+    except Exception as exc:  # plotting is a bonus: never fail the command for it
+        print(f"gpusched: warning: could not draw timeseries.png: {exc}", file=sys.stderr)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

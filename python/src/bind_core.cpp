@@ -1,0 +1,139 @@
+// Core bindings: exception classes (C++ gpusched::Error -> Python GpuschedError and
+// subclasses, with id/file/line/field attributes), the GPU catalog and the version.
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <gpusched/error.hpp>
+#include <gpusched/gpu_catalog.hpp>
+
+#include "bindings.hpp"
+
+namespace gpusched::python {
+namespace {
+
+/// The Python exception classes, created once at import and kept for the process lifetime
+/// (deliberately never released: translation may run during interpreter shutdown).
+struct ExceptionClasses {
+  PyObject* base = nullptr;
+  PyObject* trace = nullptr;
+  PyObject* scenario = nullptr;
+  PyObject* profile = nullptr;
+  PyObject* catalog = nullptr;
+  PyObject* quantity = nullptr;
+  PyObject* output = nullptr;
+};
+
+ExceptionClasses& classes() {
+  static ExceptionClasses c;
+  return c;
+}
+
+/// Creates `gpusched._core.<name>` deriving from `base`, with `doc`, and adds it to `m`.
+PyObject* make_class(py::module_& m, const char* name, PyObject* base, const char* doc) {
+  const std::string qualified = std::string("gpusched._core.") + name;
+  PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, base, nullptr);
+  if (cls == nullptr) throw py::error_already_set();
+  // Defaults so that attribute access never fails on an instance raised from Python code.
+  for (const char* attr : {"id", "file", "line", "field", "code", "category", "detail"}) {
+    if (PyObject_SetAttrString(cls, attr, Py_None) != 0) throw py::error_already_set();
+  }
+  m.add_object(name, py::reinterpret_borrow<py::object>(cls));
+  return cls;   // one reference kept forever on purpose
+}
+
+/// Sets the Python error indicator to an instance of `cls` built from `e`.
+void raise(PyObject* cls, const Error& e) {
+  py::object exc = py::reinterpret_borrow<py::object>(cls)(py::str(e.what()));
+  const auto& w = e.where();
+  exc.attr("id") = py::str(e.id());
+  exc.attr("code") = py::int_(static_cast<int>(e.code()));
+  exc.attr("category") = py::str(std::string(error_category(e.code())));
+  exc.attr("detail") = py::str(e.detail());
+  exc.attr("file") = w.file.empty() ? py::object(py::none()) : py::object(py::str(w.file));
+  exc.attr("line") = w.line > 0 ? py::object(py::int_(w.line)) : py::object(py::none());
+  exc.attr("field") = w.field.empty() ? py::object(py::none()) : py::object(py::str(w.field));
+  PyErr_SetObject(cls, exc.ptr());
+}
+
+}  // namespace
+
+py::object json_to_py(const nlohmann::json& j) {
+  using T = nlohmann::json::value_t;
+  switch (j.type()) {
+    case T::null: return py::none();
+    case T::boolean: return py::bool_(j.get<bool>());
+    case T::number_integer: return py::int_(j.get<std::int64_t>());
+    case T::number_unsigned: return py::int_(j.get<std::uint64_t>());
+    case T::number_float: return py::float_(j.get<double>());
+    case T::string: return py::str(j.get_ref<const std::string&>());
+    case T::array: {
+      py::list out;
+      for (const auto& v : j) out.append(json_to_py(v));
+      return out;
+    }
+    case T::object: {
+      py::dict out;
+      for (const auto& [k, v] : j.items()) out[py::str(k)] = json_to_py(v);
+      return out;
+    }
+    case T::binary:
+    case T::discarded: break;
+  }
+  return py::none();
+}
+
+void bind_core(py::module_& m) {
+  auto& c = classes();
+  c.base = make_class(m, "GpuschedError", PyExc_Exception,
+                      "Bad input or configuration. Attributes: id ('gpusched.trace_error.102'), code (102), "
+                      "category, file, line (None when unknown), field (column or JSON path), detail "
+                      "(the message without id and location).");
+  c.trace = make_class(m, "TraceError", c.base, "A job trace (CSV / JSON Lines, or inline jobs) is malformed.");
+  c.scenario = make_class(m, "ScenarioError", c.base, "A scenario file or cluster description is malformed.");
+  c.profile = make_class(m, "ProfileError", c.base, "A scheduling profile is invalid (unknown plugin, weight 0, ...).");
+  c.catalog = make_class(m, "CatalogError", c.base, "Unknown GPU model or bad GPU-catalog entry.");
+  c.quantity = make_class(m, "QuantityError", c.base, "A resource quantity or resource name is invalid.");
+  c.output = make_class(m, "OutputError", c.base, "Output files could not be written.");
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    if (!p) return;
+    const auto& cls = classes();
+    try {
+      std::rethrow_exception(p);
+    } catch (const TraceError& e) {
+      raise(cls.trace, e);
+    } catch (const ScenarioError& e) {
+      raise(cls.scenario, e);
+    } catch (const ProfileError& e) {
+      raise(cls.profile, e);
+    } catch (const CatalogError& e) {
+      raise(cls.catalog, e);
+    } catch (const QuantityError& e) {
+      raise(cls.quantity, e);
+    } catch (const OutputError& e) {
+      raise(cls.output, e);
+    } catch (const Error& e) {
+      raise(cls.base, e);
+    }
+  });
+
+  m.attr("version") = GPUSCHED_PY_VERSION;
+
+  m.def("error_id", [](int code) { return error_id(static_cast<ErrorCode>(code)); }, py::arg("code"),
+        "The stable id for an error code: error_id(102) == 'gpusched.trace_error.102'.");
+
+  m.def(
+      "gpu_models",
+      [] {
+        const auto catalog = GpuCatalog::builtin();
+        py::list out;
+        for (const auto& model : catalog.models()) out.append(json_to_py(nlohmann::json(model)));
+        return out;
+      },
+      "The built-in GPU catalog: a list of dicts (name, aliases, vendor, memory_mib, sms, mig_capable, nvlink).");
+}
+
+}  // namespace gpusched::python

@@ -1,0 +1,324 @@
+// Simulation bindings: load / run scenarios (the GIL is released while simulating), the run
+// result as columns for pandas, outputs, validation and the command line.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <gpusched/policies/framework/registry.hpp>
+#include <gpusched/policies/framework/scheduler.hpp>
+#include <gpusched/rng.hpp>
+#include <gpusched/scenario/scenario.hpp>
+#include <gpusched/traces/native.hpp>
+#include <gpusched/traces/synthetic.hpp>
+
+#include "bindings.hpp"
+
+namespace gpusched::python {
+namespace {
+
+using scenario::RunResult;
+using scenario::Scenario;
+
+/// Thrown through the engine to stop a run when the progress callback raised (or Ctrl-C).
+struct ProgressAbort {};
+
+/// Loads a scenario and runs it with the GIL released. The GIL is taken back only inside the
+/// progress callback, which also lets Ctrl-C (and exceptions raised by `progress`) stop the run.
+RunResult run_released(const std::function<Scenario()>& load, std::optional<std::uint64_t> seed,
+                       const py::object& progress) {
+  std::optional<py::error_already_set> py_error;
+  const bool has_progress = !progress.is_none();
+  const scenario::ProgressFn on_progress = [&](double fraction) {
+    py::gil_scoped_acquire gil;
+    try {
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (has_progress) progress(fraction);
+    } catch (py::error_already_set& e) {
+      py_error.emplace(std::move(e));
+      throw ProgressAbort{};
+    }
+  };
+  std::optional<RunResult> result;
+  try {
+    py::gil_scoped_release release;
+    const Scenario sc = load();
+    result.emplace(scenario::run(sc, seed, on_progress));
+  } catch (const ProgressAbort&) {
+    throw std::move(*py_error);   // the GIL is held again here
+  }
+  return std::move(*result);
+}
+
+/// A 1-D numpy array of `n` elements filled by `get(i)`.
+template <typename T, typename Get>
+py::array_t<T> column(std::size_t n, Get get) {
+  py::array_t<T> a(static_cast<py::ssize_t>(n));
+  auto v = a.template mutable_unchecked<1>();
+  for (std::size_t i = 0; i < n; ++i) v(static_cast<py::ssize_t>(i)) = get(i);
+  return a;
+}
+
+template <typename Get>
+py::list str_column(std::size_t n, Get get) {
+  py::list out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string& s = get(i);
+    out[i] = py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(s.data(), static_cast<py::ssize_t>(s.size()), "replace"));
+  }
+  return out;
+}
+
+double nan_if_empty(const std::optional<double>& v) { return v ? *v : std::numeric_limits<double>::quiet_NaN(); }
+
+/// The job table as columns (the jobs.csv header order).
+py::dict job_columns(const RunResult& r) {
+  std::vector<sim::JobRow> rows;
+  {
+    py::gil_scoped_release release;
+    rows = r.jobs();
+  }
+  const std::size_t n = rows.size();
+  py::dict d;
+  d["job"] = str_column(n, [&](std::size_t i) -> const std::string& { return rows[i].job; });
+  d["queue"] = str_column(n, [&](std::size_t i) -> const std::string& { return rows[i].queue; });
+  d["priority"] = column<std::int32_t>(n, [&](std::size_t i) { return rows[i].priority; });
+  d["tasks"] = column<std::int32_t>(n, [&](std::size_t i) { return rows[i].tasks; });
+  d["cpu_milli"] = column<std::int64_t>(n, [&](std::size_t i) { return rows[i].cpu_milli; });
+  d["memory_mib"] = column<std::int64_t>(n, [&](std::size_t i) { return rows[i].memory_mib; });
+  d["gpus"] = column<std::int32_t>(n, [&](std::size_t i) { return rows[i].gpus; });
+  d["gpu_milli"] = column<std::int32_t>(n, [&](std::size_t i) { return rows[i].gpu_milli; });
+  d["gpu_memory_mib"] = column<std::int64_t>(n, [&](std::size_t i) { return rows[i].gpu_memory_mib; });
+  d["submit_s"] = column<double>(n, [&](std::size_t i) { return rows[i].submit_s; });
+  d["start_s"] = column<double>(n, [&](std::size_t i) { return nan_if_empty(rows[i].start_s); });
+  d["end_s"] = column<double>(n, [&](std::size_t i) { return nan_if_empty(rows[i].end_s); });
+  d["wait_s"] = column<double>(n, [&](std::size_t i) { return nan_if_empty(rows[i].wait_s); });
+  d["jct_s"] = column<double>(n, [&](std::size_t i) { return nan_if_empty(rows[i].jct_s); });
+  d["state"] = str_column(n, [&](std::size_t i) -> const std::string& { return rows[i].state; });
+  d["attempts"] = column<std::uint32_t>(n, [&](std::size_t i) { return rows[i].attempts; });
+  d["placement"] = str_column(n, [&](std::size_t i) -> const std::string& { return rows[i].placement; });
+  d["reason"] = str_column(n, [&](std::size_t i) -> const std::string& { return rows[i].reason; });
+  return d;
+}
+
+/// The time series as columns (the timeseries.csv header order).
+py::dict timeseries_columns(const RunResult& r) {
+  const auto& s = r.timeseries();
+  const std::size_t n = s.size();
+  py::dict d;
+  d["time_s"] = column<double>(n, [&](std::size_t i) { return s[i].t.seconds(); });
+  d["gpu_alloc_pct"] = column<double>(n, [&](std::size_t i) { return s[i].gpu_alloc_pct; });
+  d["gpus_busy_pct"] = column<double>(n, [&](std::size_t i) { return s[i].gpus_busy_pct; });
+  d["cpu_alloc_pct"] = column<double>(n, [&](std::size_t i) { return s[i].cpu_alloc_pct; });
+  d["memory_alloc_pct"] = column<double>(n, [&](std::size_t i) { return s[i].memory_alloc_pct; });
+  d["pending_jobs"] = column<std::int64_t>(n, [&](std::size_t i) { return s[i].pending_jobs; });
+  d["running_jobs"] = column<std::int64_t>(n, [&](std::size_t i) { return s[i].running_jobs; });
+  return d;
+}
+
+py::dict stamp_dict(const sim::RunStamp& st) {
+  py::dict d;
+  d["version"] = st.version;
+  d["scenario"] = st.scenario;
+  d["source"] = st.source;
+  d["digest"] = st.digest;
+  d["seed"] = st.seed;
+  d["comment_line"] = st.comment_line();
+  return d;
+}
+
+/// What validation found, for a scenario, a trace or a profile.
+struct Checked {
+  std::string kind, name, profile;
+  std::size_t nodes = 0, jobs = 0;
+  std::int64_t gpus = 0;
+};
+
+/// Everything `gpusched validate` checks for a scenario: cluster, profile (scheduler built),
+/// workload (generated, or checked to fit some node). Throws gpusched errors.
+Checked check_scenario(const Scenario& sc, const std::string& source) {
+  ClusterState cluster(sc.catalog, sc.resources, sc.nodes);
+  const policies::Scheduler check(sc.profile, policies::Registry::with_builtins(), sc.seed);
+  std::size_t jobs = sc.jobs.size();
+  if (sc.synthetic) {
+    jobs = traces::generate(*sc.synthetic, cluster, RngStreams(sc.seed)).size();
+  } else {
+    traces::check_placeable(sc.jobs, cluster, sc.trace ? sc.trace->string() : source);
+  }
+  return {"scenario", sc.name, sc.profile.name, cluster.node_count(), jobs, cluster.totals().gpus};
+}
+
+/// Same as `gpusched validate FILE`: a trace (.csv / .jsonl / .ndjson), a profile (a JSON object
+/// without cluster and workload) or a scenario.
+Checked check_file(const std::filesystem::path& path) {
+  const std::string file = path.string();
+  const auto ext = path.extension().string();
+  if (ext == ".csv" || ext == ".jsonl" || ext == ".ndjson") {
+    ResourceTable resources;
+    const auto jobs = traces::read_trace(path, GpuCatalog::builtin(), resources);
+    return {"trace", path.filename().string(), "", 0, jobs.size(), 0};
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_error(ErrorCode::kScenarioCannotOpen, {file, 0, ""}, "cannot open the file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error&) {
+    (void)scenario::parse_scenario(std::string_view(text), file, path.parent_path());   // reports the line
+  }
+  if (doc.is_object() && !doc.contains("cluster") && !doc.contains("workload")) {
+    const auto profile = policies::Profile::from_json(doc, file);
+    const policies::Scheduler check(profile, policies::Registry::with_builtins(), 0);
+    return {"profile", profile.name, profile.name, 0, 0, 0};
+  }
+  return check_scenario(scenario::parse_scenario(doc, file, path.parent_path()), file);
+}
+
+py::dict checked_dict(const Checked& c) {
+  py::dict d;
+  d["kind"] = c.kind;
+  d["name"] = c.name;
+  if (c.kind == "scenario") {
+    d["nodes"] = c.nodes;
+    d["gpus"] = c.gpus;
+    d["profile"] = c.profile;
+  }
+  if (c.kind != "profile") d["jobs"] = c.jobs;
+  return d;
+}
+
+}  // namespace
+
+void bind_sim(py::module_& m) {
+  py::class_<RunResult>(m, "RunResult",
+                        "Everything a finished run produced (read-only). Build with run_json / run_file / run_demo.")
+      .def_property_readonly("stamp", [](const RunResult& r) { return stamp_dict(r.stamp()); },
+                             "What produced the run: version, scenario, source, digest, seed, comment_line.")
+      .def_property_readonly("profile_name", &RunResult::profile_name, "Name of the scheduling profile used.")
+      .def("summary", [](const RunResult& r) { return json_to_py(r.summary_json()); },
+           "summary.json as a dict: counts, wait / JCT distributions, allocation, stamp and resolved inputs.")
+      .def("summary_json", [](const RunResult& r) { return r.summary_json().dump(2); },
+           "summary.json as text (indent 2).")
+      .def("timeseries", &timeseries_columns,
+           "The time series as {column: numpy array}: time_s, gpu_alloc_pct, gpus_busy_pct, cpu_alloc_pct, "
+           "memory_alloc_pct, pending_jobs, running_jobs.")
+      .def("jobs", &job_columns,
+           "The job table as {column: numpy array or list of str}, in jobs.csv column order; NaN where a "
+           "time does not apply (never started / not finished).")
+      .def("event_log", [](const RunResult& r) { return r.event_log(); },
+           "Event-log lines 'time_s,event,job,node,detail' (empty unless outputs.event_log is on).")
+      .def(
+          "write_outputs",
+          [](const RunResult& r, const std::filesystem::path& dir) {
+            std::vector<std::filesystem::path> files;
+            {
+              py::gil_scoped_release release;
+              files = scenario::write_outputs(r, dir);
+            }
+            return files;
+          },
+          py::arg("dir"),
+          "Writes summary.json, jobs.csv, timeseries.csv, report.md (and events.csv when enabled) into `dir` "
+          "(created); returns the paths. Raises OutputError.")
+      .def("format_summary", &scenario::format_summary, "The terminal summary (a few aligned lines).");
+
+  m.def(
+      "run_json",
+      [](const std::string& text, const std::string& source, const std::filesystem::path& base_dir,
+         std::optional<std::uint64_t> seed, const py::object& progress) {
+        return run_released([&] { return scenario::parse_scenario(std::string_view(text), source, base_dir); }, seed,
+                            progress);
+      },
+      py::arg("text"), py::arg("source") = "<string>", py::arg("base_dir") = std::filesystem::path("."),
+      py::arg("seed") = py::none(), py::arg("progress") = py::none(),
+      "Parses scenario JSON text and runs it. `source` names it in errors and outputs; relative paths "
+      "(traces) resolve from `base_dir`; `seed` overrides the scenario's seed; `progress(fraction)` is "
+      "called now and then. The GIL is released while loading and simulating.");
+  m.def(
+      "run_file",
+      [](const std::filesystem::path& path, std::optional<std::uint64_t> seed, const py::object& progress) {
+        return run_released([&] { return scenario::load_scenario(path); }, seed, progress);
+      },
+      py::arg("path"), py::arg("seed") = py::none(), py::arg("progress") = py::none(),
+      "Loads a scenario file and runs it (GIL released).");
+  m.def(
+      "run_demo",
+      [](std::optional<std::uint64_t> seed, const py::object& progress) {
+        return run_released([] { return scenario::demo_scenario(); }, seed, progress);
+      },
+      py::arg("seed") = py::none(), py::arg("progress") = py::none(),
+      "Runs the built-in demo: 1,000 nodes, 20,000 synthetic jobs (GIL released).");
+  m.def("demo_scenario_text", [] { return std::string(scenario::demo_scenario_text()); },
+        "The built-in demo scenario as JSON text.");
+
+  m.def(
+      "validate_json",
+      [](const std::string& text, const std::string& source, const std::filesystem::path& base_dir) {
+        Checked c;
+        {
+          py::gil_scoped_release release;
+          const auto sc = scenario::parse_scenario(std::string_view(text), source, base_dir);
+          c = check_scenario(sc, source);
+        }
+        return checked_dict(c);
+      },
+      py::arg("text"), py::arg("source") = "<string>", py::arg("base_dir") = std::filesystem::path("."),
+      "Checks scenario JSON text without running it (cluster, profile, workload). Returns "
+      "{kind, name, nodes, gpus, profile, jobs}; raises a GpuschedError subclass.");
+  m.def(
+      "validate_file",
+      [](const std::filesystem::path& path) {
+        Checked c;
+        {
+          py::gil_scoped_release release;
+          c = check_file(path);
+        }
+        return checked_dict(c);
+      },
+      py::arg("path"),
+      "Checks a scenario, trace (.csv / .jsonl) or profile file like `gpusched validate`. Returns a dict "
+      "whose 'kind' is 'scenario', 'trace' or 'profile'; raises a GpuschedError subclass.");
+
+  m.def(
+      "cli_main",
+      [](const std::vector<std::string>& args) {
+        std::vector<std::string> argv_store;
+        argv_store.reserve(args.size() + 1);
+        argv_store.emplace_back("gpusched");
+        argv_store.insert(argv_store.end(), args.begin(), args.end());
+        std::vector<const char*> argv;
+        for (const auto& a : argv_store) argv.push_back(a.c_str());
+        int rc = 0;
+        {
+          py::gil_scoped_release release;
+          rc = scenario::cli_main(static_cast<int>(argv.size()), argv.data());
+          std::cout.flush();
+          std::cerr.flush();
+          std::fflush(stdout);
+          std::fflush(stderr);
+        }
+        return rc;
+      },
+      py::arg("args"),
+      "The `gpusched` command line; `args` excludes the program name (like sys.argv[1:]). Returns the exit "
+      "code: 0 success, 1 bad input, 2 wrong usage, 3 outputs not written. Writes to the process's "
+      "stdout / stderr (file descriptors 1 and 2). The GIL is released.");
+}
+
+}  // namespace gpusched::python
