@@ -111,9 +111,10 @@ void Scheduler::note_reject(const Status& s) {
   rejects_.push_back({s.plugin, s.reason, 1});
 }
 
-Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, TaskPlacement& out) {
+Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, TaskPlacement& out,
+                             std::span<const NodeId> only) {
   rejects_.clear();
-  const std::size_t n = cluster.node_count();
+  const std::size_t n = only.empty() ? cluster.node_count() : only.size();
   nodes_seen_ = n;
   for (auto* pf : pre_filters_) {
     const Status s = pf->pre_filter(cluster, ctx);
@@ -123,7 +124,7 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
   }
   feasible_.clear();
   for (std::uint32_t i = 0; i < n; ++i) {
-    const NodeId node{i};
+    const NodeId node = only.empty() ? NodeId{i} : only[i];
     bool ok = true;
     for (const auto* f : filters_) {
       const Status s = f->filter(cluster, ctx, node);
@@ -177,7 +178,8 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
   return Status::success();
 }
 
-Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out) {
+Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out,
+                           std::span<const NodeId> only) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     out.clear();
     Statement st(cluster);
@@ -186,7 +188,7 @@ Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, 
       cycle_.clear();
       TaskContext ctx{job, id, t, cycle_};
       TaskPlacement p;
-      failure = place_task(cluster, ctx, p);
+      failure = place_task(cluster, ctx, p, only);
       if (!failure.ok()) break;
       for (std::size_t r = 0; r < reserves_.size() && failure.ok(); ++r) {
         failure = reserves_[r]->reserve(cluster, job, id, p);
@@ -220,6 +222,7 @@ Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, 
     for (auto* pf : post_filters_) {
       if (pf->post_filter(cluster, job, id).ok()) {
         retry = true;
+        only = {};   // the post-filter may have freed room anywhere
         break;
       }
     }

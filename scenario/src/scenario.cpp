@@ -175,7 +175,10 @@ void parse_cluster(const Parser& p, const nlohmann::json& j, Scenario& sc) {
 void parse_workload(const Parser& p, const nlohmann::json& j, Scenario& sc) {
   p.expect_object(j, "/workload");
   if (j.size() != 1) p.fail(ErrorCode::kScenarioBadValue, "/workload", "give exactly one of synthetic, trace, jobs");
-  const auto& [k, v] = *j.items().begin();
+  // Not `const auto& [k, v] = *j.items().begin()`: that binds to a temporary that is gone
+  // before k and v are read.
+  const std::string& k = j.begin().key();
+  const nlohmann::json& v = j.begin().value();
   if (k == "synthetic") {
     sc.synthetic = traces::SyntheticConfig::from_json(v, p.source(), "/workload/synthetic");
   } else if (k == "trace") {

@@ -1,6 +1,7 @@
 #include <gpusched/sim/engine.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 
 #include <gpusched/assert.hpp>
@@ -20,11 +21,10 @@ std::string_view to_string(JobState s) {
 }
 
 Engine::Engine(ClusterState& cluster, std::span<const JobSpec> workload, SchedulingHook& hook, EngineConfig config)
-    : cluster_(&cluster), workload_(workload), hook_(&hook), config_(std::move(config)), jobs_(workload.size()) {
-  queue_hash_.reserve(workload.size());
-  for (std::size_t i = 0; i < workload.size(); ++i) {
-    GPUSCHED_ASSERT(i == 0 || workload[i - 1].submit <= workload[i].submit, "workload not sorted by submit time");
-    queue_hash_.push_back(fnv1a64(workload[i].queue));
+    : cluster_(&cluster), workload_(workload), hook_(&hook), config_(std::move(config)), jobs_(workload.size()),
+      fresh_(workload.size(), 0), dirty_flag_(cluster.node_count(), 0) {
+  for (std::size_t i = 1; i < workload.size(); ++i) {
+    GPUSCHED_ASSERT(workload[i - 1].submit <= workload[i].submit, "workload not sorted by submit time");
   }
 }
 
@@ -39,27 +39,10 @@ std::uint32_t Engine::intern_reason(std::string r) {
   return static_cast<std::uint32_t>(reasons_.size() - 1);
 }
 
-std::uint64_t Engine::signature(const JobSpec& j) const {
-  const auto& r = j.request;
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  auto mix = [&h](std::uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  };
-  mix(static_cast<std::uint64_t>(r.cpu_milli));
-  mix(static_cast<std::uint64_t>(r.memory_mib));
-  mix(static_cast<std::uint64_t>(r.gpu.mode));
-  mix(static_cast<std::uint64_t>(r.gpu.count));
-  mix(static_cast<std::uint64_t>(r.gpu.milli));
-  mix(static_cast<std::uint64_t>(r.gpu.memory_mib));
-  mix(std::hash<GpuModelMask>{}(r.allowed_models));
-  for (const auto& [id, amount] : r.extended) {
-    mix(id.value);
-    mix(static_cast<std::uint64_t>(amount));
-  }
-  mix(static_cast<std::uint64_t>(j.tasks));
-  mix(static_cast<std::uint64_t>(j.min_available));
-  mix(queue_hash_[static_cast<std::size_t>(&j - workload_.data())]);
-  return h;
+void Engine::mark_dirty(NodeId n) {
+  if (dirty_flag_[n.value]) return;
+  dirty_flag_[n.value] = 1;
+  dirty_.push_back(n);
 }
 
 void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
@@ -71,6 +54,9 @@ void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
   rt.reason = 0;
   ++rt.attempts;
   ++running_;
+  // No finish event for a job that never ends: an id that matches no event, so stop_job() cannot
+  // cancel an unrelated one (event 0, or the finish event of the job's previous run).
+  rt.finish_event = std::numeric_limits<EventId>::max();
   if (!config_.fill_mode && !spec.duration.is_forever()) {
     rt.finish_event = queue_.push(now_ + spec.duration, JobFinish{j});
   }
@@ -80,7 +66,10 @@ void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
 void Engine::stop_job(JobId j) {
   auto& rt = jobs_[j.value];
   GPUSCHED_ASSERT(rt.state == JobState::kRunning, "stopping a job that is not running");
-  for (const auto& p : rt.placements) cluster_->release(workload_[j.value].request, p);
+  for (const auto& p : rt.placements) {
+    cluster_->release(workload_[j.value].request, p);
+    mark_dirty(p.node);
+  }
   queue_.cancel(rt.finish_event);
   --running_;
 }
@@ -91,6 +80,7 @@ void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
         using T = std::decay_t<decltype(ev)>;
         if constexpr (std::is_same_v<T, JobArrival>) {
           jobs_[ev.job.value].state = JobState::kPending;
+          fresh_[ev.job.value] = 1;
           arrived_.push_back(ev.job);
           for (auto* o : observers_) o->on_submit(now_, ev.job, *this);
         } else if constexpr (std::is_same_v<T, JobFinish>) {
@@ -116,6 +106,7 @@ void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
             rt.reason = intern_reason(why);
             if (config_.requeue_on_node_down && config_.retry) {
               rt.state = JobState::kPending;
+              fresh_[i] = 1;
               arrived_.push_back(JobId{i});
               for (auto* o : observers_) o->on_job_requeue(now_, JobId{i}, why, *this);
             } else {
@@ -126,10 +117,13 @@ void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
           }
         } else if constexpr (std::is_same_v<T, NodeUp>) {
           cluster_->set_schedulable(ev.node, true);
+          mark_dirty(ev.node);
           capacity_freed = true;
           for (auto* o : observers_) o->on_node(now_, ev.node, true, *this);
         } else if constexpr (std::is_same_v<T, Timer>) {
-          timers_[ev.id](now_);
+          // Moved out first: the callback may call call_at(), which can reallocate timers_.
+          const auto fn = std::move(timers_[ev.id]);
+          fn(now_);
         }
       },
       e.event);
@@ -146,25 +140,37 @@ void Engine::schedule_cycle(bool full) {
     std::merge(pending_.begin(), pending_.end(), arrived_.begin(), arrived_.end(), std::back_inserter(tried), before);
     order = &tried;
   }
-  std::unordered_map<std::uint64_t, std::uint32_t> failed;   // signature -> reason
+  // A job that failed before, when one task suffices to start it (min_available == 1), fits now
+  // only on a node that gained capacity since: retry it there. A gang needs several tasks at
+  // once, some of which may fit on unchanged nodes, so it is retried everywhere.
+  std::sort(dirty_.begin(), dirty_.end());
+  const std::span<const NodeId> changed = dirty_;
+  std::unordered_map<std::uint64_t, std::uint32_t> failed;   // equivalence class -> reason
   std::vector<JobId> still_pending;
   still_pending.reserve(order->size());
   for (JobId j : *order) {
     const auto& spec = workload_[j.value];
     auto& rt = jobs_[j.value];
-    const std::uint64_t sig = config_.skip_equivalent ? signature(spec) : 0;
-    auto seen = config_.skip_equivalent ? failed.find(sig) : failed.end();
+    const bool fresh = fresh_[j.value] != 0;
+    fresh_[j.value] = 0;
+    const std::uint64_t cls = config_.skip_equivalent ? hook_->equivalence_class(spec) : 0;
+    auto seen = config_.skip_equivalent ? failed.find(cls) : failed.end();
     if (seen != failed.end()) {
-      rt.reason = seen->second;
+      if (seen->second != 0) rt.reason = seen->second;
+      else if (fresh) rt.reason = intern_reason("not tried: a job with the same request could not be placed at this time");
+    } else if (!fresh && config_.retry_changed_nodes_only && changed.empty()) {
+      // Nothing gained capacity: it would fail again.
     } else {
+      const bool narrow = !fresh && config_.retry_changed_nodes_only && spec.min_available == 1;
       ++attempts_;
-      const Status s = hook_->schedule(*cluster_, spec, j, scratch_);
+      const Status s = hook_->schedule(*cluster_, spec, j, scratch_, narrow ? changed : std::span<const NodeId>{});
       if (s.ok()) {
         start_job(j, scratch_);
         continue;
       }
-      rt.reason = intern_reason(hook_->last_diagnosis());
-      if (config_.skip_equivalent) failed.emplace(sig, rt.reason);
+      // A narrowed attempt keeps the reason of the job's last full evaluation.
+      if (!narrow) rt.reason = intern_reason(hook_->last_diagnosis());
+      if (config_.skip_equivalent) failed.emplace(cls, narrow ? 0u : rt.reason);
     }
     if (!config_.retry) {
       rt.state = JobState::kFailed;
@@ -174,6 +180,8 @@ void Engine::schedule_cycle(bool full) {
       still_pending.push_back(j);
     }
   }
+  for (NodeId n : dirty_) dirty_flag_[n.value] = 0;
+  dirty_.clear();
   // Rebuild the pending queue: untried old ones + those that stayed, in queue order.
   if (order == &arrived_) {
     std::vector<JobId> merged;

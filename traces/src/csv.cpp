@@ -24,6 +24,7 @@ CsvReader::CsvReader(std::istream& in, std::string source) : in_(&in), source_(s
     }
     split(t, header_);
     for (auto& h : header_) h = trim(h);
+    header_line_ = line_;
     return;
   }
   throw_error(ErrorCode::kTraceMissingColumn, {source_, line_, ""}, "no header row (the file is empty)");
@@ -38,7 +39,7 @@ std::size_t CsvReader::require(std::string_view name) const {
   if (auto c = column(name)) return *c;
   std::string have;
   for (const auto& h : header_) have += (have.empty() ? "" : ",") + h;
-  throw_error(ErrorCode::kTraceMissingColumn, {source_, 1, std::string(name)},
+  throw_error(ErrorCode::kTraceMissingColumn, {source_, header_line_, std::string(name)},
               "missing column '" + std::string(name) + "' (header has: " + have + ")");
 }
 

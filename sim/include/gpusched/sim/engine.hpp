@@ -39,9 +39,12 @@ struct EngineConfig {
   bool fill_mode = false;                 ///< arrival-only: placed jobs never finish
   bool retry = true;                      ///< false: a job that does not fit on arrival fails
   bool requeue_on_node_down = true;       ///< false: jobs on a failed node fail
-  /// Within one cycle, skip a job whose (request, tasks, min_available, queue) already failed.
-  /// Exact when schedule() depends only on the cluster state and those fields.
+  /// Within one cycle, skip a job whose SchedulingHook::equivalence_class() already failed.
   bool skip_equivalent = true;
+  /// Retry a waiting job (min_available == 1) only on the nodes that gained capacity since it
+  /// last failed (exact: nothing else can have become feasible). Gangs are retried on every
+  /// node. false: every retry scans every node.
+  bool retry_changed_nodes_only = true;
   std::vector<NodeEvent> node_events;
 };
 
@@ -86,7 +89,7 @@ class Engine {
   void start_job(JobId j, std::vector<TaskPlacement>& placements);
   void stop_job(JobId j);          // releases resources of a running job
   std::uint32_t intern_reason(std::string r);
-  [[nodiscard]] std::uint64_t signature(const JobSpec& j) const;
+  void mark_dirty(NodeId n);
 
   ClusterState* cluster_;
   std::span<const JobSpec> workload_;
@@ -99,7 +102,9 @@ class Engine {
   std::vector<std::function<void(SimTime)>> timers_;
   std::vector<Observer*> observers_;
   std::vector<std::string> reasons_{""};
-  std::vector<std::uint64_t> queue_hash_;
+  std::vector<std::uint8_t> fresh_;       // per job: not yet tried since it (re)entered the queue
+  std::vector<std::uint8_t> dirty_flag_;  // per node: gained capacity since the last cycle
+  std::vector<NodeId> dirty_;
   std::vector<TaskPlacement> scratch_;
   std::size_t running_ = 0;
   SimTime now_ = SimTime::zero();

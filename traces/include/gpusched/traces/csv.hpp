@@ -44,6 +44,7 @@ class CsvReader {
   std::vector<std::string> header_;
   std::vector<std::string> comments_;
   std::int64_t line_ = 0;
+  std::int64_t header_line_ = 0;
 };
 
 }  // namespace gpusched::traces

@@ -29,11 +29,15 @@ class Scheduler final : public SchedulingHook {
   ~Scheduler() override;
 
   [[nodiscard]] bool before(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) const override;
-  Status schedule(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out) override;
+  using SchedulingHook::schedule;
+  Status schedule(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out,
+                  std::span<const NodeId> only) override;
   [[nodiscard]] std::string last_diagnosis() const override;
 
   /// Chooses a node and devices for one task without changing the cluster. O(nodes x filters).
-  Status place_task(const ClusterState& cluster, TaskContext& ctx, TaskPlacement& out);
+  /// `only`: the nodes to consider, sorted by index; empty = every node.
+  Status place_task(const ClusterState& cluster, TaskContext& ctx, TaskPlacement& out,
+                    std::span<const NodeId> only = {});
 
   [[nodiscard]] const Profile& profile() const { return profile_; }
 

@@ -1,0 +1,27 @@
+#include <gpusched/scheduling.hpp>
+
+#include <functional>
+
+namespace gpusched {
+
+std::uint64_t SchedulingHook::equivalence_class(const JobSpec& j) const {
+  const auto& r = j.request;
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  auto mix = [&h](std::uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  mix(static_cast<std::uint64_t>(r.cpu_milli));
+  mix(static_cast<std::uint64_t>(r.memory_mib));
+  mix(static_cast<std::uint64_t>(r.gpu.mode));
+  mix(static_cast<std::uint64_t>(r.gpu.count));
+  mix(static_cast<std::uint64_t>(r.gpu.milli));
+  mix(static_cast<std::uint64_t>(r.gpu.memory_mib));
+  mix(std::hash<GpuModelMask>{}(r.allowed_models));
+  for (const auto& [id, amount] : r.extended) {
+    mix(id.value);
+    mix(static_cast<std::uint64_t>(amount));
+  }
+  mix(static_cast<std::uint64_t>(j.tasks));
+  mix(static_cast<std::uint64_t>(j.min_available));
+  return h;
+}
+
+}  // namespace gpusched

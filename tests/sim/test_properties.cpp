@@ -1,0 +1,379 @@
+// Property tests: random clusters, random workloads, every built-in profile. An observer checks the
+// invariants at every callback; the end state is checked against the workload.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gpusched/policies/framework/registry.hpp>
+#include <gpusched/policies/framework/scheduler.hpp>
+#include <gpusched/rng.hpp>
+#include <gpusched/sim/engine.hpp>
+#include <gpusched/sim/metrics.hpp>
+#include <gpusched/traces/native.hpp>
+#include <gpusched/traces/synthetic.hpp>
+
+#include "support/support.hpp"
+
+using namespace gpusched;
+using namespace gpusched::sim;
+namespace t = gpusched::test;
+
+namespace {
+
+/// Checks, at every callback, that no node or GPU is over-committed, that the engine's job states
+/// follow the only legal transitions, that what is allocated equals what running jobs took, and
+/// that gangs are never started partially.
+class InvariantChecker final : public Observer {
+ public:
+  void on_start(const Engine& e) override {
+    states_.assign(e.workload().size(), JobState::kNotArrived);
+    placed_tasks_.assign(e.workload().size(), 0);
+    check(e, "start");
+  }
+  void on_advance(SimTime from, SimTime to, const Engine& e) override {
+    if (!(from < to)) fail("time went from " + std::to_string(from.us) + " to " + std::to_string(to.us));
+    check(e, "advance");
+  }
+  void on_submit(SimTime, JobId j, const Engine& e) override {
+    transition(j, JobState::kNotArrived, JobState::kPending, "submit");
+    check(e, "submit");
+  }
+  void on_job_start(SimTime, JobId j, std::span<const TaskPlacement> p, const Engine& e) override {
+    transition(j, JobState::kPending, JobState::kRunning, "start");
+    const auto& spec = e.workload()[j.value];
+    const auto n = static_cast<std::int32_t>(p.size());
+    if (n < spec.min_available || n > spec.tasks) {
+      fail("job " + spec.name + " started with " + std::to_string(n) + " tasks (tasks " + std::to_string(spec.tasks) +
+           ", min_available " + std::to_string(spec.min_available) + ")");
+    }
+    for (const auto& task : p) {
+      if (!e.cluster().node(task.node).schedulable) fail("job " + spec.name + " placed on a node that is down");
+      const auto& r = spec.request;
+      const auto grants = static_cast<std::int32_t>(task.gpus.size());
+      const bool gpus_ok = r.gpu.mode == GpuMode::kNone    ? grants == 0
+                           : r.gpu.mode == GpuMode::kWhole ? grants == r.gpu.count
+                                                           : grants == 1;
+      if (!gpus_ok) fail("job " + spec.name + " got " + std::to_string(grants) + " GPU grants");
+      for (const auto& g : task.gpus) {
+        const auto model = e.cluster().gpus(task.node)[g.index].model;
+        if (!r.model_allowed(model)) fail("job " + spec.name + " placed on a GPU model it does not allow");
+      }
+    }
+    placed_tasks_[j.value] = n;
+    ++starts_;
+    check(e, "job start");
+  }
+  void on_job_finish(SimTime, JobId j, const Engine& e) override {
+    transition(j, JobState::kRunning, JobState::kCompleted, "finish");
+    placed_tasks_[j.value] = 0;
+    check(e, "job finish");
+  }
+  void on_job_fail(SimTime, JobId j, std::string_view, const Engine& e) override {
+    if (states_[j.value] == JobState::kRunning) transition(j, JobState::kRunning, JobState::kFailed, "fail");
+    else transition(j, JobState::kPending, JobState::kFailed, "fail");
+    placed_tasks_[j.value] = 0;
+    check(e, "job fail");
+  }
+  void on_job_requeue(SimTime, JobId j, std::string_view, const Engine& e) override {
+    transition(j, JobState::kRunning, JobState::kPending, "requeue");
+    placed_tasks_[j.value] = 0;
+    ++requeues_;
+    check(e, "job requeue");
+  }
+  void on_node(SimTime, NodeId, bool, const Engine& e) override { check(e, "node"); }
+  void on_end(SimTime, const Engine& e) override {
+    check(e, "end");
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      if (states_[i] != e.jobs()[i].state) {
+        fail("job " + e.workload()[i].name + " ends " + std::string(to_string(e.jobs()[i].state)) +
+             " but its callbacks say " + std::string(to_string(states_[i])));
+      }
+    }
+    ended_ = true;
+  }
+
+  [[nodiscard]] const std::vector<std::string>& failures() const { return failures_; }
+  [[nodiscard]] bool ended() const { return ended_; }
+  [[nodiscard]] std::int64_t checks() const { return checks_; }
+  [[nodiscard]] std::int64_t starts() const { return starts_; }
+  [[nodiscard]] std::int64_t requeues() const { return requeues_; }
+
+ private:
+  void fail(std::string why) {
+    if (failures_.size() < 5) failures_.push_back(std::move(why));
+  }
+  void transition(JobId j, JobState from, JobState to, const char* what) {
+    auto& s = states_[j.value];
+    if (s != from) {
+      fail(std::string(what) + " of job " + std::to_string(j.value) + " in state " + std::string(to_string(s)));
+    }
+    s = to;
+  }
+  void check(const Engine& e, const char* where) {
+    ++checks_;
+    const auto& c = e.cluster();
+    if (auto v = t::cluster_violation(c); !v.empty()) fail(std::string("at ") + where + ": " + v);
+    // What is allocated is exactly what the running jobs took.
+    std::int64_t tasks = 0, cpu = 0, mem = 0, gpu_milli = 0;
+    std::size_t running = 0;
+    for (std::size_t i = 0; i < e.jobs().size(); ++i) {
+      const auto& rt = e.jobs()[i];
+      if (rt.state != JobState::kRunning) continue;
+      ++running;
+      const auto& r = e.workload()[i].request;
+      const auto n = static_cast<std::int64_t>(rt.placements.size());
+      if (n != placed_tasks_[i]) fail(std::string("at ") + where + ": a running job's placements changed");
+      tasks += n;
+      cpu += n * r.cpu_milli;
+      mem += n * r.memory_mib;
+      gpu_milli += n * r.gpu.total_milli();
+    }
+    const auto& tot = c.totals();
+    if (tot.tasks != tasks || tot.cpu_used_milli != cpu || tot.memory_used_mib != mem || tot.gpu_used_milli != gpu_milli) {
+      fail(std::string("at ") + where + ": cluster holds " + std::to_string(tot.tasks) + " tasks / " +
+           std::to_string(tot.cpu_used_milli) + " milli-CPU but running jobs took " + std::to_string(tasks) + " / " +
+           std::to_string(cpu));
+    }
+    if (running != e.running_count()) fail(std::string("at ") + where + ": running_count() disagrees");
+  }
+
+  std::vector<JobState> states_;
+  std::vector<std::int64_t> placed_tasks_;
+  std::vector<std::string> failures_;
+  std::int64_t checks_ = 0, starts_ = 0, requeues_ = 0;
+  bool ended_ = false;
+};
+
+/// A random cluster of 3..12 nodes: CPU-only nodes and GPU nodes of several models, some with
+/// two models on one node, and an extended resource on some nodes.
+std::vector<NodeSpec> random_nodes(Rng& rng, ResourceTable& res) {
+  static const GpuCatalog catalog = GpuCatalog::builtin();
+  const char* models[] = {"A100-80GB", "V100-32GB", "T4", "A10"};
+  const int gpu_counts[] = {1, 2, 4, 8};
+  const auto hca = res.intern("rdma/hca");
+  const int n = 3 + static_cast<int>(rng.below(10));
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < n; ++i) {
+    const bool cpu_only = rng.below(5) == 0;
+    const int gpus = cpu_only ? 0 : gpu_counts[rng.below(4)];
+    auto spec = t::node(t::numbered("node-", i), 16 + 16 * static_cast<std::int64_t>(rng.below(8)),
+                        64 * (1 + static_cast<std::int64_t>(rng.below(8))), gpus, models[rng.below(4)],
+                        static_cast<std::int16_t>(1 + rng.below(2)));
+    if (gpus >= 2 && rng.below(4) == 0) spec.gpus.back().model = *catalog.find(models[rng.below(4)]);   // mixed
+    if (rng.below(3) == 0) spec.extended.emplace_back(hca, 1 + static_cast<std::int64_t>(rng.below(4)));
+    nodes.push_back(std::move(spec));
+  }
+  if (std::none_of(nodes.begin(), nodes.end(), [](const NodeSpec& s) { return !s.gpus.empty(); })) {
+    nodes.push_back(t::node("node-gpu", 64, 256, 4, "A100-80GB"));
+  }
+  return nodes;
+}
+
+/// Node failures: some nodes go down and always come back later.
+std::vector<NodeEvent> random_failures(Rng& rng, std::size_t nodes, double span_s) {
+  std::vector<NodeEvent> ev;
+  const int k = static_cast<int>(rng.below(3));
+  for (int i = 0; i < k; ++i) {
+    const NodeId n{static_cast<std::uint32_t>(rng.below(nodes))};
+    const double down = rng.uniform() * span_s;
+    const double up = down + 1 + rng.uniform() * span_s / 4;
+    ev.push_back({SimTime::from_seconds_f(down), n, false});
+    ev.push_back({SimTime::from_seconds_f(up), n, true});
+  }
+  std::stable_sort(ev.begin(), ev.end(), [](const NodeEvent& a, const NodeEvent& b) { return a.time < b.time; });
+  return ev;
+}
+
+/// Hand-rolled random jobs for what the generator does not produce: memory shares, model
+/// constraints, extended resources and gangs with min_available < tasks. Only placeable ones.
+Workload random_jobs(Rng& rng, const ClusterState& cluster, ResourceTable& res, int count) {
+  const char* models[] = {"A100-80GB", "V100-32GB", "T4", "A10"};
+  Workload w;
+  double submit = 0;
+  while (static_cast<int>(w.size()) < count) {
+    t::Items items{{"cpu", std::to_string(1 + rng.below(16))}, {"memory", std::to_string(1 + rng.below(64)) + "Gi"}};
+    std::vector<std::string> allowed;
+    switch (rng.below(5)) {
+      case 0: break;
+      case 1: items.emplace_back("nvidia.com/gpu", std::to_string(1 + rng.below(4))); break;
+      case 2: items.emplace_back("gpusched.io/gpu-milli", std::to_string(50 * (1 + rng.below(20)))); break;
+      case 3: items.emplace_back("aliyun.com/gpu-mem", std::to_string(1 + rng.below(30))); break;
+      default:
+        items.emplace_back("gpusched.io/gpu-milli", std::to_string(100 * (1 + rng.below(9))));
+        items.emplace_back("aliyun.com/gpu-mem", std::to_string(1 + rng.below(12)));
+    }
+    const bool gpu = items.size() > 2;
+    if (gpu && rng.below(3) == 0) allowed.emplace_back(models[rng.below(4)]);
+    if (rng.below(6) == 0) items.emplace_back("rdma/hca", "1");
+    const auto tasks = static_cast<std::int32_t>(1 + (rng.below(3) == 0 ? rng.below(4) : 0));
+    const auto min_available = static_cast<std::int32_t>(1 + rng.below(static_cast<std::uint64_t>(tasks)));
+    const double duration = rng.below(10) == 0 ? -1.0 : 10.0 + rng.uniform() * 900.0;
+    auto j = t::job(t::numbered("r", static_cast<std::int64_t>(w.size())), submit, duration, t::request(items, res, allowed), tasks, min_available,
+                    static_cast<std::int32_t>(rng.below(3)));
+    submit += rng.exponential(1.0 / 20.0);
+    bool placeable = false;
+    for (std::uint32_t n = 0; n < cluster.node_count() && !placeable; ++n) placeable = cluster.fits_empty(NodeId{n}, j.request);
+    if (placeable) w.push_back(std::move(j));
+  }
+  return w;
+}
+
+struct Outcome {
+  std::vector<std::string> failures;
+  Summary summary;
+  std::int64_t starts = 0, requeues = 0, checks = 0;
+  bool empty_at_end = false;
+};
+
+Outcome run_one(const std::vector<NodeSpec>& nodes, const ResourceTable& res, const Workload& jobs,
+                const std::string& profile, std::uint64_t seed, EngineConfig cfg) {
+  auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
+  policies::Scheduler sched(policies::builtin_profile(profile), policies::Registry::with_builtins(), seed);
+  InvariantChecker checker;
+  MetricsCollector metrics(SimTime::from_seconds(600));
+  Engine engine(cluster, jobs, sched, std::move(cfg));
+  engine.add_observer(&checker);
+  engine.add_observer(&metrics);
+  engine.run();
+  Outcome o;
+  o.failures = checker.failures();
+  if (!checker.ended()) o.failures.emplace_back("on_end was not called");
+  o.summary = metrics.summary();
+  o.starts = checker.starts();
+  o.requeues = checker.requeues();
+  o.checks = checker.checks();
+  o.empty_at_end = t::cluster_empty(cluster);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("No policy over-commits and every synthetic job completes and releases what it took", "[sim][property]") {
+  std::int64_t runs = 0, starts = 0, requeues = 0;
+  constexpr std::uint64_t kSeeds = 30;
+  for (std::uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    Rng rng = RngStreams(seed).stream("test.cluster");
+    ResourceTable res;
+    const auto nodes = random_nodes(rng, res);
+    const auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
+    traces::SyntheticConfig cfg;
+    cfg.jobs = 250;
+    cfg.load = 0.6 + rng.uniform();
+    cfg.duration_median_s = 300;
+    cfg.duration_max_s = 3600;
+    cfg.gang_fraction = 0.5;
+    cfg.mix = {0.15, 0.35, 0.3, 0.1, 0.05, 0.05};
+    const auto jobs = traces::generate(cfg, cluster, RngStreams(seed));
+    REQUIRE(jobs.size() == 250);
+    REQUIRE_NOTHROW(traces::check_placeable(jobs, cluster, "synthetic"));
+    EngineConfig ec;
+    ec.node_events = random_failures(rng, nodes.size(), jobs.back().submit.seconds());
+    for (const auto& profile : policies::builtin_profile_names()) {
+      INFO("seed " << seed << ", profile " << profile << ", " << nodes.size() << " nodes");
+      const auto o = run_one(nodes, res, jobs, profile, seed, ec);
+      CHECK(o.failures.empty());
+      for (const auto& f : o.failures) UNSCOPED_INFO(f);
+      // No horizon and every node comes back: every job completes and everything is released.
+      CHECK(o.summary.completed == o.summary.jobs);
+      CHECK(o.summary.failed + o.summary.running + o.summary.pending + o.summary.not_arrived == 0);
+      CHECK(o.empty_at_end);
+      CHECK(o.starts == o.summary.jobs + o.requeues);
+      ++runs;
+      starts += o.starts;
+      requeues += o.requeues;
+    }
+  }
+  CHECK(runs == static_cast<std::int64_t>(kSeeds * policies::builtin_profile_names().size()));
+  CHECK(requeues > 0);   // the node failures did hit running jobs
+}
+
+TEST_CASE("No policy over-commits with memory shares, model constraints, extended resources and partial gangs", "[sim][property]") {
+  std::int64_t requeues = 0;
+  for (std::uint64_t seed = 100; seed < 125; ++seed) {
+    Rng rng = RngStreams(seed).stream("test.cluster");
+    ResourceTable res;
+    const auto nodes = random_nodes(rng, res);
+    const auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
+    const auto jobs = random_jobs(rng, cluster, res, 200);
+    EngineConfig ec;
+    ec.node_events = random_failures(rng, nodes.size(), jobs.back().submit.seconds());
+    ec.horizon = SimTime::from_seconds(100'000);
+    for (const auto& profile : policies::builtin_profile_names()) {
+      INFO("seed " << seed << ", profile " << profile);
+      const auto o = run_one(nodes, ResourceTable(res), jobs, profile, seed, ec);
+      CHECK(o.failures.empty());
+      for (const auto& f : o.failures) UNSCOPED_INFO(f);
+      const auto& s = o.summary;
+      CHECK(s.completed + s.failed + s.running + s.pending + s.not_arrived == s.jobs);
+      CHECK(s.failed == 0);
+      requeues += o.requeues;
+    }
+  }
+  CHECK(requeues > 0);
+}
+
+TEST_CASE("Fill mode and a short horizon keep the invariants for every profile", "[sim][property]") {
+  for (std::uint64_t seed = 200; seed < 215; ++seed) {
+    Rng rng = RngStreams(seed).stream("test.cluster");
+    ResourceTable res;
+    const auto nodes = random_nodes(rng, res);
+    const auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
+    traces::SyntheticConfig cfg;
+    cfg.jobs = 200;
+    cfg.load = 2.0;
+    cfg.gang_fraction = 0.5;
+    const auto jobs = traces::generate(cfg, cluster, RngStreams(seed));
+    for (const auto& profile : policies::builtin_profile_names()) {
+      INFO("seed " << seed << ", profile " << profile);
+      EngineConfig fill;
+      fill.fill_mode = true;
+      fill.retry = false;
+      const auto f = run_one(nodes, res, jobs, profile, seed, fill);
+      CHECK(f.failures.empty());
+      for (const auto& m : f.failures) UNSCOPED_INFO(m);
+      CHECK(f.summary.running + f.summary.failed == f.summary.jobs);
+      CHECK(f.summary.running > 0);
+
+      EngineConfig short_run;
+      short_run.horizon = SimTime::from_seconds_f(jobs[jobs.size() / 2].submit.seconds());
+      const auto h = run_one(nodes, res, jobs, profile, seed, short_run);
+      CHECK(h.failures.empty());
+      for (const auto& m : h.failures) UNSCOPED_INFO(m);
+      CHECK(h.summary.not_arrived > 0);
+      CHECK(h.summary.end == short_run.horizon);
+    }
+  }
+}
+
+TEST_CASE("Every profile is deterministic for a seed", "[sim][property]") {
+  Rng rng = RngStreams(7).stream("test.cluster");
+  ResourceTable res;
+  const auto nodes = random_nodes(rng, res);
+  const auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
+  traces::SyntheticConfig cfg;
+  cfg.jobs = 150;
+  const auto jobs = traces::generate(cfg, cluster, RngStreams(7));
+  for (const auto& profile : policies::builtin_profile_names()) {
+    INFO(profile);
+    auto runs = [&] {
+      auto c = ClusterState(GpuCatalog::builtin(), res, nodes);
+      policies::Scheduler sched(policies::builtin_profile(profile), policies::Registry::with_builtins(), 3);
+      Engine engine(c, jobs, sched, {});
+      engine.run();
+      std::vector<std::pair<std::int64_t, std::string>> starts;
+      for (const auto& rt : engine.jobs()) {
+        std::string where;
+        for (const auto& p : rt.placements) {
+          where += std::to_string(p.node.value) + ":";
+          for (const auto& g : p.gpus) where += std::to_string(g.index) + "/" + std::to_string(g.milli) + " ";
+        }
+        starts.emplace_back(rt.start.us, where);
+      }
+      return starts;
+    };
+    CHECK(runs() == runs());
+  }
+}

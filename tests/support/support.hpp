@@ -1,0 +1,66 @@
+#pragma once
+/// Helpers shared by the C++ tests: paths into the source tree, temporary folders, small
+/// hand-built clusters and jobs, and the cluster-consistency check used by the property tests.
+#include <cstdint>
+#include <filesystem>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <gpusched/cluster.hpp>
+#include <gpusched/gpu_catalog.hpp>
+#include <gpusched/job.hpp>
+#include <gpusched/resources.hpp>
+
+namespace gpusched::test {
+
+/// The repository root (GPUSCHED_SOURCE_DIR), so tests never depend on the working directory.
+std::filesystem::path source_dir();
+/// A path under examples/.
+std::filesystem::path example(const std::string& relative);
+
+/// A fresh, empty folder under the system temp directory, removed on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+  /// Writes `text` to `name` inside the folder and returns its path.
+  std::filesystem::path write(const std::string& name, std::string_view text) const;
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// "n" + 3 -> "n3" (without GCC 12's false -Wstringop-overflow on "literal" + std::string).
+std::string numbered(std::string prefix, std::int64_t i);
+
+/// The whole file as bytes.
+std::string read_file(const std::filesystem::path& p);
+
+using Items = std::vector<std::pair<std::string, std::string>>;
+
+/// A node with `cpu_cores` cores, `memory_gib` GiB and `gpus` GPUs of `model` (builtin catalog name).
+NodeSpec node(std::string name, std::int64_t cpu_cores, std::int64_t memory_gib, int gpus = 0,
+              std::string_view model = "A100-80GB", std::int16_t sockets = 1);
+/// A cluster over the builtin catalog.
+ClusterState cluster(std::vector<NodeSpec> nodes, ResourceTable resources = {});
+/// A request from (name, value) pairs, as a trace would write it, over the builtin catalog.
+TaskRequest request(const Items& items, std::vector<std::string> models = {});
+TaskRequest request(const Items& items, ResourceTable& resources, std::vector<std::string> models = {});
+/// A job; duration_s < 0 means it never finishes.
+JobSpec job(std::string name, double submit_s, double duration_s, TaskRequest r, std::int32_t tasks = 1,
+            std::int32_t min_available = -1, std::int32_t priority = 0);
+
+/// Checks every bound and aggregate of the cluster: 0 <= free <= capacity for CPU, memory, every
+/// GPU's milli and memory; per-node aggregates equal a recomputation; totals equal the sums.
+/// Returns an empty string when consistent, else a description of the first violation.
+std::string cluster_violation(const ClusterState& c);
+/// True when nothing is allocated anywhere (every node and GPU fully free, totals used == 0).
+bool cluster_empty(const ClusterState& c);
+
+}  // namespace gpusched::test
