@@ -4,14 +4,16 @@
 namespace gpusched {
 namespace {
 std::string format_message(ErrorCode code, const Location& w, const std::string& message) {
-  std::string out = "[" + error_id(code) + "]";
+  // append() rather than operator+ chains: GCC 12 warns falsely (-Wrestrict) on the latter.
+  std::string out;
+  out.append("[").append(error_id(code)).append("]");
   if (!w.file.empty()) {
-    out += " " + w.file;
-    if (w.line > 0) out += ":" + std::to_string(w.line);
-    out += ":";
+    out.append(" ").append(w.file);
+    if (w.line > 0) out.append(":").append(std::to_string(w.line));
+    out.append(":");
   }
-  if (!w.field.empty()) out += " field '" + w.field + "':";
-  out += " " + message;
+  if (!w.field.empty()) out.append(" field '").append(w.field).append("':");
+  out.append(" ").append(message);
   return out;
 }
 }  // namespace

@@ -241,8 +241,8 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
         // Build it once now, so a bad profile is reported with this file before anything runs.
         policies::Scheduler check(sc.profile, policies::Registry::with_builtins(), 0);
       } catch (const ProfileError& e) {
-        const auto& f = e.where().field;
-        throw_error(e.code(), {source, 0, f.empty() || f == "profile" ? "/profile" : "/profile/" + f}, e.detail());
+        const auto& inner = e.where().field;
+        throw_error(e.code(), {source, 0, inner.empty() || inner == "profile" ? "/profile" : "/profile/" + inner}, e.detail());
       }
     } else if (k == "workload") {
       parse_workload(p, v, sc);
