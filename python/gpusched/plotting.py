@@ -26,16 +26,16 @@ def plot_timeseries(
     FigureCanvasAgg(fig)
     hours = timeseries["time_s"] / 3600.0
     ax1, ax2 = fig.subplots(2, 1, sharex=True)
-    ax1.plot(hours, timeseries["gpu_alloc_pct"], label="GPU allocated", color="tab:blue")
+    ax1.step(hours, timeseries["gpu_alloc_pct"], where="post", label="GPU allocated", color="tab:blue")
     if "gpus_busy_pct" in timeseries:
-        ax1.plot(hours, timeseries["gpus_busy_pct"], label="GPUs busy", color="tab:cyan", linewidth=0.8)
+        ax1.step(hours, timeseries["gpus_busy_pct"], where="post", label="GPUs busy", color="tab:cyan", linewidth=0.8)
     ax1.set_ylabel("% of cluster GPUs")
     ax1.set_ylim(0, 105)
     ax1.grid(True, alpha=0.3)
     ax1.legend(loc="upper right")
-    ax2.plot(hours, timeseries["pending_jobs"], label="pending", color="tab:red")
+    ax2.step(hours, timeseries["pending_jobs"], where="post", label="pending", color="tab:red")
     if "running_jobs" in timeseries:
-        ax2.plot(hours, timeseries["running_jobs"], label="running", color="tab:green", linewidth=0.8)
+        ax2.step(hours, timeseries["running_jobs"], where="post", label="running", color="tab:green", linewidth=0.8)
     ax2.set_ylabel("jobs")
     ax2.set_xlabel("simulated time (hours)")
     ax2.grid(True, alpha=0.3)

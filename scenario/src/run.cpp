@@ -130,7 +130,9 @@ std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::
     o << "| " << s.jobs << " | " << s.completed << " | " << s.failed << " | " << s.running << " | " << s.pending << " | "
       << s.not_arrived << " | " << s.requeued << " |\n\n";
     o << "## Allocation (time-weighted, first submit to end)\n\n";
-    o << "- GPU: " << fixed(s.gpu_alloc_pct_time_weighted, 2) << " % (" << fixed(s.gpu_hours_allocated, 1) << " GPU-hours); peak " << fixed(s.gpu_alloc_pct_peak, 2) << " %\n";
+    o << "- GPU: " << fixed(s.gpu_alloc_pct_time_weighted, 2) << " % (" << fixed(s.gpu_hours_allocated, 1) << " GPU-hours); peak "
+      << fixed(s.gpu_alloc_pct_peak, 2) << " %; " << fixed(s.gpu_alloc_pct_arrivals, 2) << " % while jobs arrived ("
+      << fixed(s.first_submit.seconds(), 0) << "-" << fixed(s.last_submit.seconds(), 0) << " s)\n";
     o << "- CPU: " << fixed(s.cpu_alloc_pct_time_weighted, 2) << " %\n";
     o << "- peak pending jobs: " << s.peak_pending << "\n\n";
     o << "## Wait and job completion time (seconds)\n\n| | count | mean | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|---|\n";
@@ -157,9 +159,10 @@ std::string format_summary(const RunResult& r) {
     << s.pending;
   if (s.not_arrived) o << ", not arrived " << s.not_arrived;
   o << "\n";
-  o << "  allocation GPU " << fixed(s.gpu_alloc_pct_time_weighted, 1) << "% (peak " << fixed(s.gpu_alloc_pct_peak, 1)
-    << "%), CPU " << fixed(s.cpu_alloc_pct_time_weighted, 1) << "%, time-weighted over " << fixed(s.end.seconds() - s.first_submit.seconds(), 0)
-    << " s; peak pending " << s.peak_pending << "\n";
+  o << "  GPU alloc  " << fixed(s.gpu_alloc_pct_arrivals, 1) << "% while jobs arrived (" << fixed(s.first_submit.seconds(), 0)
+    << "-" << fixed(s.last_submit.seconds(), 0) << " s), " << fixed(s.gpu_alloc_pct_time_weighted, 1) << "% to the end ("
+    << fixed(s.end.seconds(), 0) << " s), peak " << fixed(s.gpu_alloc_pct_peak, 1) << "%\n";
+  o << "  CPU alloc  " << fixed(s.cpu_alloc_pct_time_weighted, 1) << "% to the end; peak pending jobs " << s.peak_pending << "\n";
   o << "  wait  (s)  mean " << fixed(s.wait.mean_s, 1) << "  p50 " << fixed(s.wait.p50_s, 1) << "  p95 "
     << fixed(s.wait.p95_s, 1) << "  p99 " << fixed(s.wait.p99_s, 1) << "\n";
   o << "  JCT   (s)  mean " << fixed(s.jct.mean_s, 1) << "  p50 " << fixed(s.jct.p50_s, 1) << "  p95 "

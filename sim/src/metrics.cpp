@@ -35,11 +35,12 @@ void to_json(nlohmann::json& j, const Summary& s) {
   j = {{"jobs", {{"total", s.jobs}, {"completed", s.completed}, {"failed", s.failed}, {"running", s.running},
                  {"pending", s.pending}, {"not_arrived", s.not_arrived}, {"requeued", s.requeued}}},
        {"cluster", {{"nodes", s.nodes}, {"gpus", s.gpus}}},
-       {"time", {{"first_submit_s", s.first_submit.seconds()}, {"end_s", s.end.seconds()}, {"makespan_s", s.makespan_s}}},
+       {"time", {{"first_submit_s", s.first_submit.seconds()}, {"last_submit_s", s.last_submit.seconds()}, {"end_s", s.end.seconds()}, {"makespan_s", s.makespan_s}}},
        {"allocation", {{"gpu_pct_time_weighted", s.gpu_alloc_pct_time_weighted},
                        {"cpu_pct_time_weighted", s.cpu_alloc_pct_time_weighted},
                        {"gpu_hours", s.gpu_hours_allocated},
-                       {"gpu_pct_peak", s.gpu_alloc_pct_peak}}},
+                       {"gpu_pct_peak", s.gpu_alloc_pct_peak},
+                       {"gpu_pct_while_arriving", s.gpu_alloc_pct_arrivals}}},
        {"queue", {{"peak_pending", s.peak_pending}}},
        {"wait", s.wait},
        {"jct", s.jct},
@@ -66,6 +67,7 @@ TimeSample MetricsCollector::sample_now(SimTime t, const Engine& e) const {
 
 void MetricsCollector::on_start(const Engine& e) {
   first_submit_ = e.workload().empty() ? SimTime::zero() : e.workload().front().submit;
+  last_submit_ = e.workload().empty() ? SimTime::zero() : e.workload().back().submit;
   next_sample_ = first_submit_;
 }
 
@@ -75,6 +77,8 @@ void MetricsCollector::on_advance(SimTime from, SimTime to, const Engine& e) {
   if (to > first_submit_ && span > 0) {
     gpu_milli_us_ += static_cast<long double>(tot.gpu_used_milli) * span;
     cpu_milli_us_ += static_cast<long double>(tot.cpu_used_milli) * span;
+    const auto arriving = static_cast<long double>((std::min(to, last_submit_) - std::max(from, first_submit_)).us);
+    if (arriving > 0) gpu_milli_us_arrivals_ += static_cast<long double>(tot.gpu_used_milli) * arriving;
   }
   peak_pending_ = std::max<std::int64_t>(peak_pending_, static_cast<std::int64_t>(e.pending_count()));
   peak_gpu_milli_ = std::max(peak_gpu_milli_, tot.gpu_used_milli);
@@ -120,6 +124,11 @@ void MetricsCollector::on_end(SimTime end, const Engine& e) {
   if (horizon_us > 0 && tot.cpu_milli > 0) {
     s.cpu_alloc_pct_time_weighted = static_cast<double>(100.0L * cpu_milli_us_ / (horizon_us * static_cast<long double>(tot.cpu_milli)));
   }
+  const long double arrivals_us = static_cast<long double>((std::min(end, last_submit_) - first_submit_).us);
+  if (arrivals_us > 0 && tot.gpu_milli > 0) {
+    s.gpu_alloc_pct_arrivals = static_cast<double>(100.0L * gpu_milli_us_arrivals_ / (arrivals_us * static_cast<long double>(tot.gpu_milli)));
+  }
+  s.last_submit = last_submit_;
   s.gpu_hours_allocated = static_cast<double>(gpu_milli_us_ / 1000.0L / 3.6e9L);
   s.peak_pending = peak_pending_;
   s.gpu_alloc_pct_peak = tot.gpu_milli > 0 ? 100.0 * static_cast<double>(peak_gpu_milli_) / static_cast<double>(tot.gpu_milli) : 0.0;

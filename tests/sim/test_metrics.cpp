@@ -45,6 +45,14 @@ TEST_CASE("Time-weighted allocation integrates the allocation over time", "[sim]
   CHECK(s.makespan_s == Approx(150.0));
 }
 
+TEST_CASE("Allocation while jobs arrive covers only first to last submission", "[sim][metrics]") {
+  TwoJobs run;
+  const auto& s = run.metrics.summary();
+  // Arrivals span [0, 50): only job a runs there, 1000 of 2000 milli -> 50 %.
+  CHECK(s.last_submit == SimTime::from_seconds(50));
+  CHECK(s.gpu_alloc_pct_arrivals == Approx(50.0));
+}
+
 TEST_CASE("The summary counts jobs by final state and measures wait and JCT", "[sim][metrics]") {
   TwoJobs run;
   const auto& s = run.metrics.summary();

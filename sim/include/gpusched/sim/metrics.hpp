@@ -37,6 +37,8 @@ struct Summary {
   SimTime first_submit, end;
   double makespan_s = 0;                   ///< first submit -> last completion
   double gpu_alloc_pct_time_weighted = 0;  ///< over [first submit, end]
+  double gpu_alloc_pct_arrivals = 0;       ///< over [first submit, last submit]: while jobs arrive
+  SimTime last_submit;
   double cpu_alloc_pct_time_weighted = 0;
   double gpu_hours_allocated = 0;
   double gpu_alloc_pct_peak = 0;           ///< highest allocated GPU share at any instant
@@ -65,8 +67,8 @@ class MetricsCollector final : public Observer {
   TimeSample sample_now(SimTime t, const Engine& e) const;
   SimTime interval_;
   SimTime next_sample_;
-  SimTime first_submit_;
-  long double gpu_milli_us_ = 0, cpu_milli_us_ = 0;
+  SimTime first_submit_, last_submit_;
+  long double gpu_milli_us_ = 0, cpu_milli_us_ = 0, gpu_milli_us_arrivals_ = 0;
   std::int64_t peak_pending_ = 0, requeued_ = 0, peak_gpu_milli_ = 0;
   std::vector<TimeSample> samples_;
   Summary summary_;
