@@ -51,14 +51,16 @@ ClusterState::ClusterState(GpuCatalog catalog, ResourceTable resources, std::vec
 void ClusterState::refresh_gpu_aggregates(NodeState& s) {
   std::uint16_t free_whole = 0;
   std::int32_t milli_sum = 0, milli_max = 0;
-  std::int64_t mem_max = 0;
+  std::int64_t mem_max = 0, mem_sum = 0;
   for (std::uint32_t i = s.gpu_begin; i < s.gpu_begin + s.gpu_count; ++i) {
     const auto& g = gpus_[i];
     free_whole = static_cast<std::uint16_t>(free_whole + (g.fully_free() ? 1 : 0));
     milli_sum += g.milli_free;
     milli_max = std::max(milli_max, g.milli_free);
     mem_max = std::max(mem_max, g.memory_free_mib);
+    mem_sum += g.memory_free_mib;
   }
+  s.gpu_memory_free = mem_sum;
   s.gpus_fully_free = free_whole;
   s.gpu_milli_free = milli_sum;
   s.gpu_milli_free_max = milli_max;

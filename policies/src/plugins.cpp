@@ -182,11 +182,10 @@ double GpuBinpack::score(const ClusterState& cluster, const TaskContext& ctx, No
   switch (r.gpu.mode) {
     case GpuMode::kNone: return 0.0;
     case GpuMode::kWhole: {
-      std::int64_t free_mem = 0;
-      for (const auto& g : cluster.gpus(node)) free_mem += g.memory_free_mib;
       // Whole GPUs taken are fully free, so they remove their whole memory.
-      const auto per_gpu = cluster.gpus(node).empty() ? 0 : cluster.gpus(node).front().memory_mib;
-      return -static_cast<double>(free_mem - per_gpu * r.gpu.count);
+      const auto& s = cluster.node(node);
+      const auto per_gpu = s.gpu_count == 0 ? 0 : cluster.gpus(node).front().memory_mib;
+      return -static_cast<double>(s.gpu_memory_free - per_gpu * r.gpu.count);
     }
     case GpuMode::kShared: {
       const int best = tightest_gpu(cluster, r, node);

@@ -123,20 +123,25 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
     return s;
   }
   feasible_.clear();
-  for (std::uint32_t i = 0; i < n; ++i) {
-    const NodeId node = only.empty() ? NodeId{i} : only[i];
-    bool ok = true;
+  // True when the search can stop (first-fit found its node).
+  auto consider = [&](NodeId node) {
     for (const auto* f : filters_) {
       const Status s = f->filter(cluster, ctx, node);
       if (!s.ok()) {
         note_reject(s);
-        ok = false;
-        break;
+        return false;
       }
     }
-    if (ok) {
-      feasible_.push_back(node);
-      if (first_feasible_wins_) break;
+    feasible_.push_back(node);
+    return first_feasible_wins_;
+  };
+  if (only.empty()) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (consider(NodeId{i})) break;
+    }
+  } else {
+    for (const NodeId node : only) {
+      if (consider(node)) break;
     }
   }
   if (feasible_.empty()) return Status::unschedulable("scheduler", "no feasible node");

@@ -34,9 +34,9 @@ void Engine::call_at(SimTime t, std::function<void(SimTime)> fn) {
 }
 
 std::uint32_t Engine::intern_reason(std::string r) {
-  if (reasons_.back() == r) return static_cast<std::uint32_t>(reasons_.size() - 1);
-  reasons_.push_back(std::move(r));
-  return static_cast<std::uint32_t>(reasons_.size() - 1);
+  const auto [it, inserted] = reason_index_.try_emplace(std::move(r), static_cast<std::uint32_t>(reasons_.size()));
+  if (inserted) reasons_.push_back(it->first);
+  return it->second;
 }
 
 void Engine::mark_dirty(NodeId n) {
@@ -145,7 +145,8 @@ void Engine::schedule_cycle(bool full) {
   // once, some of which may fit on unchanged nodes, so it is retried everywhere.
   std::sort(dirty_.begin(), dirty_.end());
   const std::span<const NodeId> changed = dirty_;
-  std::unordered_map<std::uint64_t, std::uint32_t> failed;   // equivalence class -> reason
+  auto& failed = failed_;   // equivalence class -> reason (0: failed on changed nodes only)
+  failed.clear();
   std::vector<JobId> still_pending;
   still_pending.reserve(order->size());
   for (JobId j : *order) {
@@ -153,7 +154,7 @@ void Engine::schedule_cycle(bool full) {
     auto& rt = jobs_[j.value];
     const bool fresh = fresh_[j.value] != 0;
     fresh_[j.value] = 0;
-    const std::uint64_t cls = config_.skip_equivalent ? hook_->equivalence_class(spec) : 0;
+    const std::uint64_t cls = config_.skip_equivalent ? class_[j.value] : 0;
     auto seen = config_.skip_equivalent ? failed.find(cls) : failed.end();
     if (seen != failed.end()) {
       if (seen->second != 0) rt.reason = seen->second;
@@ -198,6 +199,10 @@ void Engine::run(const std::function<void(double)>& progress) {
   GPUSCHED_ASSERT(!ran_, "Engine::run() called twice");
   ran_ = true;
   queue_.reserve(workload_.size() * 2 + config_.node_events.size());
+  if (config_.skip_equivalent) {
+    class_.reserve(workload_.size());
+    for (const auto& spec : workload_) class_.push_back(hook_->equivalence_class(spec));
+  }
   for (std::uint32_t i = 0; i < workload_.size(); ++i) queue_.push(workload_[i].submit, JobArrival{JobId{i}});
   for (const auto& ne : config_.node_events) {
     GPUSCHED_ASSERT(ne.node.value < cluster_->node_count(), "node event on an unknown node");

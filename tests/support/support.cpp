@@ -119,7 +119,7 @@ std::string cluster_violation(const ClusterState& c) {
     tasks += s.tasks;
     std::uint16_t fully_free = 0;
     std::int32_t milli_sum = 0, milli_max = 0;
-    std::int64_t mem_max = 0;
+    std::int64_t mem_max = 0, mem_sum = 0;
     const auto gpus = c.gpus(n);
     if (gpus.size() != spec.gpus.size()) {
       why << name << ": " << gpus.size() << " GPU states for " << spec.gpus.size() << " GPUs";
@@ -144,12 +144,13 @@ std::string cluster_violation(const ClusterState& c) {
       milli_sum += gs.milli_free;
       milli_max = std::max(milli_max, gs.milli_free);
       mem_max = std::max(mem_max, gs.memory_free_mib);
+      mem_sum += gs.memory_free_mib;
       gpu_used += kMilliPerGpu - gs.milli_free;
       gpus_busy += gs.fully_free() ? 0 : 1;
       ++gpus_total;
     }
     if (s.gpus_fully_free != fully_free || s.gpu_milli_free != milli_sum || s.gpu_milli_free_max != milli_max ||
-        s.gpu_memory_free_max != mem_max) {
+        s.gpu_memory_free_max != mem_max || s.gpu_memory_free != mem_sum) {
       why << name << ": stale GPU aggregates (fully_free " << s.gpus_fully_free << " vs " << fully_free
           << ", milli_free " << s.gpu_milli_free << " vs " << milli_sum << ")";
       return why.str();

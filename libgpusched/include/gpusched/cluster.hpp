@@ -60,6 +60,7 @@ struct NodeState {
   std::int32_t gpu_milli_free = 0;      ///< sum over GPUs
   std::int32_t gpu_milli_free_max = 0;  ///< best single GPU, compute
   std::int64_t gpu_memory_free_max = 0; ///< best single GPU, memory
+  std::int64_t gpu_memory_free = 0;     ///< sum over GPUs, MiB
   GpuModelId model;                     ///< the model when all GPUs share it, else invalid
   bool schedulable = true;              ///< false while the node is down or cordoned
   std::uint32_t tasks = 0;              ///< tasks running here

@@ -14,6 +14,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <gpusched/cluster.hpp>
@@ -102,6 +103,9 @@ class Engine {
   std::vector<std::function<void(SimTime)>> timers_;
   std::vector<Observer*> observers_;
   std::vector<std::string> reasons_{""};
+  std::unordered_map<std::string, std::uint32_t> reason_index_{{"", 0}};
+  std::vector<std::uint64_t> class_;                            // per job: equivalence class
+  std::unordered_map<std::uint64_t, std::uint32_t> failed_;     // per cycle: class -> reason
   std::vector<std::uint8_t> fresh_;       // per job: not yet tried since it (re)entered the queue
   std::vector<std::uint8_t> dirty_flag_;  // per node: gained capacity since the last cycle
   std::vector<NodeId> dirty_;
