@@ -4,7 +4,7 @@
 
 namespace gpusched {
 
-std::uint64_t SchedulingHook::equivalence_class(const JobSpec& j) const {
+std::uint64_t request_class(const JobSpec& j) {
   const auto& r = j.request;
   std::uint64_t h = 0xcbf29ce484222325ULL;
   auto mix = [&h](std::uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };

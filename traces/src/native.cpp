@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <gpusched/quantity.hpp>
+#include <gpusched/scheduling.hpp>
 #include <gpusched/traces/csv.hpp>
 
 namespace gpusched::traces {
@@ -287,11 +288,17 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
 }
 
 void check_placeable(const Workload& jobs, const ClusterState& cluster, const std::string& source) {
-  // Jobs with equal requests share the answer; cache by a cheap key.
+  // Jobs with equal requests share the answer: O(distinct requests x nodes), not O(jobs x nodes).
+  std::unordered_set<std::uint64_t> placeable;
   for (const auto& j : jobs) {
+    const std::uint64_t cls = request_class(j);
+    if (placeable.count(cls)) continue;
     bool ok = false;
     for (std::uint32_t n = 0; n < cluster.node_count() && !ok; ++n) ok = cluster.fits_empty(NodeId{n}, j.request);
-    if (ok) continue;
+    if (ok) {
+      placeable.insert(cls);
+      continue;
+    }
     const auto& max = cluster.max_capacity();
     std::string what;
     const auto& r = j.request;

@@ -12,6 +12,10 @@
 
 namespace gpusched {
 
+/// A 64-bit hash of what placement reads from a job: its request, task count and gang minimum.
+/// Equal jobs get equal classes.
+[[nodiscard]] std::uint64_t request_class(const JobSpec& job);
+
 class SchedulingHook {
  public:
   virtual ~SchedulingHook() = default;
@@ -33,7 +37,7 @@ class SchedulingHook {
   /// caller may skip a job whose class already failed in this state. The default covers what
   /// placement reads from a job: its request, task count and gang minimum. A hook whose
   /// decisions read more (a queue's quota, say) must fold that in.
-  [[nodiscard]] virtual std::uint64_t equivalence_class(const JobSpec& job) const;
+  [[nodiscard]] virtual std::uint64_t equivalence_class(const JobSpec& job) const { return request_class(job); }
   /// A human-readable account of the last failed schedule() ("0/1000 nodes: 600 ...").
   [[nodiscard]] virtual std::string last_diagnosis() const = 0;
 };
