@@ -20,6 +20,7 @@ void to_json(nlohmann::json& j, const GpuModel& m) {
   j = nlohmann::json{{"name", m.name},     {"aliases", m.aliases}, {"vendor", m.vendor},
                      {"memory_mib", m.memory_mib}, {"sms", m.sms}, {"mig_capable", m.mig_capable},
                      {"nvlink", m.nvlink}};
+  if (m.mig) j["mig"] = *m.mig;
 }
 
 GpuCatalog GpuCatalog::builtin() {
@@ -73,7 +74,8 @@ void GpuCatalog::add_json(const nlohmann::json& doc, const std::string& source) 
         else if (k == "sms") m.sms = v.get<std::int32_t>();
         else if (k == "mig_capable") m.mig_capable = v.get<bool>();
         else if (k == "nvlink") m.nvlink = v.get<bool>();
-        else if (k == "mig" || k == "vgpu" || k == "notes") { /* reserved for the device work */ }
+        else if (k == "mig") m.mig = mig_geometry_from_json(v, source, path + "/mig");
+        else if (k == "vgpu" || k == "notes") { /* vGPU profiles arrive with the vGPU work */ }
         else throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/" + k}, "unknown field");
       }
     } catch (const nlohmann::json::exception& ex) {
@@ -81,6 +83,7 @@ void GpuCatalog::add_json(const nlohmann::json& doc, const std::string& source) 
     }
     if (m.name.empty()) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/name"}, "a GPU model needs a name");
     if (m.memory_mib <= 0) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/memory_mib"}, "must be > 0");
+    if (m.mig) m.mig_capable = true;
     if (m.sms < 0) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/sms"}, "must be >= 0");
     add(std::move(m));
   }

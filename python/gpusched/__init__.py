@@ -40,6 +40,7 @@ from .api import (
 )
 from .builders import Cluster, Profile, Scenario, job, jobs, synthetic, trace
 from .result import Result
+from . import mig
 
 __all__ = [
     "CatalogError",
@@ -62,6 +63,7 @@ __all__ = [
     "profiles",
     "run",
     "job",
+    "mig",
     "jobs",
     "synthetic",
     "trace",

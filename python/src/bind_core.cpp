@@ -8,6 +8,7 @@
 
 #include <gpusched/error.hpp>
 #include <gpusched/gpu_catalog.hpp>
+#include <gpusched/mig.hpp>
 
 #include "bindings.hpp"
 
@@ -133,7 +134,48 @@ void bind_core(py::module_& m) {
         for (const auto& model : catalog.models()) out.append(json_to_py(nlohmann::json(model)));
         return out;
       },
-      "The built-in GPU catalog: a list of dicts (name, aliases, vendor, memory_mib, sms, mig_capable, nvlink).");
+      "The built-in GPU catalog: a list of dicts (name, aliases, vendor, memory_mib, sms, mig_capable, nvlink, mig).");
+
+  // MIG helpers over the built-in catalog. Errors: CatalogError for an unknown model, a model
+  // without MIG, or a profile that the model does not have.
+  auto mig_of = [](const GpuCatalog& catalog, const std::string& model) -> const MigGeometry& {
+    const auto& m = catalog[catalog.require(model, {"", 0, "model"})];
+    if (!m.mig) {
+      throw_error(ErrorCode::kCatalogUnknownMigProfile, {"", 0, "model"}, "GPU model " + m.name + " has no MIG");
+    }
+    return *m.mig;
+  };
+  m.def(
+      "mig_fits",
+      [mig_of](const std::string& model, const std::vector<std::string>& profiles) {
+        const auto catalog = GpuCatalog::builtin();
+        const auto& geo = mig_of(catalog, model);
+        std::vector<int> idx;
+        for (std::size_t i = 0; i < profiles.size(); ++i) {
+          idx.push_back(geo.require_profile(profiles[i], {"", 0, "profiles[" + std::to_string(i) + "]"}, model));
+        }
+        return mig_fits(geo, idx);
+      },
+      py::arg("model"), py::arg("profiles"),
+      "True when GPU instances of all `profiles` (names, repeats allowed) can exist together on one GPU "
+      "of `model`, with legal, non-overlapping start positions.");
+  m.def(
+      "mig_layouts",
+      [mig_of](const std::string& model) {
+        const auto catalog = GpuCatalog::builtin();
+        const auto& geo = mig_of(catalog, model);
+        py::list out;
+        for (const auto& layout : mig_maximal_layouts(geo)) {
+          py::list one;
+          for (const auto& inst : layout) {
+            one.append(py::make_tuple(geo.profiles[static_cast<std::size_t>(inst.profile)].name, inst.start));
+          }
+          out.append(one);
+        }
+        return out;
+      },
+      py::arg("model"),
+      "Every maximal legal MIG layout of one empty GPU of `model`: lists of (profile, start slice).");
 }
 
 }  // namespace gpusched::python

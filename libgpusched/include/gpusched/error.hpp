@@ -42,6 +42,7 @@ enum class ErrorCode : std::uint16_t {
   // catalog_error: GPU model catalog
   kCatalogUnknownModel = 401,
   kCatalogBadEntry = 402,
+  kCatalogUnknownMigProfile = 403,
   // quantity_error: resource quantities and names
   kQuantityBad = 501,
   kResourceUnknown = 502,

@@ -17,10 +17,11 @@
 
 #include <gpusched/error.hpp>
 #include <gpusched/ids.hpp>
+#include <gpusched/mig.hpp>
 
 namespace gpusched {
 
-/// One GPU model. MIG geometry arrives with the MIG work; here only whether a model can do it.
+/// One GPU model.
 struct GpuModel {
   std::string name;                  ///< canonical name, e.g. "A100-80GB"
   std::vector<std::string> aliases;  ///< other spellings accepted in inputs ("A100-SXM4-80GB")
@@ -29,6 +30,7 @@ struct GpuModel {
   std::int32_t sms = 0;              ///< streaming multiprocessors (compute units)
   bool mig_capable = false;
   bool nvlink = false;               ///< usually sold in NVLink/NVSwitch boards
+  std::optional<MigGeometry> mig;    ///< MIG geometry and profiles, when the model has MIG
 };
 
 void to_json(nlohmann::json& j, const GpuModel& m);
