@@ -40,7 +40,7 @@ from .api import (
 )
 from .builders import Cluster, Profile, Scenario, job, jobs, synthetic, trace
 from .result import Result
-from . import mig
+from . import mig, tpu
 
 __all__ = [
     "CatalogError",
@@ -67,5 +67,6 @@ __all__ = [
     "jobs",
     "synthetic",
     "trace",
+    "tpu",
     "validate",
 ]

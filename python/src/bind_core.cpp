@@ -9,6 +9,7 @@
 #include <gpusched/error.hpp>
 #include <gpusched/gpu_catalog.hpp>
 #include <gpusched/mig.hpp>
+#include <gpusched/tpu.hpp>
 
 #include "bindings.hpp"
 
@@ -176,6 +177,36 @@ void bind_core(py::module_& m) {
       },
       py::arg("model"),
       "Every maximal legal MIG layout of one empty GPU of `model`: lists of (profile, start slice).");
+
+  m.def(
+      "tpu_hosts",
+      [](const std::string& generation, const std::string& topology, int chips_per_host) {
+        const auto& gen = TpuCatalog::builtin().require(generation, {"", 0, "generation"});
+        return gen.hosts(topology, {"", 0, "topology"}, chips_per_host);
+      },
+      py::arg("generation"), py::arg("topology"), py::arg("chips_per_host") = 0,
+      "Hosts a TPU slice of `topology` spans (0 chips_per_host = the generation's default). "
+      "CatalogError for a generation or shape that does not exist.");
+  m.def(
+      "tpu_generations",
+      [] {
+        py::list out;
+        for (const auto& g : TpuCatalog::builtin().generations()) {
+          py::dict d;
+          d["name"] = g.name;
+          d["accelerator_label"] = g.accelerator_label;
+          d["chips_per_host"] = g.chips_per_host;
+          d["default_chips_per_host"] = g.default_chips_per_host;
+          d["dimensions"] = g.dimensions;
+          d["shapes"] = g.shapes;
+          d["multiple_of"] = g.multiple_of;
+          d["max_chips"] = g.max_chips;
+          d["allowed"] = g.allowed();
+          out.append(d);
+        }
+        return out;
+      },
+      "The built-in TPU generations: chips per host, listed shapes and rules.");
 }
 
 }  // namespace gpusched::python

@@ -43,6 +43,7 @@ enum class ErrorCode : std::uint16_t {
   kCatalogUnknownModel = 401,
   kCatalogBadEntry = 402,
   kCatalogUnknownMigProfile = 403,
+  kCatalogBadTopology = 404,
   // quantity_error: resource quantities and names
   kQuantityBad = 501,
   kResourceUnknown = 502,
