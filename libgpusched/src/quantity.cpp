@@ -3,7 +3,10 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 namespace gpusched {
 namespace {
@@ -88,6 +91,19 @@ std::int64_t parse_seconds_us(std::string_view text, const Location& where, bool
   if (v < 0) bad(text, where, "a non-negative number of seconds");
   if (v > 9.2e12) bad(text, where, "a number of seconds in range (< 9.2e12)");
   return static_cast<std::int64_t>(std::llround(v * 1e6));
+}
+
+std::optional<std::string> scalar_text(const nlohmann::json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_number_integer()) return std::to_string(j.get<std::int64_t>());
+  if (j.is_number()) {
+    std::ostringstream os;
+    os.precision(17);
+    os << j.get<double>();
+    return os.str();
+  }
+  if (j.is_null()) return std::string();
+  return std::nullopt;
 }
 
 }  // namespace gpusched

@@ -29,15 +29,9 @@ class Parser {
   }
   /// A number or a numeric string, as text (for quantities).
   std::string text(const nlohmann::json& j, const std::string& path) const {
-    if (j.is_string()) return j.get<std::string>();
-    if (j.is_number_integer()) return std::to_string(j.get<std::int64_t>());
-    if (j.is_number()) {
-      std::ostringstream os;
-      os.precision(17);
-      os << j.get<double>();
-      return os.str();
-    }
-    fail(ErrorCode::kScenarioBadValue, path, "expected a number or a quantity string");
+    auto t = j.is_null() ? std::nullopt : scalar_text(j);
+    if (!t) fail(ErrorCode::kScenarioBadValue, path, "expected a number or a quantity string");
+    return *t;
   }
   std::int64_t integer(const nlohmann::json& j, const std::string& path, std::int64_t min, std::int64_t max) const {
     if (!j.is_number_integer()) fail(ErrorCode::kScenarioBadValue, path, "expected an integer");

@@ -74,19 +74,12 @@ JobSpec build_job(const RawJob& raw, const std::string& source, const GpuCatalog
 }
 
 std::string json_text(const nlohmann::json& v, const Location& where) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_integer()) return std::to_string(v.get<std::int64_t>());
-  if (v.is_number()) {
-    std::ostringstream os;
-    os.precision(17);
-    os << v.get<double>();
-    return os.str();
-  }
-  if (v.is_null()) return "";
+  if (auto t = scalar_text(v)) return *t;
   throw_error(ErrorCode::kTraceBadValue, where, "expected a number or a string, got " + std::string(v.type_name()));
 }
 
-void finish(Workload& jobs, const std::string& source, const std::vector<std::int64_t>& /*lines*/) {
+/// Rejects duplicate ids, then sorts by submit time (stable).
+void finish(Workload& jobs, const std::string& source) {
   std::unordered_set<std::string> seen;
   for (const auto& j : jobs) {
     if (!seen.insert(j.name).second) {
@@ -138,7 +131,7 @@ Workload read_csv(std::istream& in, const std::string& source, const GpuCatalog&
     }
     jobs.push_back(build_job(raw, source, catalog, resources, ""));
   }
-  finish(jobs, source, {});
+  finish(jobs, source);
   return jobs;
 }
 
@@ -190,7 +183,7 @@ Workload read_jsonl(std::istream& in, const std::string& source, const GpuCatalo
     }
     jobs.push_back(build_job(raw, source, catalog, resources, "requests."));
   }
-  finish(jobs, source, {});
+  finish(jobs, source);
   return jobs;
 }
 

@@ -87,7 +87,6 @@ nlohmann::json SyntheticConfig::to_json() const {
 Workload generate(const SyntheticConfig& cfg, const ClusterState& cluster, const RngStreams& streams) {
   // What the cluster can host: per-GPU CPU/memory on the thinnest GPU node, GPUs on the biggest.
   std::int64_t cpu_per_gpu = 0, mem_per_gpu = 0, max_gpus = 0, min_cpu = 0, min_mem = 0;
-  std::int64_t min_gpu_mem = 0;
   bool first_gpu = true, first = true;
   for (std::uint32_t n = 0; n < cluster.node_count(); ++n) {
     const auto& s = cluster.spec(NodeId{n});
@@ -97,14 +96,11 @@ Workload generate(const SyntheticConfig& cfg, const ClusterState& cluster, const
     if (s.gpus.empty()) continue;
     const auto g = static_cast<std::int64_t>(s.gpus.size());
     const std::int64_t c = s.cpu_milli / g, m = s.memory_mib / g;
-    const std::int64_t gm = cluster.gpus(NodeId{n}).front().memory_mib;
     if (first_gpu || c < cpu_per_gpu) cpu_per_gpu = c;
     if (first_gpu || m < mem_per_gpu) mem_per_gpu = m;
-    if (first_gpu || gm < min_gpu_mem) min_gpu_mem = gm;
     max_gpus = std::max(max_gpus, g);
     first_gpu = false;
   }
-  (void)min_gpu_mem;
   std::array<double, 6> weights{cfg.mix.cpu_only, cfg.mix.fractional, cfg.mix.gpu1, cfg.mix.gpu2, cfg.mix.gpu4, cfg.mix.gpu8};
   const std::array<std::int64_t, 6> gpus_of{0, 0, 1, 2, 4, 8};
   for (std::size_t k = 1; k < weights.size(); ++k) {

@@ -1,7 +1,11 @@
 #pragma once
 /// Kubernetes resource quantities ("500m", "4", "16Gi", "1.5G") converted to gpusched units.
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include <gpusched/error.hpp>
 
@@ -21,5 +25,9 @@ std::int64_t parse_count(std::string_view text, const Location& where);
 /// A decimal number of seconds ("12", "0.25") to microseconds; "inf" or "" -> forever when
 /// `allow_forever`, else an error.
 std::int64_t parse_seconds_us(std::string_view text, const Location& where, bool allow_forever);
+
+/// A JSON scalar as the text a quantity parser reads: strings as they are, integers exactly,
+/// other numbers with 17 significant digits, null as "". Objects, arrays, booleans: nullopt.
+std::optional<std::string> scalar_text(const nlohmann::json& j);
 
 }  // namespace gpusched
