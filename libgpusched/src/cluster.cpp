@@ -26,14 +26,41 @@ ClusterState::ClusterState(GpuCatalog catalog, ResourceTable resources, std::vec
       gs.memory_free_mib = gs.memory_mib;
       gs.model = g.model;
       gs.socket = g.socket;
+      gs.partition = g.partition;
+      gs.replicas = std::max<std::uint16_t>(1, g.replicas);
+      gs.vgpu_profile = g.vgpu_profile;
+      gs.vgpu_fixed = g.vgpu_profile >= 0;
+      if (g.partition == GpuPartition::kMig) {
+        GPUSCHED_ASSERT(catalog_[g.model].mig.has_value(), "MIG partition on a model without MIG");
+        const auto& geo = *catalog_[g.model].mig;
+        MigGpuState m;
+        for (const auto& inst : g.mig) {
+          GPUSCHED_ASSERT(m.layout.can_place(geo, inst.profile, inst.start), "static MIG layout is not legal (validate it first)");
+          m.layout.place(geo, inst.profile, inst.start);
+        }
+        gs.mig = static_cast<std::int32_t>(migs_.size());
+        migs_.push_back(std::move(m));
+      }
       gpus_.push_back(gs);
       if (g.model != s.model) s.model = GpuModelId{};
     }
+    numa_begin_.push_back(static_cast<std::uint32_t>(numa_cpu_free_.size()));
+    if (spec.numa.empty()) {
+      numa_cpu_free_.push_back(spec.cpu_milli);
+      numa_memory_free_.push_back(spec.memory_mib);
+    } else {
+      for (const auto& z : spec.numa) {
+        numa_cpu_free_.push_back(z.cpu_milli);
+        numa_memory_free_.push_back(z.memory_mib);
+      }
+    }
+    s.tpu_chips_free = spec.tpu.chips;
+    totals_.tpu_chips += spec.tpu.chips;
     for (const auto& [id, amount] : spec.extended) {
       GPUSCHED_ASSERT(id.value < nres, "extended resource not interned");
       extended_free_[i * nres + id.value] += amount;
     }
-    refresh_gpu_aggregates(s);
+    refresh_gpu_aggregates(s, spec);
     totals_.cpu_milli += spec.cpu_milli;
     totals_.memory_mib += spec.memory_mib;
     totals_.gpus += s.gpu_count;
@@ -41,6 +68,8 @@ ClusterState::ClusterState(GpuCatalog catalog, ResourceTable resources, std::vec
     max_capacity_.cpu_free_milli = std::max(max_capacity_.cpu_free_milli, s.cpu_free_milli);
     max_capacity_.memory_free_mib = std::max(max_capacity_.memory_free_mib, s.memory_free_mib);
     max_capacity_.gpu_count = std::max(max_capacity_.gpu_count, s.gpu_count);
+    max_capacity_.whole_units_free = std::max(max_capacity_.whole_units_free, s.whole_units_free);
+    max_capacity_.tpu_chips_free = std::max(max_capacity_.tpu_chips_free, s.tpu_chips_free);
     max_capacity_.gpu_milli_free = std::max(max_capacity_.gpu_milli_free, s.gpu_milli_free);
     max_capacity_.gpu_memory_free_max = std::max(max_capacity_.gpu_memory_free_max, s.gpu_memory_free_max);
     by_name_.emplace(spec.name, NodeId{static_cast<std::uint32_t>(i)});
@@ -48,19 +77,32 @@ ClusterState::ClusterState(GpuCatalog catalog, ResourceTable resources, std::vec
   }
 }
 
-void ClusterState::refresh_gpu_aggregates(NodeState& s) {
-  std::uint16_t free_whole = 0;
+void ClusterState::refresh_gpu_aggregates(NodeState& s, const NodeSpec& spec) {
+  const bool single = spec.mig_strategy == MigStrategy::kSingle;
+  std::uint16_t free_whole = 0, units = 0;
   std::int32_t milli_sum = 0, milli_max = 0;
   std::int64_t mem_max = 0, mem_sum = 0;
   for (std::uint32_t i = s.gpu_begin; i < s.gpu_begin + s.gpu_count; ++i) {
     const auto& g = gpus_[i];
     free_whole = static_cast<std::uint16_t>(free_whole + (g.fully_free() ? 1 : 0));
+    switch (g.partition) {
+      case GpuPartition::kWhole: units = static_cast<std::uint16_t>(units + (g.fully_free() ? 1 : 0)); break;
+      case GpuPartition::kTimeSlicing:
+      case GpuPartition::kMps: units = static_cast<std::uint16_t>(units + (g.tasks < g.replicas ? 1 : 0)); break;
+      case GpuPartition::kMig:
+        if (single) units = static_cast<std::uint16_t>(units + migs_[static_cast<std::size_t>(g.mig)].free_count());
+        break;
+      default: break;
+    }
     milli_sum += g.milli_free;
     milli_max = std::max(milli_max, g.milli_free);
     mem_max = std::max(mem_max, g.memory_free_mib);
     mem_sum += g.memory_free_mib;
   }
   s.gpu_memory_free = mem_sum;
+  s.whole_units_free = units;
+  s.plain_gpus = std::all_of(gpus_.begin() + s.gpu_begin, gpus_.begin() + s.gpu_begin + s.gpu_count,
+                             [](const GpuState& g) { return g.partition == GpuPartition::kWhole; });
   s.gpus_fully_free = free_whole;
   s.gpu_milli_free = milli_sum;
   s.gpu_milli_free_max = milli_max;
@@ -76,6 +118,22 @@ std::optional<NodeId> ClusterState::find_node(std::string_view name) const {
   return std::nullopt;
 }
 
+namespace {
+constexpr int kNibble = 4;
+std::uint32_t destroyed_code(std::uint32_t code, const MigInstance& i) {
+  return code | (static_cast<std::uint32_t>(i.profile + 1) << (kNibble * i.start));
+}
+template <class Fn>
+void for_each_destroyed(std::uint32_t code, Fn fn) {
+  for (int start = 0; code != 0; ++start, code >>= kNibble) {
+    if (const auto v = static_cast<int>(code & 0xFU); v != 0) fn(MigInstance{v - 1, start});
+  }
+}
+std::optional<int> default_chooser(const MigGeometry& g, const MigLayout& l, int p) {
+  return choose_start(g, l, p, MigStartPolicy::kBest);
+}
+}  // namespace
+
 bool ClusterState::fits_empty(NodeId n, const TaskRequest& r) const {
   const auto& spec = specs_[n.value];
   if (spec.cpu_milli < r.cpu_milli || spec.memory_mib < r.memory_mib) return false;
@@ -84,18 +142,281 @@ bool ClusterState::fits_empty(NodeId n, const TaskRequest& r) const {
     for (const auto& [eid, eamount] : spec.extended) if (eid == id) cap += eamount;
     if (cap < amount) return false;
   }
+  if (r.tpu.chips > 0 && (spec.tpu.chips < r.tpu.chips || (!r.tpu.generation.empty() && spec.tpu.generation != r.tpu.generation))) {
+    return false;
+  }
   std::int32_t usable = 0;
   for (const auto& g : spec.gpus) {
     if (!r.model_allowed(g.model)) continue;
-    if (r.gpu.mode == GpuMode::kShared && catalog_[g.model].memory_mib < r.gpu.memory_mib) continue;
-    ++usable;
+    const auto& model = catalog_[g.model];
+    switch (r.gpu.mode) {
+      case GpuMode::kNone: break;
+      case GpuMode::kWhole:
+        if (g.partition == GpuPartition::kWhole || g.partition == GpuPartition::kTimeSlicing || g.partition == GpuPartition::kMps) ++usable;
+        else if (g.partition == GpuPartition::kMig && spec.mig_strategy == MigStrategy::kSingle) usable += static_cast<std::int32_t>(g.mig.size());
+        break;
+      case GpuMode::kShared:
+        if (g.partition == GpuPartition::kWhole &&
+            (r.gpu.memory_mib == kAllGpuMemory || model.memory_mib >= r.gpu.memory_mib)) ++usable;
+        break;
+      case GpuMode::kMig: {
+        if (g.partition != GpuPartition::kMig) break;
+        const int p = r.gpu.profile_index(g.model);
+        if (p < 0) break;
+        if (spec.mig_dynamic) usable += model.mig->profiles[static_cast<std::size_t>(p)].max_count;
+        else for (const auto& i : g.mig) usable += i.profile == p ? 1 : 0;
+        break;
+      }
+      case GpuMode::kVgpu: {
+        const int p = r.gpu.profile_index(g.model);
+        if (g.partition == GpuPartition::kVgpu && p >= 0 && (g.vgpu_profile < 0 || g.vgpu_profile == p)) ++usable;
+        break;
+      }
+      case GpuMode::kPassthrough:
+        if (g.partition == GpuPartition::kPassthrough) ++usable;
+        break;
+    }
   }
+  return r.gpu.mode == GpuMode::kNone || usable >= r.gpu.count;
+}
+
+int ClusterState::gpu_units(NodeId node, const GpuState& g, const TaskRequest& r) const {
+  if (!r.model_allowed(g.model)) return 0;
   switch (r.gpu.mode) {
-    case GpuMode::kNone: return true;
-    case GpuMode::kWhole: return usable >= r.gpu.count;
-    case GpuMode::kShared: return usable >= 1;
+    case GpuMode::kNone: return 0;
+    case GpuMode::kWhole:
+      switch (g.partition) {
+        case GpuPartition::kWhole: return g.fully_free() ? 1 : 0;
+        case GpuPartition::kTimeSlicing:
+        case GpuPartition::kMps: return g.tasks < g.replicas ? 1 : 0;
+        case GpuPartition::kMig: return specs_[node.value].mig_strategy == MigStrategy::kSingle ? mig_state(g).free_count() : 0;
+        default: return 0;
+      }
+    case GpuMode::kShared: return gpu_fits_shared(g, r.gpu) ? 1 : 0;
+    case GpuMode::kMig: {
+      if (g.partition != GpuPartition::kMig) return 0;
+      const int p = r.gpu.profile_index(g.model);
+      if (p < 0) return 0;
+      const auto& m = mig_state(g);
+      const int idle = m.free_of(p);
+      if (idle >= r.gpu.count || !specs_[node.value].mig_dynamic) return idle;
+      // Dynamic: count what could be created too (on a scratch copy).
+      MigGpuState copy = m;
+      int n = 0;
+      const auto index = static_cast<std::uint16_t>(&g - gpus_.data() - nodes_[node.value].gpu_begin);
+      while (n < r.gpu.count) {
+        auto o = mig_option(node, index, r, default_chooser, &copy);
+        if (!o) break;
+        for_each_destroyed(o->grant.mig_destroyed, [&](const MigInstance& i) { copy.layout.remove(mig_geometry(g), i.profile, i.start); });
+        if (o->grant.mig_created) copy.layout.place(mig_geometry(g), p, o->grant.mig_start);
+        copy.busy = static_cast<std::uint8_t>(copy.busy | (1U << o->grant.mig_start));
+        ++n;
+      }
+      return n;
+    }
+    case GpuMode::kVgpu: {
+      if (g.partition != GpuPartition::kVgpu) return 0;
+      const int p = r.gpu.profile_index(g.model);
+      if (p < 0 || (g.vgpu_profile >= 0 && g.vgpu_profile != p)) return 0;
+      return g.tasks < catalog_[g.model].vgpu[static_cast<std::size_t>(p)].max_per_gpu ? 1 : 0;
+    }
+    case GpuMode::kPassthrough: return g.partition == GpuPartition::kPassthrough && g.fully_free() ? 1 : 0;
   }
-  return false;
+  return 0;
+}
+
+GpuGrant ClusterState::unit_grant(NodeId node, std::uint16_t index, const TaskRequest& r) const {
+  const auto& g = gpus_[nodes_[node.value].gpu_begin + index];
+  GpuGrant out{index, kMilliPerGpu, g.memory_mib};
+  switch (r.gpu.mode) {
+    case GpuMode::kShared:
+      out.milli = r.gpu.milli;
+      out.memory_mib = r.gpu.memory_mib == kAllGpuMemory ? g.memory_mib : r.gpu.memory_mib;
+      break;
+    case GpuMode::kVgpu: {
+      const auto p = r.gpu.profile_index(g.model);
+      const auto& v = catalog_[g.model].vgpu[static_cast<std::size_t>(p)];
+      out.milli = kMilliPerGpu / v.max_per_gpu;
+      out.memory_mib = v.framebuffer_mib;
+      out.vgpu_profile = static_cast<std::int16_t>(p);
+      break;
+    }
+    case GpuMode::kWhole:
+      if (g.partition == GpuPartition::kTimeSlicing) {
+        out.milli = kMilliPerGpu / g.replicas;
+        out.memory_mib = 0;   // no memory isolation: nothing is set aside
+      } else if (g.partition == GpuPartition::kMps) {
+        out.milli = kMilliPerGpu / g.replicas;
+        out.memory_mib = g.memory_mib / g.replicas;
+      } else if (g.partition == GpuPartition::kMig) {   // single strategy: the lowest idle GI
+        const auto& m = mig_state(g);
+        for (const auto& i : m.layout.instances()) {
+          if (m.busy_at(i.start)) continue;
+          const auto& prof = mig_geometry(g).profiles[static_cast<std::size_t>(i.profile)];
+          out.milli = kMilliPerGpu * prof.compute_slices / mig_geometry(g).compute_slices;
+          out.memory_mib = prof.memory_mib;
+          out.mig_profile = static_cast<std::int8_t>(i.profile);
+          out.mig_start = static_cast<std::int8_t>(i.start);
+          break;
+        }
+      }
+      break;
+    default: break;
+  }
+  return out;
+}
+
+std::optional<ClusterState::MigOption> ClusterState::mig_option(NodeId node, std::uint16_t index, const TaskRequest& r,
+                                                                MigStartChooser choose, const MigGpuState* layout,
+                                                                bool allow_create) const {
+  const auto& g = gpus_[nodes_[node.value].gpu_begin + index];
+  if (g.partition != GpuPartition::kMig || !r.model_allowed(g.model)) return std::nullopt;
+  const int p = r.gpu.profile_index(g.model);
+  if (p < 0) return std::nullopt;
+  const auto& geo = mig_geometry(g);
+  const auto& m = layout ? *layout : mig_state(g);
+  const auto& prof = geo.profiles[static_cast<std::size_t>(p)];
+  MigOption o;
+  o.grant.index = index;
+  o.grant.milli = kMilliPerGpu * prof.compute_slices / geo.compute_slices;
+  o.grant.memory_mib = prof.memory_mib;
+  o.grant.mig_profile = static_cast<std::int8_t>(p);
+  for (const auto& i : m.layout.instances()) {
+    if (i.profile == p && !m.busy_at(i.start)) {
+      o.grant.mig_start = static_cast<std::int8_t>(i.start);
+      return o;
+    }
+  }
+  if (!allow_create || !specs_[node.value].mig_dynamic || (geo.reconfigure_requires_idle && m.busy != 0)) return std::nullopt;
+  o.grant.mig_created = true;
+  if (auto s = choose ? choose(geo, m.layout, p) : default_chooser(geo, m.layout, p)) {
+    o.grant.mig_start = static_cast<std::int8_t>(*s);
+    return o;
+  }
+  // Make room by destroying idle GIs: the start that needs the fewest, ties in the chooser's
+  // preferred order on the busy-only layout, then ascending.
+  MigLayout busy_only;
+  for (const auto& i : m.layout.instances()) if (m.busy_at(i.start)) busy_only.place(geo, i.profile, i.start);
+  std::vector<int> starts;
+  if (auto pref = choose ? choose(geo, busy_only, p) : default_chooser(geo, busy_only, p)) starts.push_back(*pref);
+  for (int st : prof.starts) if (starts.empty() || st != starts.front()) starts.push_back(st);
+  std::optional<MigOption> best;
+  for (int st : starts) {
+    if (!busy_only.can_place(geo, p, st)) continue;
+    MigLayout l = m.layout;
+    std::uint32_t code = 0;
+    int destroyed = 0;
+    const auto lo = st, hi = st + prof.memory_slices;
+    for (const auto& i : m.layout.instances()) {
+      const auto& ip = geo.profiles[static_cast<std::size_t>(i.profile)];
+      if (!m.busy_at(i.start) && i.start < hi && i.start + ip.memory_slices > lo) {
+        l.remove(geo, i.profile, i.start);
+        code = destroyed_code(code, i);
+        ++destroyed;
+      }
+    }
+    while (!l.can_place(geo, p, st)) {   // compute, max_count or +me limits: drop the biggest idle GI
+      const MigInstance* victim = nullptr;
+      for (const auto& i : l.instances()) {
+        if (m.busy_at(i.start)) continue;
+        if (!victim || geo.profiles[static_cast<std::size_t>(i.profile)].compute_slices >
+                           geo.profiles[static_cast<std::size_t>(victim->profile)].compute_slices) victim = &i;
+      }
+      if (!victim) break;
+      const MigInstance v = *victim;
+      l.remove(geo, v.profile, v.start);
+      code = destroyed_code(code, v);
+      ++destroyed;
+    }
+    if (!l.can_place(geo, p, st)) continue;
+    if (!best || destroyed < best->destroyed) {
+      best = o;
+      best->grant.mig_start = static_cast<std::int8_t>(st);
+      best->grant.mig_destroyed = code;
+      best->destroyed = destroyed;
+    }
+  }
+  return best;
+}
+
+bool ClusterState::pick_units(NodeId node, const TaskRequest& r, std::span<const std::uint16_t> order, MigStartChooser choose,
+                              std::vector<GpuGrant>& out) const {
+  out.clear();
+  const auto& s = nodes_[node.value];
+  std::vector<std::optional<MigGpuState>> copies;   // MIG: per GPU, the layout as this task changes it
+  bool create = false;
+  auto visit = [&](std::uint16_t index) {
+    const auto& g = gpus_[s.gpu_begin + index];
+    if (r.gpu.mode == GpuMode::kMig) {
+      if (g.partition != GpuPartition::kMig) return;
+      if (copies.empty()) copies.resize(s.gpu_count);
+      auto& copy = copies[index];
+      if (!copy) copy = mig_state(g);
+      const auto& geo = mig_geometry(g);
+      while (static_cast<std::int32_t>(out.size()) < r.gpu.count) {
+        auto o = mig_option(node, index, r, choose, &*copy, create);
+        if (!o) break;
+        for_each_destroyed(o->grant.mig_destroyed, [&](const MigInstance& i) { copy->layout.remove(geo, i.profile, i.start); });
+        if (o->grant.mig_created) copy->layout.place(geo, o->grant.mig_profile, o->grant.mig_start);
+        copy->busy = static_cast<std::uint8_t>(copy->busy | (1U << o->grant.mig_start));
+        out.push_back(o->grant);
+      }
+      return;
+    }
+    if (r.gpu.mode == GpuMode::kWhole && g.partition == GpuPartition::kMig) {   // single strategy: idle GIs
+      if (specs_[node.value].mig_strategy != MigStrategy::kSingle || !r.model_allowed(g.model)) return;
+      const auto& m = mig_state(g);
+      const auto& geo = mig_geometry(g);
+      for (const auto& i : m.layout.instances()) {
+        if (static_cast<std::int32_t>(out.size()) >= r.gpu.count) return;
+        if (m.busy_at(i.start)) continue;
+        const auto& prof = geo.profiles[static_cast<std::size_t>(i.profile)];
+        GpuGrant gr{index, kMilliPerGpu * prof.compute_slices / geo.compute_slices, prof.memory_mib};
+        gr.mig_profile = static_cast<std::int8_t>(i.profile);
+        gr.mig_start = static_cast<std::int8_t>(i.start);
+        out.push_back(gr);
+      }
+      return;
+    }
+    if (gpu_units(node, g, r) > 0) out.push_back(unit_grant(node, index, r));
+  };
+  auto pass = [&] {
+    if (order.empty()) {
+      for (std::uint16_t i = 0; i < s.gpu_count && static_cast<std::int32_t>(out.size()) < r.gpu.count; ++i) visit(i);
+    } else {
+      for (auto i : order) {
+        if (static_cast<std::int32_t>(out.size()) >= r.gpu.count) break;
+        visit(i);
+      }
+    }
+  };
+  pass();
+  if (r.gpu.mode == GpuMode::kMig && static_cast<std::int32_t>(out.size()) < r.gpu.count && specs_[node.value].mig_dynamic) {
+    create = true;
+    pass();
+  }
+  return static_cast<std::int32_t>(out.size()) >= r.gpu.count;
+}
+
+std::int64_t ClusterState::numa_cpu_free(NodeId n, int socket) const {
+  return std::min(numa_cpu_free_[numa_begin_[n.value] + static_cast<std::uint32_t>(socket)], nodes_[n.value].cpu_free_milli);
+}
+std::int64_t ClusterState::numa_memory_free(NodeId n, int socket) const {
+  return std::min(numa_memory_free_[numa_begin_[n.value] + static_cast<std::uint32_t>(socket)], nodes_[n.value].memory_free_mib);
+}
+
+double ClusterState::placement_slowdown(const TaskRequest&, const TaskPlacement& p) const {
+  double f = 1.0;
+  const auto& s = nodes_[p.node.value];
+  for (const auto& grant : p.gpus) {
+    switch (gpus_[s.gpu_begin + grant.index].partition) {
+      case GpuPartition::kVgpu: f = std::max(f, options_.vgpu_slowdown); break;
+      case GpuPartition::kPassthrough: f = std::max(f, options_.passthrough_slowdown); break;
+      case GpuPartition::kMig: f = std::max(f, options_.mig_slowdown); break;
+      default: break;
+    }
+  }
+  return f;
 }
 
 FitResult ClusterState::fit_check(NodeId n, const TaskRequest& r) const {
@@ -106,27 +427,128 @@ FitResult ClusterState::fit_check(NodeId n, const TaskRequest& r) const {
   for (const auto& [id, amount] : r.extended) {
     if (extended_free(n, id) < amount) return FitResult::kExtended;
   }
+  if (r.tpu.chips > 0) {
+    const auto& t = specs_[n.value].tpu;
+    if (s.tpu_chips_free < r.tpu.chips || (!r.tpu.generation.empty() && t.generation != r.tpu.generation)) return FitResult::kTpu;
+  }
   switch (r.gpu.mode) {
     case GpuMode::kNone:
       return FitResult::kFits;
     case GpuMode::kWhole: {
-      if (s.gpus_fully_free < r.gpu.count) return FitResult::kGpuCount;
-      if (r.allowed_models.none()) return FitResult::kFits;
-      if (s.model.valid()) return r.model_allowed(s.model) ? FitResult::kFits : FitResult::kGpuModel;
-      std::int32_t ok = 0;
-      for (const auto& g : gpus(n)) ok += (g.fully_free() && r.model_allowed(g.model)) ? 1 : 0;
-      return ok >= r.gpu.count ? FitResult::kFits : FitResult::kGpuModel;
+      if (s.whole_units_free < r.gpu.count) return FitResult::kGpuCount;
+      if (s.plain_gpus) {   // the common case: no partitioned GPU, units are free GPUs
+        if (r.allowed_models.none()) return FitResult::kFits;
+        if (s.model.valid()) return r.model_allowed(s.model) ? FitResult::kFits : FitResult::kGpuModel;
+      }
+      std::int32_t ok = 0, any = 0;
+      for (const auto& g : gpus(n)) {
+        const int u = gpu_units(n, g, r);
+        ok += u;
+        if (!r.model_allowed(g.model)) continue;
+        any += 1;
+      }
+      if (ok >= r.gpu.count) return FitResult::kFits;
+      return any == 0 ? FitResult::kGpuModel : FitResult::kGpuCount;
     }
     case GpuMode::kShared: {
       if (s.model.valid() && !r.model_allowed(s.model)) return FitResult::kGpuModel;
-      if (s.gpu_milli_free_max < r.gpu.milli || s.gpu_memory_free_max < r.gpu.memory_mib) return FitResult::kGpuShare;
+      const auto mem = r.gpu.memory_mib == kAllGpuMemory ? 0 : r.gpu.memory_mib;
+      if (s.gpu_milli_free_max < r.gpu.milli || s.gpu_memory_free_max < mem) return FitResult::kGpuShare;
+      std::int32_t ok = 0;
       for (const auto& g : gpus(n)) {
-        if (gpu_fits_shared(g, r.gpu) && r.model_allowed(g.model)) return FitResult::kFits;
+        if (gpu_fits_shared(g, r.gpu) && r.model_allowed(g.model) && ++ok >= r.gpu.count) return FitResult::kFits;
       }
       return FitResult::kGpuShare;
     }
+    case GpuMode::kMig:
+    case GpuMode::kVgpu:
+    case GpuMode::kPassthrough: {
+      std::int32_t ok = 0;
+      for (const auto& g : gpus(n)) {
+        ok += gpu_units(n, g, r);
+        if (ok >= r.gpu.count) return FitResult::kFits;
+      }
+      return r.gpu.mode == GpuMode::kMig ? FitResult::kMig : r.gpu.mode == GpuMode::kVgpu ? FitResult::kVgpu : FitResult::kPassthrough;
+    }
   }
   return FitResult::kGpuShare;
+}
+
+void ClusterState::take_gpu(NodeState& s, const GpuGrant& grant) {
+  GPUSCHED_ASSERT(grant.index < s.gpu_count, "GPU index out of range");
+  auto& g = gpus_[s.gpu_begin + grant.index];
+  g.milli_free -= grant.milli;
+  g.memory_free_mib -= grant.memory_mib;
+  ++g.tasks;
+  GPUSCHED_ASSERT(g.milli_free >= 0 && g.memory_free_mib >= 0, "GPU over-committed");
+  switch (g.partition) {
+    case GpuPartition::kTimeSlicing:
+    case GpuPartition::kMps: GPUSCHED_ASSERT(g.tasks <= g.replicas, "more sharers than replicas"); break;
+    case GpuPartition::kPassthrough:
+    case GpuPartition::kWhole: GPUSCHED_ASSERT(grant.milli < kMilliPerGpu || g.tasks == 1, "a whole GPU given twice"); break;
+    case GpuPartition::kVgpu: {
+      GPUSCHED_ASSERT(grant.vgpu_profile >= 0 && (g.vgpu_profile < 0 || g.vgpu_profile == grant.vgpu_profile),
+                      "vGPU profiles mixed on one GPU");
+      g.vgpu_profile = grant.vgpu_profile;
+      GPUSCHED_ASSERT(g.tasks <= catalog_[g.model].vgpu[static_cast<std::size_t>(grant.vgpu_profile)].max_per_gpu, "too many vGPUs on one GPU");
+      break;
+    }
+    case GpuPartition::kMig: {
+      GPUSCHED_ASSERT(grant.mig_profile >= 0 && grant.mig_start >= 0, "a MIG GPU granted without a GPU instance");
+      auto& m = migs_[static_cast<std::size_t>(g.mig)];
+      const auto& geo = mig_geometry(g);
+      for_each_destroyed(grant.mig_destroyed, [&](const MigInstance& i) {
+        if (m.layout.remove(geo, i.profile, i.start)) ++totals_.mig_reconfigurations;
+        GPUSCHED_ASSERT(!m.busy_at(i.start), "destroyed a busy GPU instance");
+      });
+      const bool exists = std::any_of(m.layout.instances().begin(), m.layout.instances().end(), [&](const MigInstance& i) {
+        return i.start == grant.mig_start && i.profile == grant.mig_profile;
+      });
+      if (!exists) {
+        GPUSCHED_ASSERT(grant.mig_created, "took a GPU instance that does not exist");
+        m.layout.place(geo, grant.mig_profile, grant.mig_start);
+        ++totals_.mig_reconfigurations;
+      }
+      GPUSCHED_ASSERT(!m.busy_at(grant.mig_start), "a GPU instance given twice");
+      m.busy = static_cast<std::uint8_t>(m.busy | (1U << grant.mig_start));
+      break;
+    }
+  }
+}
+
+void ClusterState::give_gpu(NodeState& s, const GpuGrant& grant, bool undo) {
+  auto& g = gpus_[s.gpu_begin + grant.index];
+  GPUSCHED_ASSERT(g.tasks > 0, "released a GPU grant that was not taken");
+  g.milli_free += grant.milli;
+  g.memory_free_mib += grant.memory_mib;
+  --g.tasks;
+  GPUSCHED_ASSERT(g.milli_free <= kMilliPerGpu && g.memory_free_mib <= g.memory_mib, "GPU released twice");
+  if (g.partition == GpuPartition::kVgpu && g.tasks == 0 && !g.vgpu_fixed) g.vgpu_profile = -1;
+  if (g.partition == GpuPartition::kMig) {
+    auto& m = migs_[static_cast<std::size_t>(g.mig)];
+    GPUSCHED_ASSERT(m.busy_at(grant.mig_start), "released a GPU instance that was not taken");
+    m.busy = static_cast<std::uint8_t>(m.busy & ~(1U << grant.mig_start));
+    if (undo) {   // exact inverse: remove what was created, recreate what was destroyed
+      const auto& geo = mig_geometry(g);
+      if (grant.mig_created) {
+        m.layout.remove(geo, grant.mig_profile, grant.mig_start);
+        --totals_.mig_reconfigurations;
+      }
+      for_each_destroyed(grant.mig_destroyed, [&](const MigInstance& i) {
+        m.layout.place(geo, i.profile, i.start);
+        --totals_.mig_reconfigurations;
+      });
+    }
+  }
+}
+
+void ClusterState::apply_numa(NodeId n, const TaskPlacement& p, int sign) {
+  for (const auto& z : p.numa) {
+    const auto i = numa_begin_[n.value] + static_cast<std::uint32_t>(z.socket);
+    numa_cpu_free_[i] -= sign * z.cpu_milli;
+    numa_memory_free_[i] -= sign * z.memory_mib;
+    GPUSCHED_ASSERT(numa_cpu_free_[i] >= 0 && numa_memory_free_[i] >= 0, "NUMA node over-committed");
+  }
 }
 
 void ClusterState::allocate(const TaskRequest& r, const TaskPlacement& p) {
@@ -142,17 +564,15 @@ void ClusterState::allocate(const TaskRequest& r, const TaskPlacement& p) {
     f -= amount;
     GPUSCHED_ASSERT(f >= 0, "extended resource over-committed");
   }
+  s.tpu_chips_free -= p.tpu_chips;
+  GPUSCHED_ASSERT(s.tpu_chips_free >= 0, "TPU chips over-committed");
+  apply_numa(p.node, p, +1);
   std::int64_t milli = 0;
   for (const auto& grant : p.gpus) {
-    GPUSCHED_ASSERT(grant.index < s.gpu_count, "GPU index out of range");
-    auto& g = gpus_[s.gpu_begin + grant.index];
-    g.milli_free -= grant.milli;
-    g.memory_free_mib -= grant.memory_mib;
-    ++g.tasks;
-    GPUSCHED_ASSERT(g.milli_free >= 0 && g.memory_free_mib >= 0, "GPU over-committed");
+    take_gpu(s, grant);
     milli += grant.milli;
   }
-  refresh_gpu_aggregates(s);
+  refresh_gpu_aggregates(s, specs_[p.node.value]);
   ++s.tasks;
   ++s.generation;
   ++generation_;
@@ -160,6 +580,7 @@ void ClusterState::allocate(const TaskRequest& r, const TaskPlacement& p) {
   totals_.memory_used_mib += r.memory_mib;
   totals_.gpu_used_milli += milli;
   totals_.gpus_busy += (s.gpu_count - s.gpus_fully_free) - busy_before;
+  totals_.tpu_chips_used += p.tpu_chips;
   ++totals_.tasks;
 }
 
@@ -174,17 +595,15 @@ void ClusterState::release(const TaskRequest& r, const TaskPlacement& p) {
                   "released more CPU or memory than was taken");
   const std::size_t nres = resources_.size();
   for (const auto& [id, amount] : r.extended) extended_free_[p.node.value * nres + id.value] += amount;
+  s.tpu_chips_free += p.tpu_chips;
+  GPUSCHED_ASSERT(s.tpu_chips_free <= spec.tpu.chips, "released TPU chips twice");
+  apply_numa(p.node, p, -1);
   std::int64_t milli = 0;
   for (const auto& grant : p.gpus) {
-    auto& g = gpus_[s.gpu_begin + grant.index];
-    GPUSCHED_ASSERT(g.tasks > 0, "released a GPU grant that was not taken");
-    g.milli_free += grant.milli;
-    g.memory_free_mib += grant.memory_mib;
-    --g.tasks;
-    GPUSCHED_ASSERT(g.milli_free <= kMilliPerGpu && g.memory_free_mib <= g.memory_mib, "GPU released twice");
+    give_gpu(s, grant, undo_);
     milli += grant.milli;
   }
-  refresh_gpu_aggregates(s);
+  refresh_gpu_aggregates(s, spec);
   GPUSCHED_ASSERT(s.tasks > 0, "released a task on an empty node");
   --s.tasks;
   ++s.generation;
@@ -193,7 +612,14 @@ void ClusterState::release(const TaskRequest& r, const TaskPlacement& p) {
   totals_.memory_used_mib -= r.memory_mib;
   totals_.gpu_used_milli -= milli;
   totals_.gpus_busy += (s.gpu_count - s.gpus_fully_free) - busy_before;
+  totals_.tpu_chips_used -= p.tpu_chips;
   --totals_.tasks;
+}
+
+void ClusterState::undo_allocate(const TaskRequest& r, const TaskPlacement& p) {
+  undo_ = true;
+  release(r, p);
+  undo_ = false;
 }
 
 void ClusterState::set_schedulable(NodeId n, bool schedulable) {

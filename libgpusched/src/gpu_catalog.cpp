@@ -21,7 +21,50 @@ void to_json(nlohmann::json& j, const GpuModel& m) {
                      {"memory_mib", m.memory_mib}, {"sms", m.sms}, {"mig_capable", m.mig_capable},
                      {"nvlink", m.nvlink}};
   if (m.mig) j["mig"] = *m.mig;
+  if (!m.vgpu.empty()) {
+    auto& list = j["vgpu"] = nlohmann::json::array();
+    for (const auto& v : m.vgpu) {
+      list.push_back({{"name", v.name}, {"framebuffer_mib", v.framebuffer_mib}, {"max_per_gpu", v.max_per_gpu}});
+    }
+  }
 }
+
+int GpuModel::find_vgpu(std::string_view profile) const {
+  const auto key = lower(profile);
+  for (std::size_t i = 0; i < vgpu.size(); ++i) {
+    if (lower(vgpu[i].name) == key) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+namespace {
+std::vector<VgpuProfile> vgpu_from_json(const nlohmann::json& v, const std::string& source, const std::string& path,
+                                        std::int64_t memory_mib) {
+  if (!v.is_array()) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path}, "expected a list of vGPU profiles");
+  std::vector<VgpuProfile> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string pf = path + "/" + std::to_string(i);
+    if (!v[i].is_object()) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf}, "expected an object");
+    VgpuProfile p;
+    for (const auto& [k, x] : v[i].items()) {
+      if (k == "name") p.name = x.get<std::string>();
+      else if (k == "framebuffer_mib") p.framebuffer_mib = x.get<std::int64_t>();
+      else if (k == "max_per_gpu") p.max_per_gpu = x.get<std::int32_t>();
+      else throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/" + k}, "unknown field (known: name, framebuffer_mib, max_per_gpu)");
+    }
+    if (p.name.empty()) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/name"}, "a vGPU profile needs a name");
+    if (p.framebuffer_mib <= 0 || p.framebuffer_mib > memory_mib) {
+      throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/framebuffer_mib"}, "must be > 0 and at most the GPU's memory");
+    }
+    if (p.max_per_gpu < 1 || p.framebuffer_mib * p.max_per_gpu > memory_mib) {
+      throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/max_per_gpu"},
+                  "must be >= 1, and max_per_gpu x framebuffer_mib must fit the GPU's memory");
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+}  // namespace
 
 GpuCatalog GpuCatalog::builtin() {
   GpuCatalog cat;
@@ -65,6 +108,7 @@ void GpuCatalog::add_json(const nlohmann::json& doc, const std::string& source) 
     const std::string path = base + "/" + std::to_string(i);
     if (!e.is_object()) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path}, "expected an object");
     GpuModel m;
+    const nlohmann::json* vgpu_json = nullptr;
     try {
       for (const auto& [k, v] : e.items()) {
         if (k == "name") m.name = v.get<std::string>();
@@ -75,7 +119,8 @@ void GpuCatalog::add_json(const nlohmann::json& doc, const std::string& source) 
         else if (k == "mig_capable") m.mig_capable = v.get<bool>();
         else if (k == "nvlink") m.nvlink = v.get<bool>();
         else if (k == "mig") m.mig = mig_geometry_from_json(v, source, path + "/mig");
-        else if (k == "vgpu" || k == "notes") { /* vGPU profiles arrive with the vGPU work */ }
+        else if (k == "vgpu") vgpu_json = &v;
+        else if (k == "notes") continue;
         else throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/" + k}, "unknown field");
       }
     } catch (const nlohmann::json::exception& ex) {
@@ -84,6 +129,13 @@ void GpuCatalog::add_json(const nlohmann::json& doc, const std::string& source) 
     if (m.name.empty()) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/name"}, "a GPU model needs a name");
     if (m.memory_mib <= 0) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/memory_mib"}, "must be > 0");
     if (m.mig) m.mig_capable = true;
+    if (vgpu_json) {
+      try {
+        m.vgpu = vgpu_from_json(*vgpu_json, source, path + "/vgpu", m.memory_mib);
+      } catch (const nlohmann::json::exception& ex) {
+        throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/vgpu"}, std::string("wrong type: ") + ex.what());
+      }
+    }
     if (m.sms < 0) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/sms"}, "must be >= 0");
     add(std::move(m));
   }

@@ -42,6 +42,7 @@ MigGeometry mig_geometry_from_json(const nlohmann::json& j, const std::string& s
       if (k == "memory_slices") g.memory_slices = v.get<int>();
       else if (k == "compute_slices") g.compute_slices = v.get<int>();
       else if (k == "max_media_instances") g.max_media_instances = v.get<int>();
+      else if (k == "reconfigure_requires_idle") g.reconfigure_requires_idle = v.get<bool>();
       else if (k == "notes") continue;
       else if (k == "profiles") {
         if (!v.is_array()) bad("/profiles", "expected a list");
@@ -68,7 +69,7 @@ MigGeometry mig_geometry_from_json(const nlohmann::json& j, const std::string& s
           g.profiles.push_back(std::move(p));
         }
       } else {
-        bad("/" + k, "unknown field (known: memory_slices, compute_slices, max_media_instances, profiles)");
+        bad("/" + k, "unknown field (known: memory_slices, compute_slices, max_media_instances, reconfigure_requires_idle, profiles)");
       }
     }
   } catch (const nlohmann::json::exception& ex) {
@@ -90,7 +91,7 @@ MigGeometry mig_geometry_from_json(const nlohmann::json& j, const std::string& s
 }
 
 void to_json(nlohmann::json& j, const MigGeometry& g) {
-  j = {{"memory_slices", g.memory_slices}, {"compute_slices", g.compute_slices}, {"max_media_instances", g.max_media_instances}};
+  j = {{"memory_slices", g.memory_slices}, {"compute_slices", g.compute_slices}, {"max_media_instances", g.max_media_instances}, {"reconfigure_requires_idle", g.reconfigure_requires_idle}};
   auto& list = j["profiles"] = nlohmann::json::array();
   for (const auto& p : g.profiles) {
     list.push_back({{"id", p.id}, {"name", p.name}, {"compute_slices", p.compute_slices}, {"memory_slices", p.memory_slices},

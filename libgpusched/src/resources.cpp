@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <gpusched/quantity.hpp>
+#include <gpusched/tpu.hpp>
 
 namespace gpusched {
 
@@ -21,18 +22,70 @@ std::optional<ResourceId> ResourceTable::find(std::string_view name) const {
 
 bool is_extended_resource(std::string_view name) {
   using namespace resource_names;
-  return name.find('/') != std::string_view::npos && name != kGpu && name != kGpuMilli && name != kGpuMem;
+  if (name.find('/') == std::string_view::npos) return false;
+  for (auto known : {kGpu, kGpuMilli, kGpuMem, kHamiMem, kHamiCores, kTpu, kTpuTopology, kTpuAccelerator}) {
+    if (name == known) return false;
+  }
+  return name.substr(0, kMigPrefix.size()) != kMigPrefix && name.substr(0, kVgpuPrefix.size()) != kVgpuPrefix;
 }
+
+std::string_view to_string(GpuMode m) {
+  switch (m) {
+    case GpuMode::kNone: return "none";
+    case GpuMode::kWhole: return "whole";
+    case GpuMode::kShared: return "shared";
+    case GpuMode::kMig: return "mig";
+    case GpuMode::kVgpu: return "vgpu";
+    case GpuMode::kPassthrough: return "passthrough";
+  }
+  return "?";
+}
+
+namespace {
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+/// Resolves a MIG or vGPU profile name against every catalog model allowed by `r`; throws when
+/// no allowed model offers it, naming what the allowed models do offer.
+void resolve_profile(TaskRequest& r, const GpuCatalog& catalog, const Location& where, bool mig) {
+  r.gpu.profile_by_model.assign(catalog.size(), -1);
+  bool any = false;
+  std::string offered;
+  for (std::size_t i = 0; i < catalog.size(); ++i) {
+    const GpuModelId id{static_cast<std::uint16_t>(i)};
+    if (!r.model_allowed(id)) continue;
+    const auto& m = catalog[id];
+    int idx = -1;
+    if (mig && m.mig) {
+      idx = m.mig->find_profile(r.gpu.profile);
+      offered += (offered.empty() ? "" : "; ") + m.name + ": " + m.mig->profile_names();
+    } else if (!mig && !m.vgpu.empty()) {
+      idx = m.find_vgpu(r.gpu.profile);
+      std::string names;
+      for (const auto& v : m.vgpu) names += (names.empty() ? "" : ", ") + v.name;
+      offered += (offered.empty() ? "" : "; ") + m.name + ": " + names;
+    }
+    r.gpu.profile_by_model[i] = static_cast<std::int8_t>(idx);
+    any = any || idx >= 0;
+  }
+  if (any) return;
+  const std::string what = mig ? "MIG profile" : "vGPU profile";
+  throw_error(mig ? ErrorCode::kCatalogUnknownMigProfile : ErrorCode::kCatalogUnknownVgpuProfile, where,
+              "no " + std::string(r.allowed_models.none() ? "" : "allowed ") + "GPU model has the " + what + " \"" +
+                  r.gpu.profile + "\"" + (offered.empty() ? std::string() : "; offered: " + offered));
+}
+}  // namespace
 
 TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>>& items,
                            const std::vector<std::string>& gpu_models, const GpuCatalog& catalog,
                            ResourceTable& resources, const Location& where, std::string_view field_prefix) {
   using namespace resource_names;
   TaskRequest r;
-  std::int64_t gpus = 0, milli = -1, mem_gib = -1;
-  auto at = [&](const std::string& name) {
+  std::int64_t gpus = -1, milli = -1, mem_gib = -1, hami_mem = -1, hami_cores = -1, profile_count = 0;
+  std::string mig_name, vgpu_name, passthrough, tpu_topology, tpu_accel;
+  std::string profile_field;
+  auto at = [&](std::string_view name) {
     Location l = where;
-    l.field = std::string(field_prefix) + name;
+    l.field = std::string(field_prefix) + std::string(name);
     return l;
   };
   for (const auto& [name, value] : items) {
@@ -41,34 +94,85 @@ TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>
     else if (name == kGpu) gpus = parse_count(value, at(name));
     else if (name == kGpuMilli) milli = parse_count(value, at(name));
     else if (name == kGpuMem) mem_gib = parse_count(value, at(name));
-    else if (is_extended_resource(name)) {
+    else if (name == kHamiMem) hami_mem = parse_count(value, at(name));
+    else if (name == kHamiCores) hami_cores = parse_count(value, at(name));
+    else if (name == kTpu) r.tpu.chips = static_cast<std::int32_t>(std::min<std::int64_t>(parse_count(value, at(name)), 1 << 20));
+    else if (name == kTpuTopology) tpu_topology = value;
+    else if (name == kTpuAccelerator) tpu_accel = value;
+    else if (name == kPassthrough) passthrough = value;
+    else if (starts_with(name, kMigPrefix) || starts_with(name, kVgpuPrefix)) {
+      const bool mig = starts_with(name, kMigPrefix);
+      const auto n = parse_count(value, at(name));
+      if (n == 0) continue;
+      if (!mig_name.empty() || !vgpu_name.empty()) {
+        throw_error(ErrorCode::kQuantityBad, at(name), "one MIG or vGPU profile per task (split the job into tasks of one profile each)");
+      }
+      (mig ? mig_name : vgpu_name) = name.substr(mig ? kMigPrefix.size() : kVgpuPrefix.size());
+      profile_count = n;
+      profile_field = name;
+    } else if (is_extended_resource(name)) {
       const auto amount = parse_count(value, at(name));
       if (amount > 0) r.extended.emplace_back(resources.intern(name), amount);
     } else {
       throw_error(ErrorCode::kResourceUnknown, at(name),
                   "unknown resource \"" + name + "\"; use cpu, memory, " + std::string(kGpu) + ", " +
-                      std::string(kGpuMilli) + ", " + std::string(kGpuMem) +
+                      std::string(kGpuMilli) + ", " + std::string(kGpuMem) + ", " + std::string(kHamiMem) + ", " +
+                      std::string(kHamiCores) + ", " + std::string(kMigPrefix) + "<profile>, " + std::string(kVgpuPrefix) +
+                      "<profile>, " + std::string(kPassthrough) + ", " + std::string(kTpu) +
                       " or an extended resource with a domain (\"example.com/name\")");
     }
   }
+  const bool hami = hami_mem >= 0 || hami_cores >= 0;
+  const bool fgd_share = milli > 0 || mem_gib > 0;
+  const bool profile = !mig_name.empty() || !vgpu_name.empty();
+  // At most one way of asking for GPUs.
+  const int ways = (hami ? 1 : 0) + (fgd_share ? 1 : 0) + (profile ? 1 : 0) + (!passthrough.empty() ? 1 : 0) + (r.tpu.chips > 0 ? 1 : 0);
+  if (ways > 1 || (gpus > 0 && (profile || !passthrough.empty() || r.tpu.chips > 0))) {
+    throw_error(ErrorCode::kQuantityBad, at(profile ? profile_field : std::string(kGpu)),
+                "a task asks for GPUs one way: nvidia.com/gpu (optionally with gpu-milli/gpu-mem or HAMi gpumem/gpucores), "
+                "a MIG or vGPU profile, pci_passthrough:alias, or google.com/tpu");
+  }
   if (milli > kMilliPerGpu) {
-    throw_error(ErrorCode::kQuantityBad, at(std::string(kGpuMilli)),
+    throw_error(ErrorCode::kQuantityBad, at(kGpuMilli),
                 std::to_string(milli) + " is more than one GPU (1..1000); ask for whole GPUs with " + std::string(kGpu));
   }
-  const bool shared = milli > 0 || mem_gib > 0;
-  if (shared && gpus > 1) {
-    throw_error(ErrorCode::kQuantityBad, at(std::string(kGpu)),
+  if (hami_cores > 100) throw_error(ErrorCode::kQuantityBad, at(kHamiCores), "a percentage, 0..100");
+  if (fgd_share && gpus > 1) {
+    throw_error(ErrorCode::kQuantityBad, at(kGpu),
                 "a GPU share (gpu-milli / gpu-mem) is of ONE GPU, but " + std::to_string(gpus) + " GPUs were asked for");
   }
-  if (shared && !(milli == kMilliPerGpu && mem_gib <= 0)) {
+  if (gpus > 4096 || profile_count > 4096) throw_error(ErrorCode::kQuantityBad, at(profile ? profile_field : std::string(kGpu)), "more than 4096 GPUs per task");
+  if (hami) {
+    r.gpu.mode = GpuMode::kShared;
+    r.gpu.count = static_cast<std::int32_t>(gpus < 0 ? 1 : gpus);
+    if (r.gpu.count == 0) throw_error(ErrorCode::kQuantityBad, at(kGpu), "HAMi gpumem/gpucores need nvidia.com/gpu >= 1");
+    r.gpu.milli = static_cast<std::int32_t>(std::max<std::int64_t>(hami_cores, 0) * 10);
+    r.gpu.memory_mib = hami_mem < 0 ? kAllGpuMemory : hami_mem;
+  } else if (fgd_share && !(milli == kMilliPerGpu && mem_gib <= 0)) {
     r.gpu.mode = GpuMode::kShared;
     r.gpu.count = 1;
     r.gpu.milli = static_cast<std::int32_t>(std::max<std::int64_t>(milli, 0));
     r.gpu.memory_mib = std::max<std::int64_t>(mem_gib, 0) * 1024;
-  } else if (shared || gpus > 0) {
-    if (gpus > 4096) throw_error(ErrorCode::kQuantityBad, at(std::string(kGpu)), "more than 4096 GPUs per task");
+  } else if (fgd_share || gpus > 0) {
     r.gpu.mode = GpuMode::kWhole;
     r.gpu.count = static_cast<std::int32_t>(std::max<std::int64_t>(gpus, 1));
+    r.gpu.milli = kMilliPerGpu;
+  } else if (profile) {
+    r.gpu.mode = mig_name.empty() ? GpuMode::kVgpu : GpuMode::kMig;
+    r.gpu.count = static_cast<std::int32_t>(profile_count);
+    r.gpu.profile = mig_name.empty() ? vgpu_name : mig_name;
+  } else if (!passthrough.empty()) {
+    // OpenStack flavor extra spec: "<alias>:<count>"; the alias is GPU (any model) or a model name.
+    const auto colon = passthrough.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      throw_error(ErrorCode::kQuantityBad, at(kPassthrough), "expected \"<alias>:<count>\", e.g. \"GPU:2\" or \"A100-80GB:1\"");
+    }
+    const auto n = parse_count(passthrough.substr(colon + 1), at(kPassthrough));
+    if (n < 1 || n > 4096) throw_error(ErrorCode::kQuantityBad, at(kPassthrough), "the count must be 1..4096");
+    const auto alias = passthrough.substr(0, colon);
+    if (alias != "GPU" && alias != "gpu") r.allowed_models.set(catalog.require(alias, at(kPassthrough)).value);
+    r.gpu.mode = GpuMode::kPassthrough;
+    r.gpu.count = static_cast<std::int32_t>(n);
     r.gpu.milli = kMilliPerGpu;
   }
   for (const auto& m : gpu_models) {
@@ -78,6 +182,44 @@ TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>
     Location l = where;
     l.field = "gpu_model";
     r.allowed_models.set(catalog.require(m, l).value);
+  }
+  if (profile) resolve_profile(r, catalog, at(profile_field), !mig_name.empty());
+  // TPU: the accelerator label names the generation; the topology must be one it offers.
+  if (!tpu_topology.empty() || !tpu_accel.empty()) {
+    if (r.tpu.chips <= 0) throw_error(ErrorCode::kQuantityBad, at(kTpu), "a TPU slice selector needs google.com/tpu chips per task");
+    if (tpu_accel.empty()) {
+      throw_error(ErrorCode::kQuantityBad, at(kTpuAccelerator), "a TPU topology needs the accelerator label too (e.g. tpu-v4-podslice)");
+    }
+  }
+  if (r.tpu.chips > 0) {
+    const TpuGeneration* gen = nullptr;
+    for (const auto& g : TpuCatalog::builtin().generations()) {
+      if (g.accelerator_label == tpu_accel || g.name == tpu_accel) gen = &g;
+    }
+    if (!tpu_accel.empty() && !gen) {
+      std::string known;
+      for (const auto& g : TpuCatalog::builtin().generations()) known += (known.empty() ? "" : ", ") + g.accelerator_label;
+      throw_error(ErrorCode::kCatalogUnknownModel, at(kTpuAccelerator), "unknown TPU accelerator \"" + tpu_accel + "\"; known: " + known);
+    }
+    if (gen) r.tpu.generation = gen->name;
+    if (!tpu_topology.empty()) {
+      const auto t = gen->require_topology(tpu_topology, at(kTpuTopology));
+      const auto chips = t.chips();
+      if (chips < r.tpu.chips) {
+        r.tpu.hosts = 1;   // a sub-host slice (v5e 1x1, 2x2 on 8-chip hosts): one host, part of its chips
+        if (chips != r.tpu.chips) {
+          throw_error(ErrorCode::kQuantityBad, at(kTpu), "a " + tpu_topology + " slice has " + std::to_string(chips) +
+                                                             " chips but each task asks for " + std::to_string(r.tpu.chips));
+        }
+      } else {
+        if (chips % r.tpu.chips != 0) {
+          throw_error(ErrorCode::kQuantityBad, at(kTpu), "a " + tpu_topology + " slice has " + std::to_string(chips) +
+                                                             " chips, not a multiple of " + std::to_string(r.tpu.chips) + " per task");
+        }
+        r.tpu.hosts = static_cast<std::int32_t>(chips / r.tpu.chips);
+      }
+      r.tpu.topology = t.to_string();
+    }
   }
   std::sort(r.extended.begin(), r.extended.end());
   return r;
@@ -90,9 +232,24 @@ std::vector<std::pair<std::string, std::string>> format_requests(const TaskReque
   else out.emplace_back(kCpu, std::to_string(r.cpu_milli) + "m");
   out.emplace_back(kMemory, std::to_string(r.memory_mib) + "Mi");
   if (r.gpu.mode == GpuMode::kWhole) out.emplace_back(kGpu, std::to_string(r.gpu.count));
-  if (r.gpu.mode == GpuMode::kShared) {
+  if (r.gpu.mode == GpuMode::kShared && (r.gpu.count > 1 || r.gpu.memory_mib == kAllGpuMemory || r.gpu.memory_mib % 1024 != 0)) {
+    // Only HAMi can say this.
+    out.emplace_back(kGpu, std::to_string(r.gpu.count));
+    if (r.gpu.memory_mib != kAllGpuMemory) out.emplace_back(kHamiMem, std::to_string(r.gpu.memory_mib));
+    out.emplace_back(kHamiCores, std::to_string(r.gpu.milli / 10));
+  } else if (r.gpu.mode == GpuMode::kShared) {
     if (r.gpu.milli > 0) out.emplace_back(kGpuMilli, std::to_string(r.gpu.milli));
     if (r.gpu.memory_mib > 0) out.emplace_back(kGpuMem, std::to_string(r.gpu.memory_mib / 1024));
+  }
+  if (r.gpu.mode == GpuMode::kMig) out.emplace_back(std::string(kMigPrefix) + r.gpu.profile, std::to_string(r.gpu.count));
+  if (r.gpu.mode == GpuMode::kVgpu) out.emplace_back(std::string(kVgpuPrefix) + r.gpu.profile, std::to_string(r.gpu.count));
+  if (r.gpu.mode == GpuMode::kPassthrough) out.emplace_back(kPassthrough, "GPU:" + std::to_string(r.gpu.count));
+  if (r.tpu.chips > 0) {
+    out.emplace_back(kTpu, std::to_string(r.tpu.chips));
+    if (!r.tpu.generation.empty()) {
+      out.emplace_back(kTpuAccelerator, TpuCatalog::builtin().require(r.tpu.generation, {}).accelerator_label);
+    }
+    if (!r.tpu.topology.empty()) out.emplace_back(kTpuTopology, r.tpu.topology);
   }
   for (const auto& [id, amount] : r.extended) out.emplace_back(resources.name(id), std::to_string(amount));
   return out;

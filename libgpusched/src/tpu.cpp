@@ -24,6 +24,24 @@ std::string TpuTopology::to_string() const {
   return out;
 }
 
+TpuTopology parse_tpu_topology(std::string_view topology, const Location& where) {
+  TpuTopology t;
+  std::size_t pos = 0;
+  while (pos <= topology.size()) {
+    const auto x = topology.find('x', pos);
+    const auto part = topology.substr(pos, x == std::string_view::npos ? std::string_view::npos : x - pos);
+    int v = 0;
+    const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || v < 1) {
+      throw_error(ErrorCode::kCatalogBadTopology, where, "\"" + std::string(topology) + "\" is not of the form AxB or AxBxC");
+    }
+    t.dims.push_back(v);
+    if (x == std::string_view::npos) break;
+    pos = x + 1;
+  }
+  return t;
+}
+
 std::string TpuGeneration::allowed() const {
   std::string out;
   for (const auto& s : shapes) out += (out.empty() ? "" : ", ") + s;
@@ -40,16 +58,10 @@ TpuTopology TpuGeneration::require_topology(std::string_view topology, const Loc
                 "TPU " + name + " has no slice topology \"" + std::string(topology) + "\" (" + why + "); allowed: " + allowed());
   };
   TpuTopology t;
-  std::size_t pos = 0;
-  while (pos <= topology.size()) {
-    const auto x = topology.find('x', pos);
-    const auto part = topology.substr(pos, x == std::string_view::npos ? std::string_view::npos : x - pos);
-    int v = 0;
-    const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-    if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || v < 1) bad("not of the form AxB or AxBxC");
-    t.dims.push_back(v);
-    if (x == std::string_view::npos) break;
-    pos = x + 1;
+  try {
+    t = parse_tpu_topology(topology, where);
+  } catch (const CatalogError&) {
+    bad("not of the form AxB or AxBxC");
   }
   if (static_cast<int>(t.dims.size()) != dimensions) bad(std::to_string(dimensions) + "-D shapes only");
   if (t.chips() > max_chips) bad("more than " + std::to_string(max_chips) + " chips");

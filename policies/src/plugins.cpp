@@ -1,6 +1,7 @@
 // Implementations of the built-in plugins.
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include <gpusched/policies/devices/device_select.hpp>
 #include <gpusched/policies/gpubinpack/gpu_binpack.hpp>
@@ -28,6 +29,10 @@ std::string_view NodeResourcesFit::reason(FitResult r) {
     case FitResult::kGpuModel: return "GPU model not allowed";
     case FitResult::kGpuCount: return "Insufficient nvidia.com/gpu";
     case FitResult::kGpuShare: return "no GPU with enough free share";
+    case FitResult::kMig: return "no free or creatable MIG instance of the profile";
+    case FitResult::kVgpu: return "no GPU can host a vGPU of the profile";
+    case FitResult::kPassthrough: return "no free passthrough GPU";
+    case FitResult::kTpu: return "Insufficient google.com/tpu";
   }
   return "?";
 }
@@ -37,7 +42,7 @@ Status NodeResourcesFit::pre_filter(const ClusterState& cluster, TaskContext& ct
   const auto& max = cluster.max_capacity();
   if (r.cpu_milli > max.cpu_free_milli) return Status::unresolvable(name(), "cpu exceeds every node");
   if (r.memory_mib > max.memory_free_mib) return Status::unresolvable(name(), "memory exceeds every node");
-  if (r.gpu.mode == GpuMode::kWhole && r.gpu.count > max.gpu_count)
+  if (r.gpu.mode == GpuMode::kWhole && r.gpu.count > max.whole_units_free)
     return Status::unresolvable(name(), "nvidia.com/gpu exceeds every node");
   if (r.gpu.mode == GpuMode::kShared && r.gpu.memory_mib > max.gpu_memory_free_max)
     return Status::unresolvable(name(), "GPU memory share exceeds every GPU");
@@ -82,99 +87,86 @@ double BestFitScore::score(const ClusterState& cluster, const TaskContext& ctx, 
 
 // ---------------------------------------------------------------- devices
 
-bool take_whole_gpus(const ClusterState& cluster, const TaskRequest& r, NodeId node, TaskPlacement& out) {
-  out.node = node;
-  out.gpus.clear();
-  const auto gpus = cluster.gpus(node);
-  for (std::size_t i = 0; i < gpus.size() && static_cast<std::int32_t>(out.gpus.size()) < r.gpu.count; ++i) {
-    if (gpus[i].fully_free() && r.model_allowed(gpus[i].model)) {
-      out.gpus.push_back({static_cast<std::uint16_t>(i), kMilliPerGpu, gpus[i].memory_mib});
-    }
-  }
-  return static_cast<std::int32_t>(out.gpus.size()) == r.gpu.count;
-}
-
-void grant_shared(const ClusterState&, const TaskRequest& r, NodeId node, int index, TaskPlacement& out) {
-  out.node = node;
-  out.gpus.assign(1, GpuGrant{static_cast<std::uint16_t>(index), r.gpu.milli, r.gpu.memory_mib});
-}
-
 namespace {
-/// Index of the fitting GPU that minimises key(gpu) (ties: lower index), or -1.
-template <class Key>
-int pick_shared(const ClusterState& cluster, const TaskRequest& r, NodeId node, Key key) {
-  const auto gpus = cluster.gpus(node);
-  int best = -1;
-  for (std::size_t i = 0; i < gpus.size(); ++i) {
-    const auto& g = gpus[i];
-    if (!ClusterState::gpu_fits_shared(g, r.gpu) || !r.model_allowed(g.model)) continue;
-    if (best < 0 || key(g) < key(gpus[static_cast<std::size_t>(best)])) best = static_cast<int>(i);
-  }
-  return best;
-}
+std::optional<int> start_best(const MigGeometry& g, const MigLayout& l, int p) { return choose_start(g, l, p, MigStartPolicy::kBest); }
+std::optional<int> start_lowest(const MigGeometry& g, const MigLayout& l, int p) { return choose_start(g, l, p, MigStartPolicy::kLowestFirst); }
+std::optional<int> start_highest(const MigGeometry& g, const MigLayout& l, int p) { return choose_start(g, l, p, MigStartPolicy::kHighestFirst); }
 
-bool select_with(const ClusterState& cluster, const TaskRequest& r, NodeId node, TaskPlacement& out, int shared_index) {
-  out.node = node;
-  out.gpus.clear();
-  switch (r.gpu.mode) {
-    case GpuMode::kNone: return true;
-    case GpuMode::kWhole: return take_whole_gpus(cluster, r, node, out);
-    case GpuMode::kShared:
-      if (shared_index < 0) return false;
-      grant_shared(cluster, r, node, shared_index, out);
-      return true;
-  }
-  return false;
+/// GPU indices of `node` sorted by key(gpu) ascending (stable: ties keep index order).
+template <class Key>
+std::vector<std::uint16_t> gpus_by(const ClusterState& cluster, NodeId node, Key key) {
+  const auto gpus = cluster.gpus(node);
+  std::vector<std::uint16_t> order(gpus.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint16_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::uint16_t a, std::uint16_t b) { return key(gpus[a]) < key(gpus[b]); });
+  return order;
 }
 }  // namespace
 
+ClusterState::MigStartChooser mig_start_chooser(std::string_view policy) {
+  if (policy == "best") return start_best;
+  if (policy == "lowest") return start_lowest;
+  if (policy == "highest") return start_highest;
+  return nullptr;
+}
+
+bool pick_devices(const ClusterState& cluster, const TaskRequest& r, NodeId node, std::span<const std::uint16_t> order,
+                  ClusterState::MigStartChooser choose, TaskPlacement& out) {
+  out.node = node;
+  out.gpus.clear();
+  out.tpu_chips = r.tpu.chips;
+  if (r.gpu.mode == GpuMode::kNone) return true;
+  return cluster.pick_units(node, r, order, choose, out.gpus);
+}
+
 bool GpuFirstFit::select(const ClusterState& cluster, const TaskContext& ctx, NodeId node, TaskPlacement& out) const {
-  const auto& r = ctx.request();
-  const int idx = r.gpu.mode == GpuMode::kShared ? pick_shared(cluster, r, node, [](const GpuState&) { return 0; }) : -1;
-  return select_with(cluster, r, node, out, idx);
+  return pick_devices(cluster, ctx.request(), node, {}, chooser_, out);
 }
 
 bool GpuSpread::select(const ClusterState& cluster, const TaskContext& ctx, NodeId node, TaskPlacement& out) const {
   const auto& r = ctx.request();
-  const int idx = r.gpu.mode == GpuMode::kShared
-                      ? pick_shared(cluster, r, node, [](const GpuState& g) {
-                          return std::pair{-g.memory_free_mib, -g.milli_free};
-                        })
-                      : -1;
-  return select_with(cluster, r, node, out, idx);
+  if (r.gpu.mode == GpuMode::kWhole && cluster.node(node).plain_gpus) return pick_devices(cluster, r, node, {}, chooser_, out);
+  // Shares, replicas, vGPUs and GIs go to the emptiest GPU first.
+  const auto order = gpus_by(cluster, node, [](const GpuState& g) { return std::pair{-g.memory_free_mib, -g.milli_free}; });
+  return pick_devices(cluster, r, node, order, chooser_, out);
 }
 
 bool GpuRandom::select(const ClusterState& cluster, const TaskContext& ctx, NodeId node, TaskPlacement& out) const {
   const auto& r = ctx.request();
   out.node = node;
   out.gpus.clear();
+  out.tpu_chips = r.tpu.chips;
   if (r.gpu.mode == GpuMode::kNone) return true;
   const auto gpus = cluster.gpus(node);
   std::vector<std::uint16_t> candidates;
   for (std::size_t i = 0; i < gpus.size(); ++i) {
-    const bool ok = r.gpu.mode == GpuMode::kWhole ? gpus[i].fully_free() : ClusterState::gpu_fits_shared(gpus[i], r.gpu);
-    if (ok && r.model_allowed(gpus[i].model)) candidates.push_back(static_cast<std::uint16_t>(i));
+    if (cluster.gpu_units(node, gpus[i], r) > 0) candidates.push_back(static_cast<std::uint16_t>(i));
   }
-  const auto need = static_cast<std::size_t>(r.gpu.mode == GpuMode::kWhole ? r.gpu.count : 1);
+  const bool one_per_gpu = r.gpu.mode != GpuMode::kMig && !(r.gpu.mode == GpuMode::kWhole && !cluster.node(node).plain_gpus);
+  const auto need = one_per_gpu ? static_cast<std::size_t>(r.gpu.count) : candidates.size();
   if (candidates.size() < need) return false;
   // Partial Fisher-Yates: the first `need` candidates become a uniform random subset.
   for (std::size_t i = 0; i < need; ++i) {
     const auto j = i + static_cast<std::size_t>(rng_.below(candidates.size() - i));
     std::swap(candidates[i], candidates[j]);
   }
-  std::sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(need));
-  for (std::size_t i = 0; i < need; ++i) {
-    const auto& g = gpus[candidates[i]];
-    if (r.gpu.mode == GpuMode::kWhole) out.gpus.push_back({candidates[i], kMilliPerGpu, g.memory_mib});
-    else out.gpus.push_back({candidates[i], r.gpu.milli, r.gpu.memory_mib});
-  }
-  return true;
+  if (one_per_gpu) std::sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(need));
+  candidates.resize(need);
+  return cluster.pick_units(node, r, candidates, chooser_, out.gpus);
 }
 
 // ---------------------------------------------------------------- gpu-binpack
 
 int GpuBinpack::tightest_gpu(const ClusterState& cluster, const TaskRequest& r, NodeId node) {
-  return pick_shared(cluster, r, node, [](const GpuState& g) { return std::pair{g.memory_free_mib, g.milli_free}; });
+  const auto gpus = cluster.gpus(node);
+  int best = -1;
+  auto key = [](const GpuState& g) { return std::pair{g.memory_free_mib, g.milli_free}; };
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const auto& g = gpus[i];
+    if (!ClusterState::gpu_fits_shared(g, r.gpu) || !r.model_allowed(g.model)) continue;
+    if (best < 0 || key(g) < key(gpus[static_cast<std::size_t>(best)])) best = static_cast<int>(i);
+  }
+  return best;
 }
 
 double GpuBinpack::score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) {
@@ -191,18 +183,23 @@ double GpuBinpack::score(const ClusterState& cluster, const TaskContext& ctx, No
       const int best = tightest_gpu(cluster, r, node);
       if (best < 0) return -std::numeric_limits<double>::max() / 4;
       const auto& g = cluster.gpus(node)[static_cast<std::size_t>(best)];
+      const auto mem = r.gpu.memory_mib == kAllGpuMemory ? g.memory_mib : r.gpu.memory_mib;
       // Memory left first; compute left breaks ties between equal memory.
-      return -(static_cast<double>(g.memory_free_mib - r.gpu.memory_mib) * 1024.0 +
-               static_cast<double>(g.milli_free - r.gpu.milli));
+      return -(static_cast<double>(g.memory_free_mib - mem) * 1024.0 + static_cast<double>(g.milli_free - r.gpu.milli));
     }
+    default:
+      // Partitioned units: prefer the node with the least free GPU memory left.
+      return -static_cast<double>(cluster.node(node).gpu_memory_free);
   }
   return 0.0;
 }
 
 bool GpuBinpack::select(const ClusterState& cluster, const TaskContext& ctx, NodeId node, TaskPlacement& out) const {
   const auto& r = ctx.request();
-  const int idx = r.gpu.mode == GpuMode::kShared ? tightest_gpu(cluster, r, node) : -1;
-  return select_with(cluster, r, node, out, idx);
+  if (r.gpu.mode == GpuMode::kWhole && cluster.node(node).plain_gpus) return pick_devices(cluster, r, node, {}, chooser_, out);
+  // The fullest GPU first (least free memory, then compute).
+  const auto order = gpus_by(cluster, node, [](const GpuState& g) { return std::pair{g.memory_free_mib, g.milli_free}; });
+  return pick_devices(cluster, r, node, order, chooser_, out);
 }
 
 }  // namespace gpusched::policies

@@ -74,6 +74,22 @@ std::vector<PluginArg> weight_args() {
 ResourceWeights weights_from(const PluginContext& ctx) {
   return {number_arg(ctx, "cpu_weight", 0.0), number_arg(ctx, "memory_weight", 0.0), number_arg(ctx, "gpu_weight", 0.0)};
 }
+const PluginArg kMigStartArg{"mig_start", "string",
+                             "where a new MIG GPU instance goes: best (keeps the most larger profiles possible), lowest, highest",
+                             "best"};
+/// A device-select plugin with its `mig_start` argument applied.
+template <class Plugin, class... Extra>
+std::unique_ptr<Plugin> with_mig_start(const PluginContext& ctx, Extra&&... extra) {
+  const auto& v = ctx.args.at("mig_start");
+  const auto chooser = v.is_string() ? mig_start_chooser(v.get<std::string>()) : nullptr;
+  if (!chooser) {
+    throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(ctx.name) + "/args/mig_start"},
+                std::string(ctx.name) + ": mig_start must be \"best\", \"lowest\" or \"highest\"");
+  }
+  auto p = std::make_unique<Plugin>(std::forward<Extra>(extra)...);
+  p->set_mig_start(chooser);
+  return p;
+}
 }  // namespace
 
 Registry Registry::with_builtins() {
@@ -105,15 +121,15 @@ Registry Registry::with_builtins() {
          [](const PluginContext&) { return std::make_unique<FirstFitScore>(); }});
   r.add({"gpu-binpack",
          "gpushare-style GPU-memory binpack: the node and GPU with the least free GPU memory that still fits",
-         {"score", "device_select"}, {}, [](const PluginContext&) { return std::make_unique<GpuBinpack>(); }});
+         {"score", "device_select"}, {kMigStartArg}, [](const PluginContext& c) { return with_mig_start<GpuBinpack>(c); }});
   r.add({"random", "uniformly random node among the feasible ones (stream policy.random)", {"score"}, {},
          [](const PluginContext& c) { return std::make_unique<RandomScore>(c.rng.stream("policy.random")); }});
-  r.add({"gpu-first-fit", "inside the node: the lowest-index GPUs that fit", {"device_select"}, {},
-         [](const PluginContext&) { return std::make_unique<GpuFirstFit>(); }});
-  r.add({"gpu-spread", "inside the node: a share goes to the GPU with the most free memory", {"device_select"}, {},
-         [](const PluginContext&) { return std::make_unique<GpuSpread>(); }});
-  r.add({"gpu-random", "inside the node: random fitting GPUs (stream policy.gpu-random)", {"device_select"}, {},
-         [](const PluginContext& c) { return std::make_unique<GpuRandom>(c.rng.stream("policy.gpu-random")); }});
+  r.add({"gpu-first-fit", "inside the node: the lowest-index GPUs that fit", {"device_select"}, {kMigStartArg},
+         [](const PluginContext& c) { return with_mig_start<GpuFirstFit>(c); }});
+  r.add({"gpu-spread", "inside the node: shares, replicas and GIs go to the emptiest GPU", {"device_select"}, {kMigStartArg},
+         [](const PluginContext& c) { return with_mig_start<GpuSpread>(c); }});
+  r.add({"gpu-random", "inside the node: random fitting GPUs (stream policy.gpu-random)", {"device_select"}, {kMigStartArg},
+         [](const PluginContext& c) { return with_mig_start<GpuRandom>(c, c.rng.stream("policy.gpu-random")); }});
   return r;
 }
 

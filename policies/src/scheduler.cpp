@@ -180,6 +180,8 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
     GPUSCHED_ASSERT(false, "device_select could not grant devices on a node the filters accepted");
   }
   out.node = chosen;
+  out.tpu_chips = ctx.request().tpu.chips;
+  out.slowdown = cluster.placement_slowdown(ctx.request(), out);
   return Status::success();
 }
 

@@ -64,6 +64,7 @@ std::string hex64(std::uint64_t v) {
 RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, const ProgressFn& progress) {
   const std::uint64_t seed = seed_override.value_or(sc.seed);
   ClusterState cluster(sc.catalog, sc.resources, sc.nodes);
+  cluster.set_device_options(sc.devices);
   // The scheduler is built (and its profile validated) before any workload is generated.
   auto scheduler = std::make_unique<policies::Scheduler>(sc.profile, policies::Registry::with_builtins(), seed);
   Workload workload;

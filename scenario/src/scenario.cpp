@@ -8,6 +8,8 @@
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
 #include <gpusched/quantity.hpp>
+#include <gpusched/tpu.hpp>
+#include <gpusched/tpu_slice.hpp>
 #include <gpusched/traces/native.hpp>
 
 namespace gpusched::scenario {
@@ -63,6 +65,254 @@ TaintEffect parse_effect(const Parser& p, const nlohmann::json& j, const std::st
   p.fail(ErrorCode::kScenarioBadValue, path, "expected NoSchedule, PreferNoSchedule or NoExecute");
 }
 
+GpuPartition parse_partition_mode(const Parser& p, const nlohmann::json& j, const std::string& path) {
+  const auto s = p.str(j, path);
+  for (auto m : {GpuPartition::kWhole, GpuPartition::kMig, GpuPartition::kVgpu, GpuPartition::kTimeSlicing,
+                 GpuPartition::kMps, GpuPartition::kPassthrough}) {
+    if (s == to_string(m)) return m;
+  }
+  p.fail(ErrorCode::kScenarioBadValue, path, "expected whole, mig, vgpu, time-slicing, mps or passthrough");
+}
+
+/// A MIG layout for one GPU: ["3g.40gb", {"profile": "2g.20gb", "start": 4}, ...]. Names without
+/// a start are placed in order at the start the default policy picks; explicit starts must be
+/// legal and must not overlap.
+std::vector<MigInstance> parse_mig_layout(const Parser& p, const nlohmann::json& j, const std::string& path, const GpuModel& model) {
+  if (!j.is_array()) p.fail(ErrorCode::kScenarioBadValue, path, "expected a list of MIG profiles (\"3g.40gb\" or {\"profile\", \"start\"})");
+  const auto& geo = *model.mig;
+  MigLayout layout;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const std::string f = path + "/" + std::to_string(i);
+    std::string name;
+    std::optional<int> start;
+    if (j[i].is_string()) {
+      name = j[i].get<std::string>();
+    } else if (j[i].is_object()) {
+      for (const auto& [k, v] : j[i].items()) {
+        if (k == "profile") name = p.str(v, f + "/profile");
+        else if (k == "start") start = static_cast<int>(p.integer(v, f + "/start", 0, geo.memory_slices - 1));
+        else p.unknown(f + "/" + k, "profile, start");
+      }
+    } else {
+      p.fail(ErrorCode::kScenarioBadValue, f, "expected a profile name or {\"profile\", \"start\"}");
+    }
+    const int prof = geo.require_profile(name, p.at(f), model.name);
+    const auto& info = geo.profiles[static_cast<std::size_t>(prof)];
+    if (!start) {
+      start = choose_start(geo, layout, prof, MigStartPolicy::kBest);
+      if (!start) p.fail(ErrorCode::kScenarioBadDevices, f, "no room for " + name + " after the GPU instances before it");
+    }
+    if (std::find(info.starts.begin(), info.starts.end(), *start) == info.starts.end()) {
+      std::string legal;
+      for (int s : info.starts) legal += (legal.empty() ? "" : ", ") + std::to_string(s);
+      p.fail(ErrorCode::kScenarioBadDevices, f + "/start", name + " cannot start at memory slice " + std::to_string(*start) + " (legal: " + legal + ")");
+    }
+    if (!layout.can_place(geo, prof, *start)) {
+      p.fail(ErrorCode::kScenarioBadDevices, f, name + " at memory slice " + std::to_string(*start) +
+                                                   " overlaps an earlier GPU instance or exceeds the GPU's compute slices, count or +me limit");
+    }
+    layout.place(geo, prof, *start);
+  }
+  return layout.instances();
+}
+
+/// `gpu_partition` of a node: how its GPUs are handed out.
+void parse_gpu_partition(const Parser& p, const nlohmann::json& j, const std::string& path, NodeSpec& n,
+                         const GpuCatalog& catalog) {
+  p.expect_object(j, path);
+  GpuPartition mode = GpuPartition::kWhole;
+  if (j.contains("mode")) mode = parse_partition_mode(p, j["mode"], path + "/mode");
+  std::int64_t replicas = 1;
+  std::optional<std::string> vgpu;
+  const nlohmann::json* layout = nullptr;
+  const nlohmann::json* layouts = nullptr;
+  for (const auto& [k, v] : j.items()) {
+    const std::string f = path + "/" + k;
+    if (k == "mode") continue;
+    if (k == "replicas") replicas = p.integer(v, f, 1, 1024);
+    else if (k == "vgpu_profile") vgpu = p.str(v, f);
+    else if (k == "vgpu_profiles") {
+      if (!v.is_array()) p.fail(ErrorCode::kScenarioBadValue, f, "expected a list");
+      if (v.size() > 1) p.fail(ErrorCode::kScenarioBadDevices, f, "all vGPUs on one physical GPU use the same profile; give one vgpu_profile");
+      if (v.size() == 1) vgpu = p.str(v[0], f + "/0");
+    } else if (k == "strategy") {
+      const auto st = p.str(v, f);
+      if (st == "single") n.mig_strategy = MigStrategy::kSingle;
+      else if (st != "mixed") p.fail(ErrorCode::kScenarioBadValue, f, "expected \"mixed\" or \"single\"");
+    } else if (k == "dynamic") {
+      if (!v.is_boolean()) p.fail(ErrorCode::kScenarioBadValue, f, "expected true or false");
+      n.mig_dynamic = v.get<bool>();
+    } else if (k == "layout") layout = &v;
+    else if (k == "layouts") layouts = &v;
+    else p.unknown(f, "mode, replicas, vgpu_profile, strategy, dynamic, layout, layouts");
+  }
+  const bool mig = mode == GpuPartition::kMig;
+  if (!mig && (layout || layouts || n.mig_dynamic || n.mig_strategy == MigStrategy::kSingle)) {
+    p.fail(ErrorCode::kScenarioBadDevices, path, "layout, layouts, strategy and dynamic belong to mode \"mig\"");
+  }
+  if (replicas != 1 && mode != GpuPartition::kTimeSlicing && mode != GpuPartition::kMps) {
+    p.fail(ErrorCode::kScenarioBadDevices, path + "/replicas", "replicas belong to mode \"time-slicing\" or \"mps\"");
+  }
+  if (vgpu && mode != GpuPartition::kVgpu) p.fail(ErrorCode::kScenarioBadDevices, path + "/vgpu_profile", "vgpu_profile belongs to mode \"vgpu\"");
+  if (mig && n.mig_dynamic && n.mig_strategy == MigStrategy::kSingle) {
+    p.fail(ErrorCode::kScenarioBadDevices, path + "/strategy", "the single strategy splits every GPU alike; it cannot be dynamic");
+  }
+  if (layout && layouts) p.fail(ErrorCode::kScenarioBadDevices, path, "give layout (every GPU) or layouts (per GPU), not both");
+  if (layouts && (!layouts->is_array() || layouts->size() != n.gpus.size())) {
+    p.fail(ErrorCode::kScenarioBadDevices, path + "/layouts", "expected one layout per GPU (" + std::to_string(n.gpus.size()) + ")");
+  }
+  if (mig && !layout && !layouts && !n.mig_dynamic) {
+    p.fail(ErrorCode::kScenarioBadDevices, path, "a MIG node needs a layout (static GPU instances) or dynamic: true");
+  }
+  std::vector<std::vector<MigInstance>> per_gpu;
+  for (std::size_t g = 0; g < n.gpus.size(); ++g) {
+    auto& gpu = n.gpus[g];
+    const auto& model = catalog[gpu.model];
+    gpu.partition = mode;
+    gpu.replicas = static_cast<std::uint16_t>(replicas);
+    if (mig) {
+      if (!model.mig) p.fail(ErrorCode::kScenarioBadDevices, path + "/mode", model.name + " has no MIG (MIG models: A30, A100, H100, H200 ...)");
+      if (layout) gpu.mig = g == 0 ? parse_mig_layout(p, *layout, path + "/layout", model) : n.gpus[0].mig;
+      if (layouts) gpu.mig = parse_mig_layout(p, (*layouts)[g], path + "/layouts/" + std::to_string(g), model);
+      per_gpu.push_back(gpu.mig);
+    }
+    if (mode == GpuPartition::kVgpu) {
+      if (model.vgpu.empty()) p.fail(ErrorCode::kScenarioBadDevices, path + "/mode", model.name + " has no vGPU profiles in the catalog");
+      if (vgpu) {
+        const int idx = model.find_vgpu(*vgpu);
+        if (idx < 0) {
+          std::string names;
+          for (const auto& v : model.vgpu) names += (names.empty() ? "" : ", ") + v.name;
+          throw_error(ErrorCode::kCatalogUnknownVgpuProfile, p.at(path + "/vgpu_profile"),
+                      model.name + " has no vGPU profile \"" + *vgpu + "\"; its profiles: " + names);
+        }
+        gpu.vgpu_profile = static_cast<std::int16_t>(idx);
+      }
+    }
+  }
+  if (mig && n.mig_strategy == MigStrategy::kSingle) {
+    for (auto& l : per_gpu) {
+      std::vector<int> a, b;
+      for (const auto& i : l) a.push_back(i.profile);
+      for (const auto& i : per_gpu.front()) b.push_back(i.profile);
+      std::sort(a.begin(), a.end());
+      std::sort(b.begin(), b.end());
+      if (a != b) p.fail(ErrorCode::kScenarioBadDevices, path + "/layouts", "the single strategy needs every GPU split the same way");
+    }
+    if (!per_gpu.empty() && !per_gpu.front().empty()) {
+      std::vector<int> profs;
+      for (const auto& i : per_gpu.front()) profs.push_back(i.profile);
+      if (std::adjacent_find(profs.begin(), profs.end(), std::not_equal_to<>()) != profs.end()) {
+        p.fail(ErrorCode::kScenarioBadDevices, path + "/layout", "the single strategy advertises one kind of GI as nvidia.com/gpu: use one profile");
+      }
+    }
+  }
+  n.labels["nvidia.com/mig.strategy"] = mig ? (n.mig_strategy == MigStrategy::kSingle ? "single" : "mixed") : "none";
+  if (mode != GpuPartition::kWhole) n.labels["gpusched.io/gpu-partition"] = std::string(to_string(mode));
+}
+
+/// `topology` of a node: NUMA nodes, PCIe switches and NVLink.
+void parse_node_topology(const Parser& p, const nlohmann::json& j, const std::string& path, NodeSpec& n) {
+  p.expect_object(j, path);
+  for (const auto& [k, v] : j.items()) {
+    const std::string f = path + "/" + k;
+    if (k == "numa") {
+      if (!v.is_array() || v.empty()) p.fail(ErrorCode::kScenarioBadValue, f, "expected a list of {cpu, memory}");
+      n.numa.clear();
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const std::string zf = f + "/" + std::to_string(i);
+        p.expect_object(v[i], zf);
+        NumaSpec z;
+        for (const auto& [zk, zv] : v[i].items()) {
+          if (zk == "cpu") z.cpu_milli = parse_cpu_milli(p.text(zv, zf + "/cpu"), p.at(zf + "/cpu"));
+          else if (zk == "memory") z.memory_mib = parse_memory_mib(p.text(zv, zf + "/memory"), p.at(zf + "/memory"));
+          else p.unknown(zf + "/" + zk, "cpu, memory");
+        }
+        n.numa.push_back(z);
+      }
+    } else if (k == "gpu_sockets") {
+      if (!v.is_array() || v.size() != n.gpus.size()) p.fail(ErrorCode::kScenarioBadValue, f, "expected one socket per GPU");
+      for (std::size_t g = 0; g < v.size(); ++g) n.gpus[g].socket = static_cast<std::int16_t>(p.integer(v[g], f + "/" + std::to_string(g), 0, 63));
+    } else if (k == "gpus_per_pcie_switch") {
+      const auto per = p.integer(v, f, 1, 64);
+      for (std::size_t g = 0; g < n.gpus.size(); ++g) n.gpus[g].pcie_switch = static_cast<std::int16_t>(static_cast<std::int64_t>(g) / per);
+    } else if (k == "nvlink") {
+      for (auto& g : n.gpus) g.nvlink_domain = -1;
+      n.nvlinks.clear();
+      if (v.is_string()) {
+        const auto s = v.get<std::string>();
+        if (s == "nvswitch") for (auto& g : n.gpus) g.nvlink_domain = 0;
+        else if (s != "none") p.fail(ErrorCode::kScenarioBadValue, f, "expected \"nvswitch\", \"none\" or a list of [gpu, gpu, links]");
+      } else if (v.is_array()) {
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          const std::string lf = f + "/" + std::to_string(i);
+          if (!v[i].is_array() || v[i].size() < 2 || v[i].size() > 3) p.fail(ErrorCode::kScenarioBadValue, lf, "expected [gpu, gpu] or [gpu, gpu, links]");
+          const auto last = static_cast<std::int64_t>(n.gpus.size()) - 1;
+          auto a = p.integer(v[i][0], lf + "/0", 0, last), b = p.integer(v[i][1], lf + "/1", 0, last);
+          if (a == b) p.fail(ErrorCode::kScenarioBadValue, lf, "an NVLink joins two different GPUs");
+          if (a > b) std::swap(a, b);
+          const auto links = v[i].size() == 3 ? p.integer(v[i][2], lf + "/2", 1, 255) : 1;
+          n.nvlinks.push_back({static_cast<std::uint16_t>(a), static_cast<std::uint16_t>(b), static_cast<std::uint8_t>(links)});
+        }
+      } else {
+        p.fail(ErrorCode::kScenarioBadValue, f, "expected \"nvswitch\", \"none\" or a list of [gpu, gpu, links]");
+      }
+    } else {
+      p.unknown(f, "numa, gpu_sockets, gpus_per_pcie_switch, nvlink");
+    }
+  }
+}
+
+/// `tpu` of a node group: a pool of TPU hosts. {"generation": "v4", "topology": "4x4x4",
+/// "chips_per_host": 4, "provisioned": true}. The group's count is the pool's host count.
+void parse_tpu_host(const Parser& p, const nlohmann::json& j, const std::string& path, NodeSpec& n, bool group,
+                    bool has_count, std::int64_t& count) {
+  p.expect_object(j, path);
+  std::string gen_name, topo;
+  std::int64_t chips = 0;
+  for (const auto& [k, v] : j.items()) {
+    const std::string f = path + "/" + k;
+    if (k == "generation") gen_name = p.str(v, f);
+    else if (k == "topology") topo = p.str(v, f);
+    else if (k == "chips_per_host") chips = p.integer(v, f, 1, 64);
+    else if (k == "provisioned") {
+      if (!v.is_boolean()) p.fail(ErrorCode::kScenarioBadValue, f, "expected true (a pool of one slice shape) or false (slices carved from the pool)");
+      n.tpu.provisioned = v.get<bool>();
+    } else {
+      p.unknown(f, "generation, topology, chips_per_host, provisioned");
+    }
+  }
+  if (gen_name.empty()) p.fail(ErrorCode::kScenarioMissingField, path + "/generation", "missing field 'generation' (v4, v5e, v5p)");
+  const auto& gen = TpuCatalog::builtin().require(gen_name, p.at(path + "/generation"));
+  if (chips == 0) chips = gen.default_chips_per_host;
+  if (std::find(gen.chips_per_host.begin(), gen.chips_per_host.end(), chips) == gen.chips_per_host.end()) {
+    p.fail(ErrorCode::kScenarioBadDevices, path + "/chips_per_host", "TPU " + gen.name + " hosts do not come with " + std::to_string(chips) + " chips");
+  }
+  n.tpu.generation = gen.name;
+  n.tpu.chips = static_cast<std::int32_t>(chips);
+  n.tpu.pool = n.name;
+  std::int64_t hosts = 1;
+  if (!topo.empty()) {
+    // A provisioned pool is one slice: its shape must be one the generation offers. A carved
+    // pool is a physical block that may be larger than any one slice.
+    const auto t = n.tpu.provisioned ? gen.require_topology(topo, p.at(path + "/topology"))
+                                     : parse_tpu_topology(topo, p.at(path + "/topology"));
+    const auto grid = pool_grid(gen, t, static_cast<int>(chips), p.at(path + "/topology"));
+    hosts = static_cast<std::int64_t>(grid.host_count());
+    n.tpu.pool_topology = t.to_string();
+  }
+  if (group && has_count && count != hosts) {
+    p.fail(ErrorCode::kScenarioBadDevices, path + "/topology", "a " + (topo.empty() ? std::string("single-host") : topo) + " pool of " +
+                                                                    std::to_string(chips) + "-chip hosts has " + std::to_string(hosts) +
+                                                                    " hosts, but count is " + std::to_string(count));
+  }
+  if (!group && hosts != 1) p.fail(ErrorCode::kScenarioBadDevices, path + "/topology", "a multi-host pool is a node group (nodes: one host)");
+  count = hosts;
+  n.labels["cloud.google.com/gke-tpu-accelerator"] = gen.accelerator_label;
+  if (!n.tpu.pool_topology.empty()) n.labels["cloud.google.com/gke-tpu-topology"] = n.tpu.pool_topology;
+  n.labels["cloud.google.com/gke-nodepool"] = n.name;
+}
+
 /// One node (or the template of a node group).
 NodeSpec parse_node(const Parser& p, const nlohmann::json& j, const std::string& path, const GpuCatalog& catalog,
                     ResourceTable& resources, bool group, std::int64_t& count) {
@@ -71,16 +321,23 @@ NodeSpec parse_node(const Parser& p, const nlohmann::json& j, const std::string&
   std::int64_t gpus = 0;
   std::string model;
   bool has_cpu = false, has_mem = false;
+  const nlohmann::json* partition = nullptr;
+  const nlohmann::json* topology = nullptr;
+  const nlohmann::json* tpu = nullptr;
+  bool has_count = false;
   count = 1;
   for (const auto& [k, v] : j.items()) {
     const std::string f = path + "/" + k;
     if (k == "name") n.name = p.str(v, f);
-    else if (k == "count" && group) count = p.integer(v, f, 0, 1'000'000);
+    else if (k == "count" && group) { count = p.integer(v, f, 0, 1'000'000); has_count = true; }
     else if (k == "cpu") { n.cpu_milli = parse_cpu_milli(p.text(v, f), p.at(f)); has_cpu = true; }
     else if (k == "memory") { n.memory_mib = parse_memory_mib(p.text(v, f), p.at(f)); has_mem = true; }
     else if (k == "gpus") gpus = p.integer(v, f, 0, 4096);
     else if (k == "gpu_model") model = p.str(v, f);
     else if (k == "sockets") n.sockets = static_cast<std::int16_t>(p.integer(v, f, 1, 64));
+    else if (k == "gpu_partition") partition = &v;
+    else if (k == "tpu") tpu = &v;
+    else if (k == "topology") topology = &v;
     else if (k == "labels") {
       p.expect_object(v, f);
       for (const auto& [lk, lv] : v.items()) n.labels[lk] = p.str(lv, f + "/" + lk);
@@ -106,8 +363,8 @@ NodeSpec parse_node(const Parser& p, const nlohmann::json& j, const std::string&
         n.extended.emplace_back(resources.intern(ek), parse_count(p.text(ev, f + "/" + ek), p.at(f + "/" + ek)));
       }
     } else {
-      p.unknown(f, group ? "name, count, cpu, memory, gpus, gpu_model, sockets, labels, taints, extended"
-                         : "name, cpu, memory, gpus, gpu_model, sockets, labels, taints, extended");
+      p.unknown(f, group ? "name, count, cpu, memory, gpus, gpu_model, sockets, topology, gpu_partition, tpu, labels, taints, extended"
+                         : "name, cpu, memory, gpus, gpu_model, sockets, topology, gpu_partition, tpu, labels, taints, extended");
     }
   }
   if (n.name.empty()) p.fail(ErrorCode::kScenarioMissingField, path + "/name", "missing field 'name'");
@@ -117,13 +374,27 @@ NodeSpec parse_node(const Parser& p, const nlohmann::json& j, const std::string&
   if (gpus > 0) {
     const auto id = catalog.require(model, p.at(path + "/gpu_model"));
     for (std::int64_t g = 0; g < gpus; ++g) {
-      n.gpus.push_back({id, static_cast<std::int16_t>(g * n.sockets / gpus)});
+      GpuSpec gs;
+      gs.model = id;
+      gs.socket = static_cast<std::int16_t>(g * n.sockets / gpus);
+      gs.nvlink_domain = catalog[id].nvlink && gpus > 1 ? 0 : -1;   // NVLink boards unless told otherwise
+      n.gpus.push_back(gs);
     }
     // GPU feature discovery labels, as a real node would carry them.
     n.labels.emplace("nvidia.com/gpu.product", catalog[id].name);
     n.labels.emplace("nvidia.com/gpu.count", std::to_string(gpus));
     n.labels.emplace("nvidia.com/gpu.memory", std::to_string(catalog[id].memory_mib));
   }
+  if (partition) {
+    if (n.gpus.empty()) p.fail(ErrorCode::kScenarioBadDevices, path + "/gpu_partition", "a node without GPUs has nothing to partition");
+    parse_gpu_partition(p, *partition, path + "/gpu_partition", n, catalog);
+  }
+  if (topology) parse_node_topology(p, *topology, path + "/topology", n);
+  if (tpu) {
+    if (!n.gpus.empty()) p.fail(ErrorCode::kScenarioBadDevices, path + "/tpu", "a node has GPUs or TPUs, not both");
+    parse_tpu_host(p, *tpu, path + "/tpu", n, group, has_count, count);
+  }
+  if (const auto bad = normalize_numa(n); !bad.empty()) p.fail(ErrorCode::kScenarioBadDevices, path + "/topology", bad);
   return n;
 }
 
@@ -139,8 +410,14 @@ void parse_cluster(const Parser& p, const nlohmann::json& j, Scenario& sc) {
         const std::string path = "/cluster/node_groups/" + std::to_string(i);
         NodeSpec tmpl = parse_node(p, v[i], path, sc.catalog, sc.resources, true, count);
         const int width = count >= 10000 ? 5 : 4;
+        std::optional<TpuPoolGrid> grid;
+        if (!tmpl.tpu.pool_topology.empty()) {
+          const auto& gen = TpuCatalog::builtin().require(tmpl.tpu.generation, {});
+          grid = pool_grid(gen, parse_tpu_topology(tmpl.tpu.pool_topology, {}), tmpl.tpu.chips, {});
+        }
         for (std::int64_t c = 0; c < count; ++c) {
           NodeSpec n = tmpl;
+          if (grid) n.tpu.coords = grid->coords_of(static_cast<std::uint32_t>(c));
           std::string idx = std::to_string(c);
           n.name = tmpl.name + "-" + std::string(static_cast<std::size_t>(std::max<int>(0, width - static_cast<int>(idx.size()))), '0') + idx;
           sc.nodes.push_back(std::move(n));
@@ -191,6 +468,32 @@ void parse_workload(const Parser& p, const nlohmann::json& j, Scenario& sc) {
   }
 }
 
+/// `devices`: {"mig_reconfigure_s": 5, "time_slicing_overhead": 0.05,
+///  "slowdown": {"vgpu": 1.05, "passthrough": 1.0, "mig": 1.0, "pcie": 1.1, "cross_socket": 1.3}}
+void parse_devices(const Parser& p, const nlohmann::json& j, DeviceOptions& o) {
+  p.expect_object(j, "/devices");
+  for (const auto& [k, v] : j.items()) {
+    const std::string f = "/devices/" + k;
+    if (k == "mig_reconfigure_s") o.mig_reconfigure_us = SimTime::from_seconds_f(p.number(v, f, 0)).us;
+    else if (k == "time_slicing_overhead") o.time_slicing_overhead = p.number(v, f, 0);
+    else if (k == "slowdown") {
+      p.expect_object(v, f);
+      for (const auto& [sk, sv] : v.items()) {
+        const std::string sf = f + "/" + sk;
+        const double x = p.number(sv, sf, 1.0);
+        if (sk == "vgpu") o.vgpu_slowdown = x;
+        else if (sk == "passthrough") o.passthrough_slowdown = x;
+        else if (sk == "mig") o.mig_slowdown = x;
+        else if (sk == "pcie") o.pcie_slowdown = x;
+        else if (sk == "cross_socket") o.cross_socket_slowdown = x;
+        else p.unknown(sf, "vgpu, passthrough, mig, pcie, cross_socket");
+      }
+    } else {
+      p.unknown(f, "mig_reconfigure_s, time_slicing_overhead, slowdown");
+    }
+  }
+}
+
 }  // namespace
 
 Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, const std::filesystem::path& base_dir) {
@@ -238,6 +541,8 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
         const auto& inner = e.where().field;
         throw_error(e.code(), {source, 0, inner.empty() || inner == "profile" ? "/profile" : "/profile/" + inner}, e.detail());
       }
+    } else if (k == "devices") {
+      parse_devices(p, v, sc.devices);
     } else if (k == "workload") {
       parse_workload(p, v, sc);
     } else if (k == "outputs") {
@@ -277,7 +582,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
       }
     } else {
       p.unknown(f, "schema_version, name, description, seed, horizon_s, mode, retry, requeue_on_node_down, cluster, "
-                   "profile, workload, events, outputs");
+                   "devices, profile, workload, events, outputs");
     }
   }
   sc.engine.fill_mode = fill;

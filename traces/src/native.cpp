@@ -70,6 +70,20 @@ JobSpec build_job(const RawJob& raw, const std::string& source, const GpuCatalog
   if (!raw.queue.empty()) j.queue = raw.queue;
   j.request = parse_requests(raw.requests, raw.models, catalog, resources, {source, raw.line, ""}, request_prefix);
   j.source_line = raw.line;
+  // A multi-host TPU slice is an Indexed Job of one pod per host, placed all-or-nothing.
+  if (const auto hosts = j.request.tpu.hosts; hosts > 1) {
+    if (raw.tasks.empty() || j.tasks == 1) j.tasks = hosts;
+    if (j.tasks != hosts) {
+      throw_error(ErrorCode::kTraceBadValue, at("tasks"), "a " + j.request.tpu.topology + " slice of " +
+                                                              std::to_string(j.request.tpu.chips) + " chips per host spans " +
+                                                              std::to_string(hosts) + " hosts, so the job has " +
+                                                              std::to_string(hosts) + " tasks, not " + std::to_string(j.tasks));
+    }
+    if (!raw.min_available.empty() && j.min_available != j.tasks) {
+      throw_error(ErrorCode::kTraceBadValue, at("min_available"), "a multi-host TPU slice is all-or-nothing: min_available must equal tasks");
+    }
+    j.min_available = j.tasks;
+  }
   return j;
 }
 

@@ -145,13 +145,17 @@ Workload generate(const SyntheticConfig& cfg, const ClusterState& cluster, const
       r.cpu_milli = cores * 1000;
       r.memory_mib = std::min<std::int64_t>(cores * pick(shape_rng, gib_per_core) * 1024, min_mem / 2);
     } else if (kind == 1) {
-      r.gpu = {GpuMode::kShared, 1, pick(shape_rng, shares), 0};
+      r.gpu.mode = GpuMode::kShared;
+      r.gpu.count = 1;
+      r.gpu.milli = static_cast<std::int32_t>(pick(shape_rng, shares));
       const std::int64_t cores = std::min<std::int64_t>(pick(shape_rng, std::array<std::int64_t, 4>{1, 2, 4, 8}), std::max<std::int64_t>(1, cpu_per_gpu / 1000));
       r.cpu_milli = cores * 1000;
       r.memory_mib = std::min<std::int64_t>(cores * 4 * 1024, mem_per_gpu);
     } else {
       const auto g = static_cast<std::int32_t>(gpus_of[kind]);
-      r.gpu = {GpuMode::kWhole, g, kMilliPerGpu, 0};
+      r.gpu.mode = GpuMode::kWhole;
+      r.gpu.count = g;
+      r.gpu.milli = kMilliPerGpu;
       const std::int64_t cores = std::min<std::int64_t>(pick(shape_rng, cores_per_gpu), std::max<std::int64_t>(1, cpu_per_gpu / 1000));
       r.cpu_milli = cores * 1000 * g;
       r.memory_mib = std::min<std::int64_t>(cores * 8 * 1024, mem_per_gpu) * g;

@@ -10,6 +10,7 @@
 ///   c.allocate(request, p);   // ... later
 ///   c.release(request, p);
 #include <cstdint>
+#include <bit>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,24 +20,59 @@
 
 #include <gpusched/gpu_catalog.hpp>
 #include <gpusched/ids.hpp>
+#include <gpusched/mig.hpp>
 #include <gpusched/node.hpp>
 #include <gpusched/resources.hpp>
 
 namespace gpusched {
 
-/// What one task got on one GPU.
+/// What one task got on one GPU (a whole GPU, a share, a replica, a vGPU or a MIG instance).
 struct GpuGrant {
   std::uint16_t index = 0;       ///< GPU index within the node
-  std::int32_t milli = 0;        ///< compute share taken (1000 = whole)
+  std::int32_t milli = 0;        ///< compute share taken (1000 = whole; a 3g GI of 7 = 428)
   std::int64_t memory_mib = 0;   ///< GPU memory taken
+  std::int8_t mig_profile = -1;  ///< MIG: profile index (MigGeometry::profiles) of the GI taken
+  std::int8_t mig_start = -1;    ///< MIG: the GI's first memory slice
+  bool mig_created = false;      ///< MIG: the GI was created for this task (dynamic partitioning)
+  /// MIG: idle GIs destroyed to make room, 4 bits per start slice: profile index + 1 (0 = none).
+  std::uint32_t mig_destroyed = 0;
+  std::int16_t vgpu_profile = -1;  ///< vGPU: profile index (GpuModel::vgpu)
   auto operator<=>(const GpuGrant&) const = default;
 };
 
-/// Where one task runs: a node and its GPU grants.
+/// CPUs and memory a task takes from one NUMA node (TopologyManager-aligned placements only;
+/// other tasks use the node's shared pool and are not NUMA-pinned).
+struct NumaGrant {
+  std::int16_t socket = 0;
+  std::int64_t cpu_milli = 0;
+  std::int64_t memory_mib = 0;
+  auto operator<=>(const NumaGrant&) const = default;
+};
+
+/// Where one task runs: a node, its GPU grants, TPU chips and NUMA pinning.
 struct TaskPlacement {
   NodeId node;
   std::vector<GpuGrant> gpus;
+  std::vector<NumaGrant> numa;   ///< empty: not NUMA-pinned
+  std::int32_t tpu_chips = 0;    ///< google.com/tpu taken on the node
+  double slowdown = 1.0;         ///< runtime factor from devices and topology (>= 1 slows)
   bool operator==(const TaskPlacement&) const = default;
+};
+
+/// MIG state of one GPU in MIG mode: its GPU instances and which of them are taken.
+struct MigGpuState {
+  MigLayout layout;
+  std::uint8_t busy = 0;         ///< bit s: the GI starting at memory slice s runs a task
+  [[nodiscard]] bool busy_at(int start) const { return (busy >> start) & 1U; }
+  /// Free (idle) GIs of profile `p`, in start order.
+  [[nodiscard]] int free_of(int p) const {
+    int n = 0;
+    for (const auto& i : layout.instances()) n += (i.profile == p && !busy_at(i.start)) ? 1 : 0;
+    return n;
+  }
+  [[nodiscard]] int free_count() const {
+    return static_cast<int>(layout.instances().size()) - std::popcount(static_cast<unsigned>(busy));
+  }
 };
 
 /// Runtime state of one GPU.
@@ -47,7 +83,23 @@ struct GpuState {
   GpuModelId model;
   std::int16_t socket = 0;
   std::uint16_t tasks = 0;       ///< tasks holding a grant on it
+  GpuPartition partition = GpuPartition::kWhole;
+  std::uint16_t replicas = 1;    ///< time-slicing / MPS shares
+  std::int16_t vgpu_profile = -1;  ///< vGPU: profile in use (-1: none yet)
+  bool vgpu_fixed = false;       ///< vGPU: the profile is configured, not set by the first vGPU
+  std::int32_t mig = -1;         ///< MIG: index into ClusterState's MIG states
   [[nodiscard]] bool fully_free() const { return tasks == 0; }
+};
+
+/// Device behaviour that is configuration, not hardware: performance factors and delays.
+struct DeviceOptions {
+  std::int64_t mig_reconfigure_us = 0;   ///< a task on a newly created GI starts this much later
+  double vgpu_slowdown = 1.0;            ///< runtime factor on a vGPU (NVIDIA: a few percent)
+  double passthrough_slowdown = 1.0;     ///< runtime factor with PCI passthrough
+  double mig_slowdown = 1.0;             ///< runtime factor on a MIG instance (beyond its size)
+  double pcie_slowdown = 1.0;            ///< multi-GPU task whose GPUs talk over PCIe on one socket
+  double cross_socket_slowdown = 1.0;    ///< ... across sockets, or CPUs on another NUMA node
+  double time_slicing_overhead = 0.0;    ///< context-switch cost when several sharers are active
 };
 
 /// Runtime state of one node: free capacity and aggregates over its GPUs.
@@ -61,15 +113,18 @@ struct NodeState {
   std::int32_t gpu_milli_free_max = 0;  ///< best single GPU, compute
   std::int64_t gpu_memory_free_max = 0; ///< best single GPU, memory
   std::int64_t gpu_memory_free = 0;     ///< sum over GPUs, MiB
+  std::uint16_t whole_units_free = 0;   ///< nvidia.com/gpu units: free whole GPUs, replicas, single-strategy GIs
+  std::int32_t tpu_chips_free = 0;      ///< google.com/tpu
   GpuModelId model;                     ///< the model when all GPUs share it, else invalid
   bool schedulable = true;              ///< false while the node is down or cordoned
+  bool plain_gpus = true;               ///< every GPU is handed out whole or shared (no partition)
   std::uint32_t tasks = 0;              ///< tasks running here
   std::uint64_t generation = 0;         ///< bumped on every change
 };
 
 /// Why a request does not fit a node now (first failing dimension, in this order).
 enum class FitResult : std::uint8_t {
-  kFits, kUnschedulable, kCpu, kMemory, kExtended, kGpuModel, kGpuCount, kGpuShare
+  kFits, kUnschedulable, kCpu, kMemory, kExtended, kGpuModel, kGpuCount, kGpuShare, kMig, kVgpu, kPassthrough, kTpu
 };
 
 /// The cluster: node specs, runtime state, totals. Not thread-safe; copyable (what-if copies).
@@ -99,13 +154,56 @@ class ClusterState {
   [[nodiscard]] FitResult fit_check(NodeId n, const TaskRequest& r) const;
   /// Can the GPU part of `r` be served by GPU `g` of node `n` now? (shared requests)
   [[nodiscard]] static bool gpu_fits_shared(const GpuState& g, const GpuRequest& r) {
-    return g.milli_free >= r.milli && g.memory_free_mib >= r.memory_mib;
+    return g.partition == GpuPartition::kWhole && g.milli_free >= r.milli &&
+           g.memory_free_mib >= (r.memory_mib == kAllGpuMemory ? g.memory_mib : r.memory_mib);
   }
+  /// Units of `r` that GPU `g` (of `node`) can serve now: 0 when it cannot; 1 for a whole GPU,
+  /// a share, a replica, a vGPU or a passthrough GPU (one unit per GPU per task); for MIG, the
+  /// GIs it can give (free ones of the profile, plus ones that could be created when dynamic).
+  [[nodiscard]] int gpu_units(NodeId node, const GpuState& g, const TaskRequest& r) const;
+  /// The grant for one unit of `r` on GPU `index` of `node` (not MIG: see mig_options()).
+  [[nodiscard]] GpuGrant unit_grant(NodeId node, std::uint16_t index, const TaskRequest& r) const;
+
+  /// One way to give a GI of `r`'s profile on a GPU: an idle GI, or a new one (maybe after
+  /// destroying idle GIs).
+  struct MigOption {
+    GpuGrant grant;
+    int destroyed = 0;   ///< idle GIs destroyed
+  };
+  /// Chooses the start of a new GI among legal free starts of `layout` (a policy hook).
+  using MigStartChooser = std::optional<int> (*)(const MigGeometry&, const MigLayout&, int profile);
+  /// The best option on GPU `index` of `node` for a GI of `r`: an idle GI of the profile (lowest
+  /// start) if any; else, when the node is dynamic, a new GI at `choose`'s start; else one after
+  /// destroying the fewest idle GIs. `layout` overrides the GPU's current layout (for
+  /// several GIs in one task). nullopt: impossible.
+  [[nodiscard]] std::optional<MigOption> mig_option(NodeId node, std::uint16_t index, const TaskRequest& r,
+                                                    MigStartChooser choose, const MigGpuState* layout = nullptr,
+                                                    bool allow_create = true) const;
+  /// Picks `r.gpu.count` units for a task on `node`, visiting GPUs in `order` (GPU indices;
+  /// empty = index order) and taking as many units per GPU as the mode allows. MIG GIs go
+  /// through mig_option() with `choose`: idle GIs on any GPU first, then new ones (no
+  /// reconfiguration while an idle GI of the profile exists). False when there are not enough.
+  bool pick_units(NodeId node, const TaskRequest& r, std::span<const std::uint16_t> order, MigStartChooser choose,
+                  std::vector<GpuGrant>& out) const;
+  [[nodiscard]] const MigGpuState& mig_state(const GpuState& g) const { return migs_[static_cast<std::size_t>(g.mig)]; }
+  [[nodiscard]] const MigGeometry& mig_geometry(const GpuState& g) const { return *catalog_[g.model].mig; }
+  /// Free CPU / memory on a NUMA node for pinned tasks (capacity minus pinned tasks; the node's
+  /// total free bounds it as well).
+  [[nodiscard]] std::int64_t numa_cpu_free(NodeId n, int socket) const;
+  [[nodiscard]] std::int64_t numa_memory_free(NodeId n, int socket) const;
+
+  [[nodiscard]] const DeviceOptions& device_options() const { return options_; }
+  void set_device_options(const DeviceOptions& o) { options_ = o; }
+  /// Runtime factor of a placement from its devices (vGPU, passthrough, MIG) and topology.
+  [[nodiscard]] double placement_slowdown(const TaskRequest& r, const TaskPlacement& p) const;
 
   /// Takes the resources. Precondition: the placement fits (asserted).
   void allocate(const TaskRequest& r, const TaskPlacement& p);
-  /// Gives back exactly what allocate() took. Precondition: it was allocated (asserted).
+  /// Gives back what allocate() took; a GI created for the task stays, idle (dynamic MIG keeps
+  /// its partitioning until a later request changes it). Precondition: it was allocated.
   void release(const TaskRequest& r, const TaskPlacement& p);
+  /// Undoes allocate() exactly, including GIs it created or destroyed (transaction rollback).
+  void undo_allocate(const TaskRequest& r, const TaskPlacement& p);
   /// Marks a node (un)schedulable (node down/up, cordon). Running tasks are the caller's business.
   void set_schedulable(NodeId n, bool schedulable);
 
@@ -114,6 +212,8 @@ class ClusterState {
     std::int64_t cpu_milli = 0, memory_mib = 0, gpu_milli = 0, gpus = 0;
     std::int64_t cpu_used_milli = 0, memory_used_mib = 0, gpu_used_milli = 0, gpus_busy = 0;
     std::int64_t tasks = 0;
+    std::int64_t tpu_chips = 0, tpu_chips_used = 0;
+    std::int64_t mig_reconfigurations = 0;   ///< GIs created or destroyed while running
   };
   [[nodiscard]] const Totals& totals() const { return totals_; }
   /// Largest node, per dimension (for normalisation, e.g. FGD's 128,000 milli-CPU / 8,000 milli-GPU).
@@ -124,13 +224,21 @@ class ClusterState {
   [[nodiscard]] std::int64_t memory_capacity(NodeId n) const { return specs_[n.value].memory_mib; }
 
  private:
-  void refresh_gpu_aggregates(NodeState& s);
+  void refresh_gpu_aggregates(NodeState& s, const NodeSpec& spec);
+  void take_gpu(NodeState& s, const GpuGrant& grant);
+  void give_gpu(NodeState& s, const GpuGrant& grant, bool undo);
+  void apply_numa(NodeId n, const TaskPlacement& p, int sign);
 
   GpuCatalog catalog_;
   ResourceTable resources_;
   std::vector<NodeSpec> specs_;
   std::vector<NodeState> nodes_;
   std::vector<GpuState> gpus_;
+  std::vector<MigGpuState> migs_;
+  std::vector<std::int64_t> numa_cpu_free_, numa_memory_free_;   // pinned accounting, node-major
+  std::vector<std::uint32_t> numa_begin_;                         // per node: first NUMA entry
+  DeviceOptions options_;
+  bool undo_ = false;   // release() as the exact inverse of allocate()
   std::vector<std::int64_t> extended_free_;   // node-major: [node * resources + r]
   std::unordered_map<std::string, NodeId> by_name_;
   Totals totals_;

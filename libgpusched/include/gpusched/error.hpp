@@ -31,6 +31,7 @@ enum class ErrorCode : std::uint16_t {
   kScenarioSchemaVersion = 206,
   kScenarioUnknownNode = 207,
   kScenarioDuplicateNode = 208,
+  kScenarioBadDevices = 209,     ///< impossible device layout: overlapping GIs, mixed vGPU profiles, ...
   // profile_error: scheduling profiles
   kProfileUnknownPlugin = 301,
   kProfileDuplicatePlugin = 302,
@@ -44,6 +45,7 @@ enum class ErrorCode : std::uint16_t {
   kCatalogBadEntry = 402,
   kCatalogUnknownMigProfile = 403,
   kCatalogBadTopology = 404,
+  kCatalogUnknownVgpuProfile = 405,
   // quantity_error: resource quantities and names
   kQuantityBad = 501,
   kResourceUnknown = 502,

@@ -21,6 +21,14 @@
 
 namespace gpusched {
 
+/// One NVIDIA vGPU profile of a model (e.g. "A100-10C": 10 GiB framebuffer, 4 per GPU).
+/// All vGPUs on one physical GPU use the same profile (equal-size mode).
+struct VgpuProfile {
+  std::string name;
+  std::int64_t framebuffer_mib = 0;
+  std::int32_t max_per_gpu = 1;
+};
+
 /// One GPU model.
 struct GpuModel {
   std::string name;                  ///< canonical name, e.g. "A100-80GB"
@@ -31,6 +39,10 @@ struct GpuModel {
   bool mig_capable = false;
   bool nvlink = false;               ///< usually sold in NVLink/NVSwitch boards
   std::optional<MigGeometry> mig;    ///< MIG geometry and profiles, when the model has MIG
+  std::vector<VgpuProfile> vgpu;     ///< vGPU profiles (empty: no vGPU support)
+
+  /// Index of the vGPU profile named `name` (case-insensitive) or -1.
+  [[nodiscard]] int find_vgpu(std::string_view name) const;
 };
 
 void to_json(nlohmann::json& j, const GpuModel& m);

@@ -43,6 +43,9 @@ struct MigGeometry {
   int memory_slices = 8;
   int compute_slices = 7;
   int max_media_instances = 1;
+  /// Creating or destroying a GI needs the whole GPU idle (no busy GI), e.g. when a MIG manager
+  /// reapplies a whole-GPU configuration. false: GIs change while others run (nvidia-smi mig -cgi).
+  bool reconfigure_requires_idle = false;
   std::vector<MigProfile> profiles;
 
   /// Index of the profile named `name` (case-sensitive, as NVIDIA spells it) or -1.

@@ -21,6 +21,14 @@ inline constexpr std::string_view kMemory = "memory";                ///< quanti
 inline constexpr std::string_view kGpu = "nvidia.com/gpu";           ///< whole GPUs, integer
 inline constexpr std::string_view kGpuMilli = "gpusched.io/gpu-milli";  ///< share of ONE GPU, 1..1000 (FGD model)
 inline constexpr std::string_view kGpuMem = "aliyun.com/gpu-mem";    ///< GiB of ONE GPU's memory (gpushare)
+inline constexpr std::string_view kHamiMem = "nvidia.com/gpumem";    ///< HAMi: MiB of each GPU (default: all of it)
+inline constexpr std::string_view kHamiCores = "nvidia.com/gpucores";  ///< HAMi: percent of each GPU's SMs
+inline constexpr std::string_view kMigPrefix = "nvidia.com/mig-";    ///< + profile, e.g. nvidia.com/mig-3g.40gb
+inline constexpr std::string_view kVgpuPrefix = "nvidia.com/vgpu-";  ///< + vGPU profile, e.g. nvidia.com/vgpu-A100-10C
+inline constexpr std::string_view kPassthrough = "pci_passthrough:alias";  ///< "<alias>:<count>", alias GPU or a model
+inline constexpr std::string_view kTpu = "google.com/tpu";           ///< TPU chips on one host
+inline constexpr std::string_view kTpuTopology = "cloud.google.com/gke-tpu-topology";  ///< slice shape, e.g. 2x2x4
+inline constexpr std::string_view kTpuAccelerator = "cloud.google.com/gke-tpu-accelerator";  ///< e.g. tpu-v4-podslice
 }  // namespace resource_names
 
 /// Milli-GPU in one whole GPU.
@@ -31,20 +39,50 @@ using GpuModelMask = std::bitset<kMaxGpuModels>;
 
 /// How a task uses GPUs.
 enum class GpuMode : std::uint8_t {
-  kNone,      ///< CPU-only
-  kWhole,     ///< `count` GPUs, each entirely (nvidia.com/gpu)
-  kShared,    ///< part of ONE GPU: `milli` compute share and/or `memory_mib` (gpu-milli, gpu-mem)
+  kNone,         ///< CPU-only
+  kWhole,        ///< `count` units of nvidia.com/gpu: whole GPUs, or on time-slicing/MPS nodes
+                 ///< replicas, or on MIG `single` nodes GPU instances
+  kShared,       ///< part of `count` GPUs (one each): `milli` compute and/or `memory_mib`
+                 ///< (gpu-milli and gpu-mem: count 1; HAMi gpumem/gpucores: count N)
+  kMig,          ///< `count` GPU instances of MIG profile `profile` (mixed strategy)
+  kVgpu,         ///< `count` vGPUs of profile `profile`
+  kPassthrough,  ///< `count` whole GPUs passed through to a VM
 };
+std::string_view to_string(GpuMode m);
+
+/// `memory_mib` value of a HAMi request without nvidia.com/gpumem: all of the GPU's memory.
+inline constexpr std::int64_t kAllGpuMemory = -1;
 
 struct GpuRequest {
   GpuMode mode = GpuMode::kNone;
-  std::int32_t count = 0;         ///< GPUs: 0 (none), N (whole) or 1 (shared)
-  std::int32_t milli = 0;         ///< shared: compute share of one GPU, 0..1000
-  std::int64_t memory_mib = 0;    ///< shared: GPU memory on that GPU
-  /// Total GPU milli this request takes (count*1000 for whole GPUs).
-  [[nodiscard]] std::int64_t total_milli() const {
-    return mode == GpuMode::kWhole ? std::int64_t{count} * kMilliPerGpu : milli;
+  std::int32_t count = 0;         ///< units (see GpuMode); 0 with kNone
+  std::int32_t milli = 0;         ///< shared: compute share of each GPU, 0..1000
+  std::int64_t memory_mib = 0;    ///< shared: GPU memory on each GPU (kAllGpuMemory: all of it)
+  std::string profile;            ///< kMig / kVgpu: profile name as written
+  /// kMig / kVgpu: the profile's index for each catalog model (by GpuModelId), -1 = not offered.
+  std::vector<std::int8_t> profile_by_model;
+  /// Profile index on model `m`, or -1.
+  [[nodiscard]] int profile_index(GpuModelId m) const {
+    return m.value < profile_by_model.size() ? profile_by_model[m.value] : -1;
   }
+  /// Nominal GPU milli this request takes (count*1000 for whole GPUs, share x count when shared;
+  /// partitions report their real share when granted).
+  [[nodiscard]] std::int64_t total_milli() const {
+    switch (mode) {
+      case GpuMode::kWhole:
+      case GpuMode::kPassthrough: return std::int64_t{count} * kMilliPerGpu;
+      case GpuMode::kShared: return std::int64_t{count} * milli;
+      default: return 0;
+    }
+  }
+};
+
+/// A TPU request: chips on one host, and the slice the job's hosts form together.
+struct TpuRequest {
+  std::int32_t chips = 0;           ///< google.com/tpu per task (0 = no TPU)
+  std::string generation;           ///< from the accelerator label ("v4", "v5e", "v5p")
+  std::string topology;             ///< slice shape ("2x2x4"); empty = single-host, any shape
+  std::int32_t hosts = 1;           ///< hosts the slice spans (= tasks of the job)
 };
 
 /// The request of one task (all tasks of a job are alike).
@@ -52,6 +90,7 @@ struct TaskRequest {
   std::int64_t cpu_milli = 0;
   std::int64_t memory_mib = 0;
   GpuRequest gpu;
+  TpuRequest tpu;
   GpuModelMask allowed_models;   ///< empty = any model
   std::vector<std::pair<ResourceId, std::int64_t>> extended;  ///< interned name -> amount
 
@@ -78,7 +117,10 @@ bool is_extended_resource(std::string_view name);
 /// Builds a TaskRequest from (name, value) pairs as users write them. `field_prefix` is put
 /// before the resource name in error locations (e.g. "requests." for JSON traces).
 /// Rules: whole GPUs exclude gpu-milli/gpu-mem except `nvidia.com/gpu: 1` with a share;
-/// negative or malformed values throw QuantityError/TraceError with the location.
+/// HAMi's gpumem/gpucores go with nvidia.com/gpu: N (N shares, one per GPU); one MIG or vGPU
+/// profile per task, which some catalog model (among `gpu_models`, when given) must offer;
+/// TPU topology needs the accelerator label and must be offered by that generation.
+/// Negative or malformed values throw QuantityError/TraceError/CatalogError with the location.
 TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>>& items,
                            const std::vector<std::string>& gpu_models, const GpuCatalog& catalog,
                            ResourceTable& resources, const Location& where,

@@ -26,6 +26,10 @@ struct TpuTopology {
   [[nodiscard]] std::string to_string() const;
 };
 
+/// Parses "AxB" / "AxBxC" (positive integers) without checking it against a generation (pool
+/// topologies may exceed the largest slice). Throws CatalogError(kCatalogBadTopology).
+TpuTopology parse_tpu_topology(std::string_view topology, const Location& where);
+
 struct TpuGeneration {
   std::string name;                    ///< "v4", "v5e", "v5p"
   std::string accelerator_label;       ///< cloud.google.com/gke-tpu-accelerator value

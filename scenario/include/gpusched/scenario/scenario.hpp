@@ -47,6 +47,7 @@ struct Scenario {
   GpuCatalog catalog;
   ResourceTable resources;
   std::vector<NodeSpec> nodes;
+  DeviceOptions devices;                 ///< performance factors and reconfiguration delay
   policies::Profile profile;
   std::optional<traces::SyntheticConfig> synthetic;
   std::optional<std::filesystem::path> trace;

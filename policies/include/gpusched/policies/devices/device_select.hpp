@@ -3,32 +3,45 @@
 ///  - `gpu-first-fit`: the lowest-index GPUs that fit.
 ///  - `gpu-spread`: shared requests go to the GPU with the most free memory, then compute.
 ///  - `gpu-random`: random fitting GPUs (stream "policy.gpu-random").
-/// Whole-GPU requests always take fully free GPUs of an allowed model; a grant takes the whole
-/// compute (1000 milli) and all memory of the GPU.
+/// Whole-GPU requests take fully free GPUs of an allowed model (or replicas / single-strategy
+/// GIs on partitioned nodes). MIG requests take an idle GI of the profile when one exists
+/// anywhere on the node, and only then create one (dynamic nodes), at the start chosen by the
+/// `mig_start` argument: "best" (keeps the most larger profiles possible), "lowest", "highest".
 #include <gpusched/policies/framework/plugin.hpp>
 
 namespace gpusched::policies {
 
-/// Fills `out.gpus` with `r.gpu.count` fully free allowed GPUs in index order; false if short.
-bool take_whole_gpus(const ClusterState& cluster, const TaskRequest& r, NodeId node, TaskPlacement& out);
-/// One shared grant on GPU `index` of the node.
-void grant_shared(const ClusterState& cluster, const TaskRequest& r, NodeId node, int index, TaskPlacement& out);
+/// The MIG start chooser named by a `mig_start` argument, or nullptr for an unknown name.
+ClusterState::MigStartChooser mig_start_chooser(std::string_view policy);
+/// Fills `out` (node, GPU grants, TPU chips) for `r` on `node`, visiting GPUs in `order`
+/// (empty = index order). False when the node cannot serve the request.
+bool pick_devices(const ClusterState& cluster, const TaskRequest& r, NodeId node, std::span<const std::uint16_t> order,
+                  ClusterState::MigStartChooser choose, TaskPlacement& out);
 
-class GpuFirstFit final : public DeviceSelectPlugin {
+/// Shared by the device-select plugins: the MIG start chooser from the `mig_start` argument.
+class DeviceSelectBase : public DeviceSelectPlugin {
+ public:
+  void set_mig_start(ClusterState::MigStartChooser c) { chooser_ = c; }
+
+ protected:
+  ClusterState::MigStartChooser chooser_ = nullptr;   // nullptr: "best"
+};
+
+class GpuFirstFit final : public DeviceSelectBase {
  public:
   [[nodiscard]] std::string_view name() const override { return "gpu-first-fit"; }
   [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node,
                             TaskPlacement& out) const override;
 };
 
-class GpuSpread final : public DeviceSelectPlugin {
+class GpuSpread final : public DeviceSelectBase {
  public:
   [[nodiscard]] std::string_view name() const override { return "gpu-spread"; }
   [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node,
                             TaskPlacement& out) const override;
 };
 
-class GpuRandom final : public DeviceSelectPlugin {
+class GpuRandom final : public DeviceSelectBase {
  public:
   explicit GpuRandom(Rng rng) : rng_(rng) {}
   [[nodiscard]] std::string_view name() const override { return "gpu-random"; }

@@ -44,7 +44,7 @@ class Statement {
       auto op = std::move(ops_.back());
       ops_.pop_back();
       switch (op.kind) {
-        case Op::kAllocate: cluster_->release(*op.request, op.placement); break;
+        case Op::kAllocate: cluster_->undo_allocate(*op.request, op.placement); break;
         case Op::kEvict: cluster_->allocate(*op.request, op.placement); break;
         case Op::kCallback: op.undo(); break;
       }

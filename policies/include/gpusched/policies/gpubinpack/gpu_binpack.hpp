@@ -4,12 +4,12 @@
 ///  - `gpu-binpack` score: shared request -> minus the free memory left on the best-fitting GPU;
 ///    whole GPUs -> minus the free GPU memory left on the node; min-max normalised to [0, 100].
 ///  - `gpu-binpack` device select: that GPU (ties: less free compute, then lower index); whole
-///    GPUs: the lowest-index free ones.
-#include <gpusched/policies/framework/plugin.hpp>
+///    GPUs: the lowest-index free ones; replicas, vGPUs and MIG GIs: the fullest GPU first.
+#include <gpusched/policies/devices/device_select.hpp>
 
 namespace gpusched::policies {
 
-class GpuBinpack final : public ScorePlugin, public DeviceSelectPlugin {
+class GpuBinpack final : public ScorePlugin, public DeviceSelectBase {
  public:
   [[nodiscard]] std::string_view name() const override { return "gpu-binpack"; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
