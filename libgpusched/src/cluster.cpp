@@ -405,6 +405,22 @@ std::int64_t ClusterState::numa_memory_free(NodeId n, int socket) const {
   return std::min(numa_memory_free_[numa_begin_[n.value] + static_cast<std::uint32_t>(socket)], nodes_[n.value].memory_free_mib);
 }
 
+const Topology& ClusterState::topology(NodeId n) const {
+  if (topologies_.empty()) topologies_.resize(specs_.size());
+  auto& t = topologies_[n.value];
+  if (!t) {
+    // Nodes of one group share a shape: key by everything Topology reads.
+    const auto& spec = specs_[n.value];
+    std::string key = std::to_string(spec.numa.size()) + ";";
+    for (const auto& g : spec.gpus) key += std::to_string(g.socket) + "," + std::to_string(g.pcie_switch) + "," + std::to_string(g.nvlink_domain) + ";";
+    for (const auto& l : spec.nvlinks) key += std::to_string(l.a) + "-" + std::to_string(l.b) + "x" + std::to_string(l.links) + ";";
+    auto& shared = topology_by_shape_[key];
+    if (!shared) shared = std::make_shared<const Topology>(spec);
+    t = shared;
+  }
+  return *t;
+}
+
 double ClusterState::placement_slowdown(const TaskRequest&, const TaskPlacement& p) const {
   double f = 1.0;
   const auto& s = nodes_[p.node.value];
@@ -415,6 +431,14 @@ double ClusterState::placement_slowdown(const TaskRequest&, const TaskPlacement&
       case GpuPartition::kMig: f = std::max(f, options_.mig_slowdown); break;
       default: break;
     }
+  }
+  if ((p.gpus.size() > 1 || !p.numa.empty()) && (options_.pcie_slowdown != 1.0 || options_.cross_socket_slowdown != 1.0)) {
+    std::vector<int> gpus, sockets;
+    for (const auto& g : p.gpus) {
+      if (std::find(gpus.begin(), gpus.end(), g.index) == gpus.end()) gpus.push_back(g.index);
+    }
+    for (const auto& z : p.numa) sockets.push_back(z.socket);
+    f *= topology(p.node).slowdown(gpus, sockets, TopologySlowdown{options_.pcie_slowdown, options_.cross_socket_slowdown});
   }
   return f;
 }

@@ -10,6 +10,7 @@
 #include <gpusched/policies/noderesources/fit.hpp>
 #include <gpusched/policies/queuesort/priority_sort.hpp>
 #include <gpusched/policies/random/random.hpp>
+#include <gpusched/policies/topology/topology_manager.hpp>
 
 namespace gpusched::policies {
 
@@ -122,6 +123,21 @@ Registry Registry::with_builtins() {
   r.add({"gpu-binpack",
          "gpushare-style GPU-memory binpack: the node and GPU with the least free GPU memory that still fits",
          {"score", "device_select"}, {kMigStartArg}, [](const PluginContext& c) { return with_mig_start<GpuBinpack>(c); }});
+  r.add({"topology-manager",
+         "Kubernetes TopologyManager: NUMA admission (filter), aligned nodes first (score), best-connected GPUs "
+         "and NUMA-pinned CPUs (device select)",
+         {"filter", "score", "device_select"},
+         {{"policy", "string", "none, best-effort, restricted or single-numa-node", "best-effort"}, kMigStartArg},
+         [](const PluginContext& c) {
+           const auto& v = c.args.at("policy");
+           TopologyPolicy policy{};
+           try {
+             policy = parse_topology_policy(v.is_string() ? v.get<std::string>() : v.dump());
+           } catch (const Error& e) {
+             throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(c.name) + "/args/policy"}, e.detail());
+           }
+           return with_mig_start<TopologyManagerPlugin>(c, policy);
+         }});
   r.add({"random", "uniformly random node among the feasible ones (stream policy.random)", {"score"}, {},
          [](const PluginContext& c) { return std::make_unique<RandomScore>(c.rng.stream("policy.random")); }});
   r.add({"gpu-first-fit", "inside the node: the lowest-index GPUs that fit", {"device_select"}, {kMigStartArg},

@@ -6,6 +6,7 @@
 #include <gpusched/assert.hpp>
 #include <gpusched/error.hpp>
 #include <gpusched/policies/framework/statement.hpp>
+#include <gpusched/tpu_slice.hpp>
 
 namespace gpusched::policies {
 
@@ -191,21 +192,35 @@ Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, 
     out.clear();
     Statement st(cluster);
     Status failure = Status::success();
-    for (std::int32_t t = 0; t < job.tasks; ++t) {
-      cycle_.clear();
-      TaskContext ctx{job, id, t, cycle_};
-      TaskPlacement p;
-      failure = place_task(cluster, ctx, p, only);
-      if (!failure.ok()) break;
-      for (std::size_t r = 0; r < reserves_.size() && failure.ok(); ++r) {
-        failure = reserves_[r]->reserve(cluster, job, id, p);
-        if (failure.ok()) {
-          st.on_rollback([plugin = reserves_[r], &cluster, &job, id, p] { plugin->unreserve(cluster, job, id, p); });
-        }
+    auto take = [&](TaskPlacement p) {
+      Status s = Status::success();
+      for (std::size_t r = 0; r < reserves_.size() && s.ok(); ++r) {
+        s = reserves_[r]->reserve(cluster, job, id, p);
+        if (s.ok()) st.on_rollback([plugin = reserves_[r], &cluster, &job, id, p] { plugin->unreserve(cluster, job, id, p); });
       }
-      if (!failure.ok()) break;
+      if (!s.ok()) return s;
       st.allocate(job.request, p);
       out.push_back(std::move(p));
+      return s;
+    };
+    if (job.request.tpu.hosts > 1) {
+      // A multi-host TPU slice: every host of one block of one pool, or nothing.
+      std::vector<TaskPlacement> hosts;
+      failure = place_slice(cluster, job, id, hosts);
+      for (auto& p : hosts) {
+        if (!failure.ok()) break;
+        failure = take(std::move(p));
+      }
+    } else {
+      for (std::int32_t t = 0; t < job.tasks; ++t) {
+        cycle_.clear();
+        TaskContext ctx{job, id, t, cycle_};
+        TaskPlacement p;
+        failure = place_task(cluster, ctx, p, only);
+        if (!failure.ok()) break;
+        failure = take(std::move(p));
+        if (!failure.ok()) break;
+      }
     }
     if (static_cast<std::int32_t>(out.size()) >= job.min_available) {
       Status s = Status::success();
@@ -236,6 +251,93 @@ Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, 
     if (!retry) break;
   }
   return last_status_;
+}
+
+void Scheduler::index_pools(const ClusterState& cluster) {
+  if (pools_for_ == &cluster && pools_nodes_ == cluster.node_count()) return;
+  pools_.clear();
+  pools_for_ = &cluster;
+  pools_nodes_ = cluster.node_count();
+  std::map<std::string, std::size_t> by_name;
+  for (std::uint32_t i = 0; i < cluster.node_count(); ++i) {
+    const auto& t = cluster.spec(NodeId{i}).tpu;
+    if (t.generation.empty() || t.pool_topology.empty()) continue;
+    auto [it, added] = by_name.try_emplace(t.pool, pools_.size());
+    if (added) {
+      TpuPool p;
+      p.generation = &TpuCatalog::builtin().require(t.generation, {});
+      p.chips_per_host = t.chips;
+      p.topology = parse_tpu_topology(t.pool_topology, {});
+      p.grid = pool_grid(*p.generation, p.topology, t.chips, {});
+      p.provisioned = t.provisioned;
+      p.hosts.assign(p.grid.host_count(), NodeId{});
+      pools_.push_back(std::move(p));
+    }
+    auto& pool = pools_[it->second];
+    const auto index = t.coords.empty() ? 0 : pool.grid.index_of(t.coords);
+    GPUSCHED_ASSERT(index < pool.hosts.size() && !pool.hosts[index].valid(), "two TPU hosts at the same pool coordinates");
+    pool.hosts[index] = NodeId{i};
+  }
+}
+
+Status Scheduler::place_slice(const ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out) {
+  index_pools(cluster);
+  const auto& r = job.request.tpu;
+  rejects_.clear();
+  nodes_seen_ = 0;
+  cycle_.clear();
+  TaskContext ctx{job, id, 0, cycle_};
+  for (auto* pf : pre_filters_) {
+    const Status s = pf->pre_filter(cluster, ctx);
+    if (!s.ok() && !s.is_skip()) return s;
+  }
+  const auto slice = parse_tpu_topology(r.topology, {});
+  std::vector<std::uint8_t> free;
+  for (const auto& pool : pools_) {
+    if (pool.generation->name != r.generation || pool.chips_per_host != r.chips) continue;
+    if (pool.provisioned && !slice_matches_pool(pool.topology, slice)) continue;
+    nodes_seen_ += pool.hosts.size();
+    free.assign(pool.hosts.size(), 0);
+    for (std::size_t h = 0; h < pool.hosts.size(); ++h) {
+      const NodeId node = pool.hosts[h];
+      if (!node.valid()) continue;
+      bool ok = true;
+      for (const auto* f : filters_) {
+        const Status s = f->filter(cluster, ctx, node);
+        if (!s.ok()) {
+          note_reject(s);
+          ok = false;
+          break;
+        }
+      }
+      free[h] = ok ? 1 : 0;
+    }
+    std::optional<std::vector<std::uint32_t>> block;
+    if (pool.provisioned) {
+      if (std::all_of(free.begin(), free.end(), [](std::uint8_t f) { return f != 0; })) {
+        block.emplace(pool.hosts.size());
+        for (std::uint32_t h = 0; h < pool.hosts.size(); ++h) (*block)[h] = h;
+      }
+    } else {
+      block = find_slice_block(*pool.generation, pool.chips_per_host, pool.grid, free, slice);
+    }
+    if (!block) continue;
+    out.clear();
+    for (std::size_t t = 0; t < block->size(); ++t) {
+      TaskContext host_ctx{job, id, static_cast<std::int32_t>(t), cycle_};
+      TaskPlacement p;
+      const NodeId node = pool.hosts[(*block)[t]];
+      if (!device_select_->select(cluster, host_ctx, node, p)) {
+        GPUSCHED_ASSERT(false, "device_select could not grant devices on a TPU host the filters accepted");
+      }
+      p.node = node;
+      p.tpu_chips = r.chips;
+      p.slowdown = cluster.placement_slowdown(job.request, p);
+      out.push_back(std::move(p));
+    }
+    return Status::success();
+  }
+  return Status::unschedulable("tpu-slice", "no TPU pool has a free " + r.topology + " block of " + r.generation + " hosts");
 }
 
 std::string Scheduler::last_diagnosis() const {

@@ -132,5 +132,5 @@ TEST_CASE("The registry lists plugins sorted by name and filters them by hook", 
   REQUIRE(all.size() >= 12);
   for (std::size_t i = 1; i < all.size(); ++i) CHECK(all[i - 1].name < all[i].name);
   CHECK(reg.known_names("queue_sort") == "fifo, priority-fifo");
-  CHECK(reg.known_names("device_select") == "gpu-binpack, gpu-first-fit, gpu-random, gpu-spread");
+  CHECK(reg.known_names("device_select") == "gpu-binpack, gpu-first-fit, gpu-random, gpu-spread, topology-manager");
 }

@@ -11,6 +11,8 @@
 ///   c.release(request, p);
 #include <cstdint>
 #include <bit>
+#include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -23,6 +25,7 @@
 #include <gpusched/mig.hpp>
 #include <gpusched/node.hpp>
 #include <gpusched/resources.hpp>
+#include <gpusched/topology.hpp>
 
 namespace gpusched {
 
@@ -194,7 +197,11 @@ class ClusterState {
 
   [[nodiscard]] const DeviceOptions& device_options() const { return options_; }
   void set_device_options(const DeviceOptions& o) { options_ = o; }
-  /// Runtime factor of a placement from its devices (vGPU, passthrough, MIG) and topology.
+  /// The node's GPU/NUMA topology (built on first use, shared by nodes described alike).
+  [[nodiscard]] const Topology& topology(NodeId n) const;
+  /// Runtime factor of a placement: its devices' (vGPU, passthrough, MIG: the largest) times
+  /// its topology's (Topology::slowdown with the pcie / cross_socket options; CPUs count when
+  /// the placement is NUMA-pinned).
   [[nodiscard]] double placement_slowdown(const TaskRequest& r, const TaskPlacement& p) const;
 
   /// Takes the resources. Precondition: the placement fits (asserted).
@@ -239,6 +246,8 @@ class ClusterState {
   std::vector<std::uint32_t> numa_begin_;                         // per node: first NUMA entry
   DeviceOptions options_;
   bool undo_ = false;   // release() as the exact inverse of allocate()
+  mutable std::vector<std::shared_ptr<const Topology>> topologies_;   // per node, lazily
+  mutable std::map<std::string, std::shared_ptr<const Topology>> topology_by_shape_;
   std::vector<std::int64_t> extended_free_;   // node-major: [node * resources + r]
   std::unordered_map<std::string, NodeId> by_name_;
   Totals totals_;

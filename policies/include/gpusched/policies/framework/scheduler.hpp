@@ -18,6 +18,7 @@
 #include <gpusched/policies/framework/profile.hpp>
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/scheduling.hpp>
+#include <gpusched/tpu_slice.hpp>
 
 namespace gpusched::policies {
 
@@ -47,6 +48,19 @@ class Scheduler final : public SchedulingHook {
     std::uint32_t count;
   };
   void note_reject(const Status& s);
+  /// A multi-host TPU slice: one pool's hosts forming the shape (a pre-provisioned pool of
+  /// exactly that topology, or a free contiguous block carved from a larger pool), each host
+  /// passing every filter. Fills one placement per host; changes nothing.
+  Status place_slice(const ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out);
+  void index_pools(const ClusterState& cluster);
+  struct TpuPool {
+    const TpuGeneration* generation = nullptr;
+    int chips_per_host = 0;
+    TpuTopology topology;
+    TpuPoolGrid grid;
+    bool provisioned = true;
+    std::vector<NodeId> hosts;   // by pool-local index
+  };
 
   Profile profile_;
   std::vector<std::unique_ptr<Plugin>> owned_;
@@ -70,6 +84,9 @@ class Scheduler final : public SchedulingHook {
   std::vector<Reject> rejects_;
   std::size_t nodes_seen_ = 0;
   Status last_status_;
+  std::vector<TpuPool> pools_;
+  const ClusterState* pools_for_ = nullptr;
+  std::size_t pools_nodes_ = 0;
 };
 
 }  // namespace gpusched::policies

@@ -1,0 +1,36 @@
+#pragma once
+/// `topology-manager`: Kubernetes TopologyManager semantics for one task on one node, as a
+/// filter, a score and a device-select plugin (use it at all three hooks).
+///  - filter: the kubelet's admission for the `policy` argument (none, best-effort,
+///    restricted, single-numa-node) over the node's free CPUs, memory and usable GPUs per
+///    NUMA node; `single-numa-node` rejects a task that cannot fit one socket.
+///  - score: 100 when the task can be placed with a preferred (narrowest) NUMA affinity, else 0.
+///  - device select: GPUs inside the chosen NUMA affinity first, the best-connected subset
+///    (Topology::best_subset: NVLink, then one PCIe switch, then one socket); CPUs and memory
+///    are pinned to the affinity's sockets unless the policy is `none`.
+/// Example profile: {"filter": ["node-resources-fit", {"name": "topology-manager",
+///   "args": {"policy": "single-numa-node"}}], "score": ["topology-manager"],
+///   "device_select": "topology-manager"}
+#include <memory>
+
+#include <gpusched/policies/devices/device_select.hpp>
+#include <gpusched/topology_manager.hpp>
+
+namespace gpusched::policies {
+
+class TopologyManagerPlugin final : public FilterPlugin, public ScorePlugin, public DeviceSelectBase {
+ public:
+  explicit TopologyManagerPlugin(TopologyPolicy policy) : policy_(policy) {}
+  [[nodiscard]] std::string_view name() const override { return "topology-manager"; }
+  [[nodiscard]] Status filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const override;
+  [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
+  [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node,
+                            TaskPlacement& out) const override;
+  /// The admission decision for `r` on `node` now.
+  [[nodiscard]] NumaAdmit admit(const ClusterState& cluster, const TaskRequest& r, NodeId node) const;
+
+ private:
+  TopologyPolicy policy_;
+};
+
+}  // namespace gpusched::policies

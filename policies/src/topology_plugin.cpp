@@ -1,0 +1,86 @@
+#include <gpusched/policies/topology/topology_manager.hpp>
+
+#include <algorithm>
+#include <bit>
+
+#include <gpusched/topology.hpp>
+
+namespace gpusched::policies {
+
+NumaAdmit TopologyManagerPlugin::admit(const ClusterState& cluster, const TaskRequest& r, NodeId node) const {
+  const auto& spec = cluster.spec(node);
+  const auto sockets = static_cast<std::size_t>(std::max<std::int16_t>(1, spec.sockets));
+  std::vector<NumaResources> free(sockets), capacity(sockets);
+  for (std::size_t z = 0; z < sockets; ++z) {
+    free[z] = {cluster.numa_cpu_free(node, static_cast<int>(z)), cluster.numa_memory_free(node, static_cast<int>(z)), 0};
+    if (z < spec.numa.size()) capacity[z] = {spec.numa[z].cpu_milli, spec.numa[z].memory_mib, 0};
+  }
+  const auto gpus = cluster.gpus(node);
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const auto z = static_cast<std::size_t>(gpus[g].socket);
+    free[z].gpus += cluster.gpu_units(node, gpus[g], r) > 0 ? 1 : 0;
+    capacity[z].gpus += (r.model_allowed(gpus[g].model) ? 1 : 0);
+  }
+  const NumaResources want{r.cpu_milli, r.memory_mib, r.gpu.mode == GpuMode::kNone ? 0 : r.gpu.count};
+  return topology_admit(policy_, free, want, spec.numa.empty() ? std::span<const NumaResources>{} : capacity);
+}
+
+Status TopologyManagerPlugin::filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const {
+  if (policy_ == TopologyPolicy::kNone) return Status::success();
+  if (admit(cluster, ctx.request(), node).admit) return Status::success();
+  return Status::unschedulable(name(), policy_ == TopologyPolicy::kSingleNumaNode
+                                           ? "cannot fit one NUMA node (single-numa-node)"
+                                           : "no preferred NUMA affinity (restricted)");
+}
+
+double TopologyManagerPlugin::score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) {
+  const auto a = admit(cluster, ctx.request(), node);
+  return a.admit && a.preferred ? 100.0 : 0.0;
+}
+
+bool TopologyManagerPlugin::select(const ClusterState& cluster, const TaskContext& ctx, NodeId node, TaskPlacement& out) const {
+  const auto& r = ctx.request();
+  const auto a = admit(cluster, r, node);
+  const std::uint64_t mask = a.admit ? a.mask : ~std::uint64_t{0};
+  const auto gpus = cluster.gpus(node);
+  // GPU order: inside the affinity first; the best-connected subset of those leads.
+  std::vector<int> inside, outside;
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    if (cluster.gpu_units(node, gpus[g], r) <= 0) continue;
+    ((mask >> gpus[g].socket) & 1U ? inside : outside).push_back(static_cast<int>(g));
+  }
+  std::vector<std::uint16_t> order;
+  const int want = r.gpu.mode == GpuMode::kNone ? 0 : r.gpu.count;
+  if (want > 1 && static_cast<int>(inside.size()) >= want) {
+    for (int g : cluster.topology(node).best_subset(inside, want)) order.push_back(static_cast<std::uint16_t>(g));
+  }
+  for (int g : inside) if (std::find(order.begin(), order.end(), g) == order.end()) order.push_back(static_cast<std::uint16_t>(g));
+  for (int g : outside) order.push_back(static_cast<std::uint16_t>(g));
+  if (!pick_devices(cluster, r, node, order, chooser_, out)) return false;
+  if (policy_ == TopologyPolicy::kNone || cluster.spec(node).sockets <= 1) return true;
+  // Pin CPUs and memory to the affinity's sockets (the GPUs' sockets first), spilling over.
+  std::vector<int> sockets;
+  for (const auto& grant : out.gpus) {
+    const int z = gpus[grant.index].socket;
+    if (std::find(sockets.begin(), sockets.end(), z) == sockets.end()) sockets.push_back(z);
+  }
+  for (int z = 0; z < cluster.spec(node).sockets; ++z) {
+    if (((mask >> z) & 1U) && std::find(sockets.begin(), sockets.end(), z) == sockets.end()) sockets.push_back(z);
+  }
+  for (int z = 0; z < cluster.spec(node).sockets; ++z) {
+    if (std::find(sockets.begin(), sockets.end(), z) == sockets.end()) sockets.push_back(z);
+  }
+  std::int64_t cpu = r.cpu_milli, mem = r.memory_mib;
+  for (int z : sockets) {
+    if (cpu <= 0 && mem <= 0) break;
+    const auto c = std::min(cpu, cluster.numa_cpu_free(node, z));
+    const auto m = std::min(mem, cluster.numa_memory_free(node, z));
+    if (c > 0 || m > 0) out.numa.push_back({static_cast<std::int16_t>(z), c, m});
+    cpu -= c;
+    mem -= m;
+  }
+  if (cpu > 0 || mem > 0) out.numa.clear();   // the shared pool has it, the NUMA nodes do not: stay unpinned
+  return true;
+}
+
+}  // namespace gpusched::policies
