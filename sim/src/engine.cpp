@@ -1,6 +1,7 @@
 #include <gpusched/sim/engine.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <unordered_map>
 
@@ -45,21 +46,108 @@ void Engine::mark_dirty(NodeId n) {
   dirty_.push_back(n);
 }
 
+namespace {
+bool is_shared_replica(GpuPartition p) { return p == GpuPartition::kTimeSlicing || p == GpuPartition::kMps; }
+}  // namespace
+
+double Engine::job_rate(JobId j) const {
+  const auto& rt = jobs_[j.value];
+  double slowdown = 1.0;
+  for (const auto& p : rt.placements) slowdown = std::max(slowdown, p.slowdown);
+  double share = 1.0;
+  if (!sharers_.empty()) {
+    const auto& opts = cluster_->device_options();
+    const double u = std::clamp(workload_[j.value].gpu_util, 1e-6, 1.0);
+    for (const auto& p : rt.placements) {
+      for (const auto& grant : p.gpus) {
+        const auto flat = flat_gpu(p, grant);
+        const auto& g = cluster_->all_gpus()[flat];
+        if (!is_shared_replica(g.partition)) continue;
+        const auto& jobs = sharers_[flat];
+        double demand = 0.0;
+        for (JobId other : jobs) demand += std::clamp(workload_[other.value].gpu_util, 1e-6, 1.0);
+        // Sharers split the GPU in proportion to what they would use alone (never more than it has).
+        double r = std::min(1.0, 1.0 / std::max(demand, 1e-12));
+        if (g.partition == GpuPartition::kTimeSlicing) {
+          if (jobs.size() > 1) r /= 1.0 + opts.time_slicing_overhead;   // context switches
+        } else {
+          r = std::min(r, 1.0 / (g.replicas * u));   // an MPS client gets at most 1/replicas of the SMs
+        }
+        share = std::min(share, r);
+      }
+    }
+  }
+  return share / slowdown;
+}
+
+void Engine::retime(JobId j) {
+  auto& rt = jobs_[j.value];
+  const auto& spec = workload_[j.value];
+  if (rt.state != JobState::kRunning || config_.fill_mode || spec.duration.is_forever()) return;
+  if (now_ > rt.running_since) {
+    rt.work_left_us = std::max(0.0, rt.work_left_us - static_cast<double>((now_ - rt.running_since).us) * rt.rate);
+    rt.running_since = now_;
+  }
+  rt.rate = job_rate(j);
+  queue_.cancel(rt.finish_event);
+  // Full speed keeps integer arithmetic exact; otherwise round up to the next microsecond.
+  const auto left = rt.rate == 1.0 ? static_cast<std::int64_t>(rt.work_left_us)
+                                   : static_cast<std::int64_t>(std::ceil(rt.work_left_us / rt.rate));
+  rt.finish_event = queue_.push(rt.running_since + SimTime::from_us(left), JobFinish{j});
+}
+
+void Engine::retime_sharers(const std::vector<TaskPlacement>& placements, JobId except) {
+  if (sharers_.empty()) return;
+  std::vector<JobId> touched;
+  for (const auto& p : placements) {
+    for (const auto& grant : p.gpus) {
+      const auto flat = flat_gpu(p, grant);
+      for (JobId other : sharers_[flat]) {
+        if (other != except && std::find(touched.begin(), touched.end(), other) == touched.end()) touched.push_back(other);
+      }
+    }
+  }
+  std::sort(touched.begin(), touched.end());   // deterministic event order
+  for (JobId other : touched) retime(other);
+}
+
 void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
   auto& rt = jobs_[j.value];
   const auto& spec = workload_[j.value];
+  const auto& opts = cluster_->device_options();
   rt.state = JobState::kRunning;
-  rt.start = now_;
   rt.placements = placements;
   rt.reason = 0;
   ++rt.attempts;
   ++running_;
+  // A GPU instance created for the job must be set up first: the job holds its resources from
+  // now and starts running after the reconfiguration delay.
+  bool created = false;
+  bool shares = false;
+  for (const auto& p : rt.placements) {
+    for (const auto& g : p.gpus) {
+      created = created || g.mig_created;
+      shares = shares || is_shared_replica(cluster_->all_gpus()[flat_gpu(p, g)].partition);
+    }
+  }
+  rt.running_since = now_ + SimTime::from_us(created ? opts.mig_reconfigure_us : 0);
+  rt.start = rt.running_since;
+  rt.work_left_us = spec.duration.is_forever() ? 0.0 : static_cast<double>(spec.duration.us);
+  if (shares) {
+    if (sharers_.empty()) sharers_.resize(cluster_->all_gpus().size());
+    for (const auto& p : rt.placements) {
+      for (const auto& g : p.gpus) {
+        const auto flat = flat_gpu(p, g);
+        if (is_shared_replica(cluster_->all_gpus()[flat].partition)) sharers_[flat].push_back(j);
+      }
+    }
+  }
   // No finish event for a job that never ends: an id that matches no event, so stop_job() cannot
   // cancel an unrelated one (event 0, or the finish event of the job's previous run).
   rt.finish_event = std::numeric_limits<EventId>::max();
-  if (!config_.fill_mode && !spec.duration.is_forever()) {
-    rt.finish_event = queue_.push(now_ + spec.duration, JobFinish{j});
-  }
+  rt.rate = 1.0;
+  retime(j);
+  if (shares) retime_sharers(rt.placements, j);
   for (auto* o : observers_) o->on_job_start(now_, j, rt.placements, *this);
 }
 
@@ -72,6 +160,22 @@ void Engine::stop_job(JobId j) {
   }
   queue_.cancel(rt.finish_event);
   --running_;
+  if (!sharers_.empty()) {
+    bool shared = false;
+    for (const auto& p : rt.placements) {
+      for (const auto& g : p.gpus) {
+        auto& list = sharers_[flat_gpu(p, g)];
+        if (auto it = std::find(list.begin(), list.end(), j); it != list.end()) {
+          list.erase(it);
+          shared = true;
+        }
+      }
+    }
+    if (shared) {
+      rt.state = JobState::kCompleted;   // so retime() leaves it alone; the caller sets the real state
+      retime_sharers(rt.placements, j);
+    }
+  }
 }
 
 void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {

@@ -38,6 +38,7 @@ std::string placement_string(const ClusterState& cluster, std::span<const TaskPl
     const auto& p = placements[i];
     if (i) out += ';';
     out += cluster.spec(p.node).name;
+    if (p.tpu_chips > 0) out += "{tpu:" + std::to_string(p.tpu_chips) + "}";
     if (p.gpus.empty()) continue;
     out += '[';
     for (std::size_t k = 0; k < p.gpus.size(); ++k) {
@@ -45,6 +46,15 @@ std::string placement_string(const ClusterState& cluster, std::span<const TaskPl
       if (k) out += ',';
       out += std::to_string(g.index);
       const auto& gs = cluster.gpus(p.node)[g.index];
+      if (g.mig_profile >= 0) {   // the GPU instance: profile @ first memory slice
+        out += ":mig-" + cluster.mig_geometry(gs).profiles[static_cast<std::size_t>(g.mig_profile)].name + "@" +
+               std::to_string(g.mig_start);
+        continue;
+      }
+      if (g.vgpu_profile >= 0) {
+        out += ":vgpu-" + cluster.catalog()[gs.model].vgpu[static_cast<std::size_t>(g.vgpu_profile)].name;
+        continue;
+      }
       const bool whole = g.milli == kMilliPerGpu && g.memory_mib == gs.memory_mib;
       if (whole) continue;
       out += ':';
@@ -72,9 +82,10 @@ std::vector<JobRow> job_rows(const Engine& engine) {
     row.tasks = spec.tasks;
     row.cpu_milli = r.cpu_milli;
     row.memory_mib = r.memory_mib;
-    row.gpus = r.gpu.mode == GpuMode::kWhole ? r.gpu.count : 0;
+    row.gpus = (r.gpu.mode == GpuMode::kWhole || r.gpu.mode == GpuMode::kPassthrough || r.gpu.mode == GpuMode::kMig ||
+                r.gpu.mode == GpuMode::kVgpu) ? r.gpu.count : 0;
     row.gpu_milli = r.gpu.mode == GpuMode::kShared ? r.gpu.milli : 0;
-    row.gpu_memory_mib = r.gpu.mode == GpuMode::kShared ? r.gpu.memory_mib : 0;
+    row.gpu_memory_mib = r.gpu.mode == GpuMode::kShared && r.gpu.memory_mib > 0 ? r.gpu.memory_mib : 0;
     row.submit_s = spec.submit.seconds();
     const bool started = rt.state == JobState::kRunning || rt.state == JobState::kCompleted ||
                          (rt.state == JobState::kFailed && !rt.start.is_forever());

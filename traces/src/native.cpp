@@ -16,7 +16,7 @@ namespace gpusched::traces {
 namespace {
 
 const std::vector<std::string> kMetaColumns = {"id", "submit_time", "duration", "tasks", "min_available",
-                                               "priority", "queue", "gpu_model"};
+                                               "priority", "queue", "gpu_model", "gpu_util"};
 
 std::vector<std::string> split_models(const std::string& s) {
   std::vector<std::string> out;
@@ -35,7 +35,7 @@ std::vector<std::string> split_models(const std::string& s) {
 
 /// Fields of one job as text, whatever the format.
 struct RawJob {
-  std::string id, submit, duration, tasks, min_available, priority, queue;
+  std::string id, submit, duration, tasks, min_available, priority, queue, gpu_util;
   std::vector<std::string> models;
   std::vector<std::pair<std::string, std::string>> requests;
   std::int64_t line = 0;
@@ -68,6 +68,18 @@ JobSpec build_job(const RawJob& raw, const std::string& source, const GpuCatalog
     }
   }
   if (!raw.queue.empty()) j.queue = raw.queue;
+  if (!raw.gpu_util.empty()) {
+    double u = 0.0;
+    try {
+      std::size_t pos = 0;
+      u = std::stod(raw.gpu_util, &pos);
+      if (pos != raw.gpu_util.size()) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      u = -1.0;
+    }
+    if (!(u > 0.0 && u <= 1.0)) throw_error(ErrorCode::kTraceBadValue, at("gpu_util"), "\"" + raw.gpu_util + "\" is not a share in (0, 1]");
+    j.gpu_util = u;
+  }
   j.request = parse_requests(raw.requests, raw.models, catalog, resources, {source, raw.line, ""}, request_prefix);
   j.source_line = raw.line;
   // A multi-host TPU slice is an Indexed Job of one pod per host, placed all-or-nothing.
@@ -122,7 +134,7 @@ Workload read_csv(std::istream& in, const std::string& source, const GpuCatalog&
   const std::size_t c_submit = csv.require("submit_time");
   auto col = [&](const char* n) { return csv.column(n); };
   const auto c_duration = col("duration"), c_tasks = col("tasks"), c_min = col("min_available"),
-             c_priority = col("priority"), c_queue = col("queue"), c_model = col("gpu_model");
+             c_priority = col("priority"), c_queue = col("queue"), c_model = col("gpu_model"), c_util = col("gpu_util");
   std::vector<std::size_t> resource_cols;
   for (std::size_t i = 0; i < csv.header().size(); ++i) {
     if (std::find(kMetaColumns.begin(), kMetaColumns.end(), csv.header()[i]) == kMetaColumns.end()) resource_cols.push_back(i);
@@ -139,6 +151,7 @@ Workload read_csv(std::istream& in, const std::string& source, const GpuCatalog&
     if (c_min) raw.min_available = f[*c_min];
     if (c_priority) raw.priority = f[*c_priority];
     if (c_queue) raw.queue = f[*c_queue];
+    if (c_util) raw.gpu_util = f[*c_util];
     if (c_model) raw.models = split_models(f[*c_model]);
     for (auto c : resource_cols) {
       if (!f[c].empty()) raw.requests.emplace_back(csv.header()[c], f[c]);
@@ -181,6 +194,7 @@ Workload read_jsonl(std::istream& in, const std::string& source, const GpuCatalo
       else if (k == "min_available") raw.min_available = json_text(v, where);
       else if (k == "priority") raw.priority = json_text(v, where);
       else if (k == "queue") raw.queue = json_text(v, where);
+      else if (k == "gpu_util") raw.gpu_util = json_text(v, where);
       else if (k == "gpu_model") {
         if (v.is_array()) {
           for (const auto& m : v) raw.models.push_back(json_text(m, where));
@@ -192,7 +206,7 @@ Workload read_jsonl(std::istream& in, const std::string& source, const GpuCatalo
         for (const auto& [rk, rv] : v.items()) raw.requests.emplace_back(rk, json_text(rv, {source, line, "requests." + rk}));
       } else {
         throw_error(ErrorCode::kTraceUnknownColumn, where,
-                    "unknown field (known: id, submit_time, duration, tasks, min_available, priority, queue, gpu_model, requests)");
+                    "unknown field (known: id, submit_time, duration, tasks, min_available, priority, queue, gpu_model, gpu_util, requests)");
       }
     }
     jobs.push_back(build_job(raw, source, catalog, resources, "requests."));
@@ -255,6 +269,7 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
       o["queue"] = j.queue;
       const auto models = models_text(j.request, catalog);
       if (!models.empty()) o["gpu_model"] = models;
+      if (j.gpu_util != 1.0) o["gpu_util"] = j.gpu_util;
       nlohmann::json req = nlohmann::json::object();
       for (const auto& [k, v] : format_requests(j.request, resources)) req[k] = v;
       o["requests"] = req;
@@ -270,7 +285,9 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
     }
   }
   out << "# gpusched trace schema_version=" << kTraceSchemaVersion << '\n';
+  const bool utils = std::any_of(jobs.begin(), jobs.end(), [](const JobSpec& j) { return j.gpu_util != 1.0; });
   out << "id,submit_time,duration,tasks,min_available,priority,queue,gpu_model";
+  if (utils) out << ",gpu_util";
   for (const auto& c : cols) out << ',' << c;
   out << '\n';
   auto q = [](const std::string& s) {
@@ -285,6 +302,7 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
   for (const auto& j : jobs) {
     out << q(j.name) << ',' << seconds_text(j.submit) << ',' << seconds_text(j.duration) << ',' << j.tasks << ','
         << j.min_available << ',' << j.priority << ',' << q(j.queue) << ',' << models_text(j.request, catalog);
+    if (utils) out << ',' << nlohmann::json(j.gpu_util).dump();
     const auto req = format_requests(j.request, resources);
     for (const auto& c : cols) {
       out << ',';

@@ -23,6 +23,9 @@ struct JobSpec {
   std::string queue = "default";            ///< queue / namespace / tenant
   TaskRequest request;                      ///< per task
   std::int64_t source_line = 0;             ///< line in the trace it came from (0 = generated)
+  /// Share of a whole GPU's compute the job keeps busy when alone (0..1]; drives the
+  /// interference model on time-sliced and MPS GPUs.
+  double gpu_util = 1.0;
 };
 
 /// A time-ordered list of jobs (stable order for equal submit times).

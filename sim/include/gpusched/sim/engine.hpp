@@ -56,6 +56,9 @@ struct JobRuntime {
   SimTime end = SimTime::forever();
   std::vector<TaskPlacement> placements;
   EventId finish_event = 0;
+  SimTime running_since = SimTime::forever();   ///< work starts (after a MIG reconfiguration delay)
+  double work_left_us = 0.0;      ///< nominal work still to do (duration at full speed)
+  double rate = 1.0;              ///< nominal work per simulated microsecond now (1 = full speed)
   std::uint32_t attempts = 0;      ///< times the job started (requeues add one)
   std::uint32_t reason = 0;        ///< index into reasons(): why it is pending / failed (0 = none)
 };
@@ -89,6 +92,15 @@ class Engine {
   void schedule_cycle(bool full);
   void start_job(JobId j, std::vector<TaskPlacement>& placements);
   void stop_job(JobId j);          // releases resources of a running job
+  /// The job's speed now: 1 / its placements' slowdown, times the interference on its
+  /// time-sliced / MPS GPUs.
+  double job_rate(JobId j) const;
+  /// Re-times the running jobs sharing GPUs with `placements` (after a sharer came or went).
+  void retime_sharers(const std::vector<TaskPlacement>& placements, JobId except);
+  void retime(JobId j);
+  std::uint32_t flat_gpu(const TaskPlacement& p, const GpuGrant& g) const {
+    return cluster_->node(p.node).gpu_begin + g.index;
+  }
   std::uint32_t intern_reason(std::string r);
   void mark_dirty(NodeId n);
 
@@ -110,6 +122,7 @@ class Engine {
   std::vector<std::uint8_t> dirty_flag_;  // per node: gained capacity since the last cycle
   std::vector<NodeId> dirty_;
   std::vector<TaskPlacement> scratch_;
+  std::vector<std::vector<JobId>> sharers_;   // per flat GPU (time-slicing / MPS only): running jobs
   std::size_t running_ = 0;
   SimTime now_ = SimTime::zero();
   std::uint64_t events_processed_ = 0;
