@@ -200,6 +200,19 @@ int ClusterState::gpu_units(NodeId node, const GpuState& g, const TaskRequest& r
       const auto& m = mig_state(g);
       const int idle = m.free_of(p);
       if (idle >= r.gpu.count || !specs_[node.value].mig_dynamic) return idle;
+      const auto& geo = mig_geometry(g);
+      if (geo.reconfigure_requires_idle && m.busy != 0) return idle;
+      if (r.gpu.count == 1) {
+        // One GI: a free legal start now, or one once every idle GI is gone. No copies.
+        const auto& prof = geo.profiles[static_cast<std::size_t>(p)];
+        if (kMilliPerGpu * prof.compute_slices / geo.compute_slices > g.milli_free) return idle;
+        for (int st : prof.starts) if (m.layout.can_place(geo, p, st)) return 1;
+        if (m.busy == 0) return m.layout.empty() ? 0 : 1;   // destroying every idle GI leaves an empty GPU
+        MigLayout busy_only;
+        for (const auto& i : m.layout.instances()) if (m.busy_at(i.start)) busy_only.place(geo, i.profile, i.start);
+        for (int st : prof.starts) if (busy_only.can_place(geo, p, st)) return 1;
+        return 0;
+      }
       // Dynamic: count what could be created too (on a scratch copy).
       MigGpuState copy = m;
       int n = 0;
@@ -487,6 +500,16 @@ FitResult ClusterState::fit_check(NodeId n, const TaskRequest& r) const {
     case GpuMode::kMig:
     case GpuMode::kVgpu:
     case GpuMode::kPassthrough: {
+      if (r.gpu.mode == GpuMode::kMig && s.model.valid()) {
+        // Idle GIs hold no compute share, so a GI of the profile (idle or new) needs that much
+        // free compute on one GPU: most nodes are rejected here without looking at layouts.
+        const int p = r.gpu.profile_index(s.model);
+        if (p < 0 || !catalog_[s.model].mig) return FitResult::kMig;
+        const auto& geo = *catalog_[s.model].mig;
+        if (kMilliPerGpu * geo.profiles[static_cast<std::size_t>(p)].compute_slices / geo.compute_slices > s.gpu_milli_free_max) {
+          return FitResult::kMig;
+        }
+      }
       std::int32_t ok = 0;
       for (const auto& g : gpus(n)) {
         ok += gpu_units(n, g, r);
