@@ -92,7 +92,8 @@ void Engine::retime(JobId j) {
   queue_.cancel(rt.finish_event);
   // Full speed keeps integer arithmetic exact; otherwise round up to the next microsecond.
   const auto left = rt.rate == 1.0 ? static_cast<std::int64_t>(rt.work_left_us)
-                                   : static_cast<std::int64_t>(std::ceil(rt.work_left_us / rt.rate));
+                                   // (a nanosecond of slack: 3000 s x 1.3 must not become 3900.000001 s)
+                                   : static_cast<std::int64_t>(std::ceil(rt.work_left_us / rt.rate - 1e-3));
   rt.finish_event = queue_.push(rt.running_since + SimTime::from_us(left), JobFinish{j});
 }
 
