@@ -57,8 +57,17 @@ def _node_fields(
     labels: Optional[Mapping[str, str]],
     taints: Optional[Iterable[Taint]],
     extended: Optional[Mapping[str, Quantity]],
+    gpu_partition: Optional[Mapping[str, Any]] = None,
+    topology: Optional[Mapping[str, Any]] = None,
+    tpu: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
     d: Dict[str, Any] = {"cpu": cpu, "memory": memory}
+    if gpu_partition:
+        d["gpu_partition"] = copy.deepcopy(dict(gpu_partition))
+    if topology:
+        d["topology"] = copy.deepcopy(dict(topology))
+    if tpu:
+        d["tpu"] = copy.deepcopy(dict(tpu))
     if gpus:
         d["gpus"] = int(gpus)
     if gpu_model is not None:
@@ -98,11 +107,17 @@ class Cluster:
         labels: Optional[Mapping[str, str]] = None,
         taints: Optional[Iterable[Taint]] = None,
         extended: Optional[Mapping[str, Quantity]] = None,
+        gpu_partition: Optional[Mapping[str, Any]] = None,
+        topology: Optional[Mapping[str, Any]] = None,
     ) -> "Cluster":
         """Adds ``count`` identical nodes. ``gpu_model`` names a catalog model (gpusched.gpu_models())
-        and is required when ``gpus > 0``; ``taints`` are dicts or "key[=value]:Effect"."""
+        and is required when ``gpus > 0``; ``taints`` are dicts or "key[=value]:Effect".
+        ``gpu_partition`` says how GPUs are handed out, e.g. ``{"mode": "mig", "dynamic": True}``,
+        ``{"mode": "mig", "layout": ["4g.40gb", "3g.40gb"]}``, ``{"mode": "vgpu"}``,
+        ``{"mode": "time-slicing", "replicas": 4}``, ``{"mode": "passthrough"}``; ``topology``
+        gives NUMA/PCIe/NVLink, e.g. ``{"nvlink": "none", "gpus_per_pcie_switch": 2}``."""
         group = {"name": name, "count": int(count)}
-        group.update(_node_fields(cpu, memory, gpus, gpu_model, sockets, labels, taints, extended))
+        group.update(_node_fields(cpu, memory, gpus, gpu_model, sockets, labels, taints, extended, gpu_partition, topology))
         self._groups.append(group)
         return self
 
@@ -117,11 +132,34 @@ class Cluster:
         labels: Optional[Mapping[str, str]] = None,
         taints: Optional[Iterable[Taint]] = None,
         extended: Optional[Mapping[str, Quantity]] = None,
+        gpu_partition: Optional[Mapping[str, Any]] = None,
+        topology: Optional[Mapping[str, Any]] = None,
     ) -> "Cluster":
-        """Adds one node named ``name``."""
+        """Adds one node named ``name`` (same fields as node_group())."""
         node = {"name": name}
-        node.update(_node_fields(cpu, memory, gpus, gpu_model, sockets, labels, taints, extended))
+        node.update(_node_fields(cpu, memory, gpus, gpu_model, sockets, labels, taints, extended, gpu_partition, topology))
         self._nodes.append(node)
+        return self
+
+    def tpu_pool(
+        self,
+        name: str,
+        generation: str,
+        topology: str,
+        cpu: Quantity,
+        memory: Quantity,
+        chips_per_host: Optional[int] = None,
+        provisioned: bool = True,
+    ) -> "Cluster":
+        """Adds a pool of TPU hosts forming ``topology`` (chips, e.g. "4x4x4" of v4 = 16 hosts).
+        ``provisioned=True``: a GKE node pool of exactly that slice shape; False: slices are carved
+        as contiguous sub-blocks of the pool."""
+        tpu: Dict[str, Any] = {"generation": generation, "topology": topology, "provisioned": bool(provisioned)}
+        if chips_per_host is not None:
+            tpu["chips_per_host"] = int(chips_per_host)
+        group = {"name": name}
+        group.update(_node_fields(cpu, memory, 0, None, 1, None, None, None, tpu=tpu))
+        self._groups.append(group)
         return self
 
     def gpu_model(self, name: str, memory_mib: int, sms: int = 0, **fields: Any) -> "Cluster":
@@ -347,6 +385,7 @@ class Scenario:
         event_log: Optional[bool] = None,
         retry: Optional[bool] = None,
         requeue_on_node_down: Optional[bool] = None,
+        devices: Optional[Mapping[str, Any]] = None,
     ) -> None:
         if mode not in ("replay", "fill"):
             raise ValueError('mode is "replay" or "fill"')
@@ -363,6 +402,7 @@ class Scenario:
         self.event_log = event_log
         self.retry = retry
         self.requeue_on_node_down = requeue_on_node_down
+        self.devices = copy.deepcopy(dict(devices)) if devices else None
 
     def node_down(self, time_s: float, node: str) -> "Scenario":
         """Takes ``node`` down at ``time_s`` (its jobs are requeued unless requeue_on_node_down=False)."""
@@ -391,6 +431,8 @@ class Scenario:
         d["cluster"] = cluster
         d["profile"] = profile
         d["workload"] = copy.deepcopy(dict(self.workload))
+        if self.devices:
+            d["devices"] = copy.deepcopy(self.devices)
         if self.horizon_s is not None:
             d["horizon_s"] = self.horizon_s
         if self.retry is not None:
