@@ -132,6 +132,12 @@ void for_each_destroyed(std::uint32_t code, Fn fn) {
 std::optional<int> default_chooser(const MigGeometry& g, const MigLayout& l, int p) {
   return choose_start(g, l, p, MigStartPolicy::kBest);
 }
+/// A pre-provisioned TPU pool is labelled with its one slice topology, and GKE matches the
+/// workload's topology selector to that label exactly: a request naming another topology (a
+/// one-host 2x2x1 on a 2x2x4 pool, say) does not select its hosts.
+bool tpu_topology_mismatch(const TpuHostSpec& t, const TpuRequest& r) {
+  return !r.topology.empty() && t.provisioned && !t.pool_topology.empty() && t.pool_topology != r.topology;
+}
 }  // namespace
 
 bool ClusterState::fits_empty(NodeId n, const TaskRequest& r) const {
@@ -142,7 +148,8 @@ bool ClusterState::fits_empty(NodeId n, const TaskRequest& r) const {
     for (const auto& [eid, eamount] : spec.extended) if (eid == id) cap += eamount;
     if (cap < amount) return false;
   }
-  if (r.tpu.chips > 0 && (spec.tpu.chips < r.tpu.chips || (!r.tpu.generation.empty() && spec.tpu.generation != r.tpu.generation))) {
+  if (r.tpu.chips > 0 && (spec.tpu.chips < r.tpu.chips || (!r.tpu.generation.empty() && spec.tpu.generation != r.tpu.generation) ||
+                          tpu_topology_mismatch(spec.tpu, r.tpu))) {
     return false;
   }
   std::int32_t usable = 0;
@@ -160,7 +167,8 @@ bool ClusterState::fits_empty(NodeId n, const TaskRequest& r) const {
             (r.gpu.memory_mib == kAllGpuMemory || model.memory_mib >= r.gpu.memory_mib)) ++usable;
         break;
       case GpuMode::kMig: {
-        if (g.partition != GpuPartition::kMig) break;
+        // The single strategy advertises GIs only as nvidia.com/gpu, never as nvidia.com/mig-<profile>.
+        if (g.partition != GpuPartition::kMig || spec.mig_strategy == MigStrategy::kSingle) break;
         const int p = r.gpu.profile_index(g.model);
         if (p < 0) break;
         if (spec.mig_dynamic) usable += model.mig->profiles[static_cast<std::size_t>(p)].max_count;
@@ -194,7 +202,7 @@ int ClusterState::gpu_units(NodeId node, const GpuState& g, const TaskRequest& r
       }
     case GpuMode::kShared: return gpu_fits_shared(g, r.gpu) ? 1 : 0;
     case GpuMode::kMig: {
-      if (g.partition != GpuPartition::kMig) return 0;
+      if (g.partition != GpuPartition::kMig || specs_[node.value].mig_strategy == MigStrategy::kSingle) return 0;
       const int p = r.gpu.profile_index(g.model);
       if (p < 0) return 0;
       const auto& m = mig_state(g);
@@ -283,7 +291,9 @@ std::optional<ClusterState::MigOption> ClusterState::mig_option(NodeId node, std
                                                                 MigStartChooser choose, const MigGpuState* layout,
                                                                 bool allow_create) const {
   const auto& g = gpus_[nodes_[node.value].gpu_begin + index];
-  if (g.partition != GpuPartition::kMig || !r.model_allowed(g.model)) return std::nullopt;
+  if (g.partition != GpuPartition::kMig || !r.model_allowed(g.model) || specs_[node.value].mig_strategy == MigStrategy::kSingle) {
+    return std::nullopt;
+  }
   const int p = r.gpu.profile_index(g.model);
   if (p < 0) return std::nullopt;
   const auto& geo = mig_geometry(g);
@@ -466,7 +476,10 @@ FitResult ClusterState::fit_check(NodeId n, const TaskRequest& r) const {
   }
   if (r.tpu.chips > 0) {
     const auto& t = specs_[n.value].tpu;
-    if (s.tpu_chips_free < r.tpu.chips || (!r.tpu.generation.empty() && t.generation != r.tpu.generation)) return FitResult::kTpu;
+    if (s.tpu_chips_free < r.tpu.chips || (!r.tpu.generation.empty() && t.generation != r.tpu.generation) ||
+        tpu_topology_mismatch(t, r.tpu)) {
+      return FitResult::kTpu;
+    }
   }
   switch (r.gpu.mode) {
     case GpuMode::kNone:
@@ -646,9 +659,11 @@ void ClusterState::release(const TaskRequest& r, const TaskPlacement& p) {
   GPUSCHED_ASSERT(s.tpu_chips_free <= spec.tpu.chips, "released TPU chips twice");
   apply_numa(p.node, p, -1);
   std::int64_t milli = 0;
-  for (const auto& grant : p.gpus) {
-    give_gpu(s, grant, undo_);
-    milli += grant.milli;
+  // Newest grant first: undoing a MIG grant recreates the idle GIs it destroyed, which may
+  // overlap a GI a later grant of the same task created where they were.
+  for (auto it = p.gpus.rbegin(); it != p.gpus.rend(); ++it) {
+    give_gpu(s, *it, undo_);
+    milli += it->milli;
   }
   refresh_gpu_aggregates(s, spec);
   GPUSCHED_ASSERT(s.tasks > 0, "released a task on an empty node");

@@ -2,6 +2,8 @@
 
 #include <functional>
 
+#include <gpusched/rng.hpp>
+
 namespace gpusched {
 
 std::uint64_t request_class(const JobSpec& j) {
@@ -15,6 +17,10 @@ std::uint64_t request_class(const JobSpec& j) {
   mix(static_cast<std::uint64_t>(r.gpu.milli));
   mix(static_cast<std::uint64_t>(r.gpu.memory_mib));
   mix(std::hash<GpuModelMask>{}(r.allowed_models));
+  mix(fnv1a64(r.gpu.profile));   // MIG / vGPU profile: a failed 3g says nothing about a 4g
+  mix(static_cast<std::uint64_t>(r.tpu.chips));
+  mix(fnv1a64(r.tpu.generation));
+  mix(fnv1a64(r.tpu.topology));
   for (const auto& [id, amount] : r.extended) {
     mix(id.value);
     mix(static_cast<std::uint64_t>(amount));

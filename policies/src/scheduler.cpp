@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
+#include <set>
 
 #include <gpusched/assert.hpp>
 #include <gpusched/error.hpp>
@@ -14,6 +16,14 @@ namespace {
 template <class Hook>
 Hook* as_hook(Plugin* p) {
   return dynamic_cast<Hook*>(p);
+}
+/// A Status keeps its reason as a string_view, so a reason built at run time is kept for the
+/// life of the process (one per distinct text: a slice's topology and generation). Thread-safe.
+std::string_view interned(std::string text) {
+  static std::mutex mutex;
+  static std::set<std::string> texts;
+  const std::lock_guard<std::mutex> lock(mutex);
+  return *texts.insert(std::move(text)).first;
 }
 }  // namespace
 
@@ -337,7 +347,7 @@ Status Scheduler::place_slice(const ClusterState& cluster, const JobSpec& job, J
     }
     return Status::success();
   }
-  return Status::unschedulable("tpu-slice", "no TPU pool has a free " + r.topology + " block of " + r.generation + " hosts");
+  return Status::unschedulable("tpu-slice", interned("no TPU pool has a free " + r.topology + " block of " + r.generation + " hosts"));
 }
 
 std::string Scheduler::last_diagnosis() const {

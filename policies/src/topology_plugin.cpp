@@ -7,6 +7,23 @@
 
 namespace gpusched::policies {
 
+namespace {
+/// Units of `r` that GPU `g` of `spec` could give on an empty node: MIG GPUs give several GIs
+/// (a static layout's instances, or up to the profile's max_count when dynamic), others one.
+std::int64_t empty_units(const ClusterState& cluster, const NodeSpec& spec, std::size_t g, const TaskRequest& r) {
+  const auto& gpu = spec.gpus[g];
+  if (!r.model_allowed(gpu.model)) return 0;
+  if (gpu.partition != GpuPartition::kMig) return 1;
+  const bool single = spec.mig_strategy == MigStrategy::kSingle;
+  if (r.gpu.mode == GpuMode::kWhole) return single ? static_cast<std::int64_t>(gpu.mig.size()) : 0;
+  if (r.gpu.mode != GpuMode::kMig || single) return 0;
+  const int p = r.gpu.profile_index(gpu.model);
+  if (p < 0) return 0;
+  if (spec.mig_dynamic) return cluster.catalog()[gpu.model].mig->profiles[static_cast<std::size_t>(p)].max_count;
+  return std::count_if(gpu.mig.begin(), gpu.mig.end(), [&](const MigInstance& i) { return i.profile == p; });
+}
+}  // namespace
+
 NumaAdmit TopologyManagerPlugin::admit(const ClusterState& cluster, const TaskRequest& r, NodeId node) const {
   const auto& spec = cluster.spec(node);
   const auto sockets = static_cast<std::size_t>(std::max<std::int16_t>(1, spec.sockets));
@@ -18,8 +35,9 @@ NumaAdmit TopologyManagerPlugin::admit(const ClusterState& cluster, const TaskRe
   const auto gpus = cluster.gpus(node);
   for (std::size_t g = 0; g < gpus.size(); ++g) {
     const auto z = static_cast<std::size_t>(gpus[g].socket);
-    free[z].gpus += cluster.gpu_units(node, gpus[g], r) > 0 ? 1 : 0;
-    capacity[z].gpus += (r.model_allowed(gpus[g].model) ? 1 : 0);
+    // Units, not GPUs: a MIG GPU gives a task several GPU instances.
+    free[z].gpus += cluster.gpu_units(node, gpus[g], r);
+    capacity[z].gpus += empty_units(cluster, spec, g, r);
   }
   const NumaResources want{r.cpu_milli, r.memory_mib, r.gpu.mode == GpuMode::kNone ? 0 : r.gpu.count};
   return topology_admit(policy_, free, want, spec.numa.empty() ? std::span<const NumaResources>{} : capacity);
