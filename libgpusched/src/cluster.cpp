@@ -60,6 +60,8 @@ ClusterState::ClusterState(GpuCatalog catalog, ResourceTable resources, std::vec
       GPUSCHED_ASSERT(id.value < nres, "extended resource not interned");
       extended_free_[i * nres + id.value] += amount;
     }
+    s.plain_gpus = std::all_of(spec.gpus.begin(), spec.gpus.end(),
+                               [](const GpuSpec& g) { return g.partition == GpuPartition::kWhole; });   // fixed
     refresh_gpu_aggregates(s, spec);
     totals_.cpu_milli += spec.cpu_milli;
     totals_.memory_mib += spec.memory_mib;
@@ -101,8 +103,6 @@ void ClusterState::refresh_gpu_aggregates(NodeState& s, const NodeSpec& spec) {
   }
   s.gpu_memory_free = mem_sum;
   s.whole_units_free = units;
-  s.plain_gpus = std::all_of(gpus_.begin() + s.gpu_begin, gpus_.begin() + s.gpu_begin + s.gpu_count,
-                             [](const GpuState& g) { return g.partition == GpuPartition::kWhole; });
   s.gpus_fully_free = free_whole;
   s.gpu_milli_free = milli_sum;
   s.gpu_milli_free_max = milli_max;
@@ -128,6 +128,20 @@ void for_each_destroyed(std::uint32_t code, Fn fn) {
   for (int start = 0; code != 0; ++start, code >>= kNibble) {
     if (const auto v = static_cast<int>(code & 0xFU); v != 0) fn(MigInstance{v - 1, start});
   }
+}
+/// The grant of GI (profile, start) on GPU `index`: its share of compute and its memory.
+GpuGrant mig_grant(std::uint16_t index, const MigGeometry& geo, int profile, int start) {
+  const auto& prof = geo.profiles[static_cast<std::size_t>(profile)];
+  GpuGrant g{index, kMilliPerGpu * prof.compute_slices / geo.compute_slices, prof.memory_mib};
+  g.mig_profile = static_cast<std::int8_t>(profile);
+  g.mig_start = static_cast<std::int8_t>(start);
+  return g;
+}
+/// Applies a grant to a scratch copy of a GPU's MIG state (what allocate() would do to it).
+void apply_mig_grant(MigGpuState& m, const MigGeometry& geo, const GpuGrant& g) {
+  for_each_destroyed(g.mig_destroyed, [&](const MigInstance& i) { m.layout.remove(geo, i.profile, i.start); });
+  if (g.mig_created) m.layout.place(geo, g.mig_profile, g.mig_start);
+  m.busy = static_cast<std::uint8_t>(m.busy | (1U << g.mig_start));
 }
 std::optional<int> default_chooser(const MigGeometry& g, const MigLayout& l, int p) {
   return choose_start(g, l, p, MigStartPolicy::kBest);
@@ -228,9 +242,7 @@ int ClusterState::gpu_units(NodeId node, const GpuState& g, const TaskRequest& r
       while (n < r.gpu.count) {
         auto o = mig_option(node, index, r, default_chooser, &copy);
         if (!o) break;
-        for_each_destroyed(o->grant.mig_destroyed, [&](const MigInstance& i) { copy.layout.remove(mig_geometry(g), i.profile, i.start); });
-        if (o->grant.mig_created) copy.layout.place(mig_geometry(g), p, o->grant.mig_start);
-        copy.busy = static_cast<std::uint8_t>(copy.busy | (1U << o->grant.mig_start));
+        apply_mig_grant(copy, geo, o->grant);
         ++n;
       }
       return n;
@@ -248,6 +260,7 @@ int ClusterState::gpu_units(NodeId node, const GpuState& g, const TaskRequest& r
 
 GpuGrant ClusterState::unit_grant(NodeId node, std::uint16_t index, const TaskRequest& r) const {
   const auto& g = gpus_[nodes_[node.value].gpu_begin + index];
+  GPUSCHED_ASSERT(g.partition != GpuPartition::kMig, "MIG grants come from mig_option()");
   GpuGrant out{index, kMilliPerGpu, g.memory_mib};
   switch (r.gpu.mode) {
     case GpuMode::kShared:
@@ -269,17 +282,6 @@ GpuGrant ClusterState::unit_grant(NodeId node, std::uint16_t index, const TaskRe
       } else if (g.partition == GpuPartition::kMps) {
         out.milli = kMilliPerGpu / g.replicas;
         out.memory_mib = g.memory_mib / g.replicas;
-      } else if (g.partition == GpuPartition::kMig) {   // single strategy: the lowest idle GI
-        const auto& m = mig_state(g);
-        for (const auto& i : m.layout.instances()) {
-          if (m.busy_at(i.start)) continue;
-          const auto& prof = mig_geometry(g).profiles[static_cast<std::size_t>(i.profile)];
-          out.milli = kMilliPerGpu * prof.compute_slices / mig_geometry(g).compute_slices;
-          out.memory_mib = prof.memory_mib;
-          out.mig_profile = static_cast<std::int8_t>(i.profile);
-          out.mig_start = static_cast<std::int8_t>(i.start);
-          break;
-        }
       }
       break;
     default: break;
@@ -300,10 +302,7 @@ std::optional<ClusterState::MigOption> ClusterState::mig_option(NodeId node, std
   const auto& m = layout ? *layout : mig_state(g);
   const auto& prof = geo.profiles[static_cast<std::size_t>(p)];
   MigOption o;
-  o.grant.index = index;
-  o.grant.milli = kMilliPerGpu * prof.compute_slices / geo.compute_slices;
-  o.grant.memory_mib = prof.memory_mib;
-  o.grant.mig_profile = static_cast<std::int8_t>(p);
+  o.grant = mig_grant(index, geo, p, -1);
   for (const auto& i : m.layout.instances()) {
     if (i.profile == p && !m.busy_at(i.start)) {
       o.grant.mig_start = static_cast<std::int8_t>(i.start);
@@ -379,9 +378,7 @@ bool ClusterState::pick_units(NodeId node, const TaskRequest& r, std::span<const
       while (static_cast<std::int32_t>(out.size()) < r.gpu.count) {
         auto o = mig_option(node, index, r, choose, &*copy, create);
         if (!o) break;
-        for_each_destroyed(o->grant.mig_destroyed, [&](const MigInstance& i) { copy->layout.remove(geo, i.profile, i.start); });
-        if (o->grant.mig_created) copy->layout.place(geo, o->grant.mig_profile, o->grant.mig_start);
-        copy->busy = static_cast<std::uint8_t>(copy->busy | (1U << o->grant.mig_start));
+        apply_mig_grant(*copy, geo, o->grant);
         out.push_back(o->grant);
       }
       return;
@@ -392,12 +389,7 @@ bool ClusterState::pick_units(NodeId node, const TaskRequest& r, std::span<const
       const auto& geo = mig_geometry(g);
       for (const auto& i : m.layout.instances()) {
         if (static_cast<std::int32_t>(out.size()) >= r.gpu.count) return;
-        if (m.busy_at(i.start)) continue;
-        const auto& prof = geo.profiles[static_cast<std::size_t>(i.profile)];
-        GpuGrant gr{index, kMilliPerGpu * prof.compute_slices / geo.compute_slices, prof.memory_mib};
-        gr.mig_profile = static_cast<std::int8_t>(i.profile);
-        gr.mig_start = static_cast<std::int8_t>(i.start);
-        out.push_back(gr);
+        if (!m.busy_at(i.start)) out.push_back(mig_grant(index, geo, i.profile, i.start));
       }
       return;
     }

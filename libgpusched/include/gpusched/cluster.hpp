@@ -164,7 +164,7 @@ class ClusterState {
   /// a share, a replica, a vGPU or a passthrough GPU (one unit per GPU per task); for MIG, the
   /// GIs it can give (free ones of the profile, plus ones that could be created when dynamic).
   [[nodiscard]] int gpu_units(NodeId node, const GpuState& g, const TaskRequest& r) const;
-  /// The grant for one unit of `r` on GPU `index` of `node` (not MIG: see mig_options()).
+  /// The grant for one unit of `r` on GPU `index` of `node`. Not for MIG GPUs: see mig_option().
   [[nodiscard]] GpuGrant unit_grant(NodeId node, std::uint16_t index, const TaskRequest& r) const;
 
   /// One way to give a GI of `r`'s profile on a GPU: an idle GI, or a new one (maybe after
