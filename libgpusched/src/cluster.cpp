@@ -684,4 +684,25 @@ void ClusterState::set_schedulable(NodeId n, bool schedulable) {
   ++generation_;
 }
 
+void ClusterState::add_taint(NodeId n, const Taint& t) {
+  auto& taints = specs_[n.value].taints;
+  auto it = std::find_if(taints.begin(), taints.end(), [&](const Taint& x) { return x.key == t.key && x.effect == t.effect; });
+  if (it != taints.end()) *it = t;
+  else taints.push_back(t);
+  ++nodes_[n.value].generation;
+  ++generation_;
+}
+
+int ClusterState::remove_taint(NodeId n, const std::string& key, std::optional<TaintEffect> effect) {
+  auto& taints = specs_[n.value].taints;
+  const auto before = taints.size();
+  std::erase_if(taints, [&](const Taint& x) { return x.key == key && (!effect || x.effect == *effect); });
+  const auto removed = static_cast<int>(before - taints.size());
+  if (removed) {
+    ++nodes_[n.value].generation;
+    ++generation_;
+  }
+  return removed;
+}
+
 }  // namespace gpusched

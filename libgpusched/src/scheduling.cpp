@@ -25,6 +25,22 @@ std::uint64_t request_class(const JobSpec& j) {
     mix(id.value);
     mix(static_cast<std::uint64_t>(amount));
   }
+  // Placement constraints: a job restricted to some nodes says nothing about an unrestricted one.
+  const auto& c = j.constraints;
+  for (const auto& [k, v] : c.node_selector) { mix(fnv1a64(k)); mix(fnv1a64(v)); }
+  for (const auto& t : c.tolerations) { mix(fnv1a64(t.key)); mix(fnv1a64(t.op)); mix(fnv1a64(t.value)); mix(fnv1a64(t.effect)); }
+  auto mix_term = [&](const LabelTerm& term) {
+    for (const auto& req : term) {
+      mix(fnv1a64(req.key));
+      mix(fnv1a64(req.op));
+      for (const auto& v : req.values) mix(fnv1a64(v));
+    }
+    mix(0x7e57);
+  };
+  for (const auto& term : c.affinity.required) mix_term(term);
+  for (const auto& [w, term] : c.affinity.preferred) { mix(static_cast<std::uint64_t>(w)); mix_term(term); }
+  mix(fnv1a64(c.app));
+  mix(static_cast<std::uint64_t>(c.max_per_node));
   mix(static_cast<std::uint64_t>(j.tasks));
   mix(static_cast<std::uint64_t>(j.min_available));
   return h;

@@ -12,6 +12,8 @@
 #include <gpusched/policies/random/random.hpp>
 #include <gpusched/policies/topology/topology_manager.hpp>
 
+#include "builtin_plugins.hpp"
+
 namespace gpusched::policies {
 
 void Registry::add(PluginInfo info) {
@@ -58,15 +60,11 @@ nlohmann::json resolve_args(const PluginInfo& info, const nlohmann::json& given,
   return out;
 }
 
+using detail::number_arg;
+using detail::kMigStartArg;
+using detail::with_mig_start;
+
 namespace {
-double number_arg(const PluginContext& ctx, const char* key, double min) {
-  const double v = ctx.args.at(key).get<double>();
-  if (!(v >= min)) {
-    throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(ctx.name) + "/args/" + key},
-                std::string(ctx.name) + ": argument " + key + " must be >= " + std::to_string(min));
-  }
-  return v;
-}
 std::vector<PluginArg> weight_args() {
   return {{"cpu_weight", "number", "weight of CPU in the mean", 1.0},
           {"memory_weight", "number", "weight of host memory in the mean", 1.0},
@@ -74,22 +72,6 @@ std::vector<PluginArg> weight_args() {
 }
 ResourceWeights weights_from(const PluginContext& ctx) {
   return {number_arg(ctx, "cpu_weight", 0.0), number_arg(ctx, "memory_weight", 0.0), number_arg(ctx, "gpu_weight", 0.0)};
-}
-const PluginArg kMigStartArg{"mig_start", "string",
-                             "where a new MIG GPU instance goes: best (keeps the most larger profiles possible), lowest, highest",
-                             "best"};
-/// A device-select plugin with its `mig_start` argument applied.
-template <class Plugin, class... Extra>
-std::unique_ptr<Plugin> with_mig_start(const PluginContext& ctx, Extra&&... extra) {
-  const auto& v = ctx.args.at("mig_start");
-  const auto chooser = v.is_string() ? mig_start_chooser(v.get<std::string>()) : nullptr;
-  if (!chooser) {
-    throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(ctx.name) + "/args/mig_start"},
-                std::string(ctx.name) + ": mig_start must be \"best\", \"lowest\" or \"highest\"");
-  }
-  auto p = std::make_unique<Plugin>(std::forward<Extra>(extra)...);
-  p->set_mig_start(chooser);
-  return p;
 }
 }  // namespace
 
@@ -146,6 +128,10 @@ Registry Registry::with_builtins() {
          [](const PluginContext& c) { return with_mig_start<GpuSpread>(c); }});
   r.add({"gpu-random", "inside the node: random fitting GPUs (stream policy.gpu-random)", {"device_select"}, {kMigStartArg},
          [](const PluginContext& c) { return with_mig_start<GpuRandom>(c, c.rng.stream("policy.gpu-random")); }});
+  detail::register_fgd_plugins(r);
+  detail::register_placement_plugins(r);
+  detail::register_preemption_plugins(r);
+  detail::register_quota_plugins(r);
   return r;
 }
 

@@ -7,6 +7,7 @@
 
 #include <gpusched/assert.hpp>
 #include <gpusched/error.hpp>
+#include <gpusched/rng.hpp>
 #include <gpusched/policies/framework/statement.hpp>
 #include <gpusched/tpu_slice.hpp>
 
@@ -102,6 +103,10 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
     throw_error(ErrorCode::kProfileMissingHook, {where, 0, "filter"},
                 "the filter list must include \"node-resources-fit\" (without it a placement could over-commit a node)");
   }
+  for (auto& p : owned_) {
+    if (auto* e = dynamic_cast<JobEventsPlugin*>(p.get())) events_.push_back(e);
+    reads_queue_ = reads_queue_ || p->reads_queue();
+  }
   first_feasible_wins_ = profile.tie_break == TieBreak::kNodeOrder &&
                          (scores_.empty() || (scores_.size() == 1 && scores_[0].first->orders_by_node_index()));
 }
@@ -196,71 +201,114 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
   return Status::success();
 }
 
+Status Scheduler::place_job(ClusterState& cluster, const JobSpec& job, JobId id, Statement& st,
+                            std::vector<TaskPlacement>& out, std::span<const NodeId> only) {
+  out.clear();
+  Status failure = Status::success();
+  auto take = [&](TaskPlacement p) {
+    Status s = Status::success();
+    for (std::size_t r = 0; r < reserves_.size() && s.ok(); ++r) {
+      s = reserves_[r]->reserve(cluster, job, id, p);
+      if (s.ok()) st.on_rollback([plugin = reserves_[r], &cluster, &job, id, p] { plugin->unreserve(cluster, job, id, p); });
+    }
+    if (!s.ok()) return s;
+    st.allocate(job.request, p);
+    out.push_back(std::move(p));
+    return s;
+  };
+  if (job.request.tpu.hosts > 1) {
+    // A multi-host TPU slice: every host of one block of one pool, or nothing.
+    std::vector<TaskPlacement> hosts;
+    failure = place_slice(cluster, job, id, hosts);
+    for (auto& p : hosts) {
+      if (!failure.ok()) break;
+      failure = take(std::move(p));
+    }
+  } else {
+    for (std::int32_t t = 0; t < job.tasks; ++t) {
+      cycle_.clear();
+      TaskContext ctx{job, id, t, cycle_, out, jobs_};
+      TaskPlacement p;
+      failure = place_task(cluster, ctx, p, only);
+      if (!failure.ok()) break;
+      failure = take(std::move(p));
+      if (!failure.ok()) break;
+    }
+  }
+  if (static_cast<std::int32_t>(out.size()) < job.min_available) {
+    return failure.ok() ? Status::unschedulable("scheduler", "fewer than min_available tasks fit") : failure;
+  }
+  for (auto* pm : permits_) {
+    const Status s = pm->permit(cluster, job, id, out);
+    if (!s.ok()) return s;
+  }
+  return Status::success();
+}
+
 Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out,
                            std::span<const NodeId> only) {
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    out.clear();
+  victims_.clear();
+  auto bind_all = [&](Statement& st) {
+    Status s = Status::success();
+    for (std::size_t b = 0; b < binds_.size() && s.ok(); ++b) s = binds_[b]->bind(cluster, job, id, out);
+    if (s.ok()) st.commit();
+    return s;
+  };
+  {
     Statement st(cluster);
-    Status failure = Status::success();
-    auto take = [&](TaskPlacement p) {
-      Status s = Status::success();
-      for (std::size_t r = 0; r < reserves_.size() && s.ok(); ++r) {
-        s = reserves_[r]->reserve(cluster, job, id, p);
-        if (s.ok()) st.on_rollback([plugin = reserves_[r], &cluster, &job, id, p] { plugin->unreserve(cluster, job, id, p); });
-      }
-      if (!s.ok()) return s;
-      st.allocate(job.request, p);
-      out.push_back(std::move(p));
-      return s;
-    };
-    if (job.request.tpu.hosts > 1) {
-      // A multi-host TPU slice: every host of one block of one pool, or nothing.
-      std::vector<TaskPlacement> hosts;
-      failure = place_slice(cluster, job, id, hosts);
-      for (auto& p : hosts) {
-        if (!failure.ok()) break;
-        failure = take(std::move(p));
-      }
-    } else {
-      for (std::int32_t t = 0; t < job.tasks; ++t) {
-        cycle_.clear();
-        TaskContext ctx{job, id, t, cycle_};
-        TaskPlacement p;
-        failure = place_task(cluster, ctx, p, only);
-        if (!failure.ok()) break;
-        failure = take(std::move(p));
-        if (!failure.ok()) break;
-      }
-    }
-    if (static_cast<std::int32_t>(out.size()) >= job.min_available) {
-      Status s = Status::success();
-      for (auto* pm : permits_) {
-        s = pm->permit(cluster, job, id, out);
-        if (!s.ok()) break;
-      }
-      for (std::size_t b = 0; b < binds_.size() && s.ok(); ++b) s = binds_[b]->bind(cluster, job, id, out);
-      if (s.ok()) {
-        st.commit();
-        last_status_ = s;
-        return s;
-      }
-      failure = s;
-    }
-    st.rollback();
-    out.clear();
-    last_status_ = failure.ok() ? Status::unschedulable("scheduler", "fewer than min_available tasks fit") : failure;
-    // Post-filter (e.g. preemption) may free room; if one succeeds, try once more.
-    bool retry = false;
-    for (auto* pf : post_filters_) {
-      if (pf->post_filter(cluster, job, id).ok()) {
-        retry = true;
-        only = {};   // the post-filter may have freed room anywhere
-        break;
-      }
-    }
-    if (!retry) break;
+    last_status_ = place_job(cluster, job, id, st, out, only);
+    if (last_status_.ok()) last_status_ = bind_all(st);
+    if (last_status_.ok()) return last_status_;
   }
+  out.clear();
+  // Post-filters (preemption, reclaim) may make room by evicting running jobs. Kubernetes does
+  // not preempt for a pod no node could ever take (UnschedulableAndUnresolvable).
+  if (post_filters_.empty() || last_status_.code == StatusCode::kUnschedulableAndUnresolvable) return last_status_;
+  const auto saved_rejects = rejects_;
+  const auto saved_seen = nodes_seen_;
+  std::vector<TaskPlacement> probe_out;
+  const FitsFn fits = [&](std::span<const NodeId> nodes) {
+    Statement probe(cluster);   // rolls back: a what-if
+    return place_job(cluster, job, id, probe, probe_out, nodes).ok();
+  };
+  for (auto* pf : post_filters_) {
+    Statement st(cluster);
+    std::vector<JobId> victims;
+    if (!pf->post_filter(cluster, job, id, st, victims, fits).ok()) continue;
+    Status s = place_job(cluster, job, id, st, out, {});
+    if (s.ok()) s = bind_all(st);
+    if (s.ok()) {
+      victims_ = std::move(victims);
+      last_status_ = s;
+      return s;
+    }
+    out.clear();
+  }
+  rejects_ = saved_rejects;
+  nodes_seen_ = saved_seen;
   return last_status_;
+}
+
+void Scheduler::attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) {
+  jobs_ = jobs;
+  for (auto* p : events_) p->attach(cluster, workload, jobs);
+}
+
+void Scheduler::job_started(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) {
+  for (auto* p : events_) p->job_started(job, id, placements);
+}
+
+void Scheduler::job_stopped(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) {
+  for (auto* p : events_) p->job_stopped(job, id, placements);
+}
+
+std::uint64_t Scheduler::equivalence_class(const JobSpec& job) const {
+  std::uint64_t h = request_class(job);
+  if (reads_queue_ || !post_filters_.empty()) {
+    // Quotas and preemption read who the job is, not only what it asks for.
+    h ^= fnv1a64(job.queue, static_cast<std::uint64_t>(job.priority) * 0x9e3779b97f4a7c15ULL + (job.constraints.preempt_never ? 1 : 0));
+  }
+  return h;
 }
 
 void Scheduler::index_pools(const ClusterState& cluster) {
@@ -296,7 +344,7 @@ Status Scheduler::place_slice(const ClusterState& cluster, const JobSpec& job, J
   rejects_.clear();
   nodes_seen_ = 0;
   cycle_.clear();
-  TaskContext ctx{job, id, 0, cycle_};
+  TaskContext ctx{job, id, 0, cycle_, {}, jobs_};
   for (auto* pf : pre_filters_) {
     const Status s = pf->pre_filter(cluster, ctx);
     if (!s.ok() && !s.is_skip()) return s;
@@ -334,7 +382,7 @@ Status Scheduler::place_slice(const ClusterState& cluster, const JobSpec& job, J
     if (!block) continue;
     out.clear();
     for (std::size_t t = 0; t < block->size(); ++t) {
-      TaskContext host_ctx{job, id, static_cast<std::int32_t>(t), cycle_};
+      TaskContext host_ctx{job, id, static_cast<std::int32_t>(t), cycle_, out, jobs_};
       TaskPlacement p;
       const NodeId node = pool.hosts[(*block)[t]];
       if (!device_select_->select(cluster, host_ctx, node, p)) {

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include <gpusched/assert.hpp>
+#include <gpusched/constraints.hpp>
 #include <gpusched/rng.hpp>
 
 namespace gpusched::sim {
@@ -23,7 +24,7 @@ std::string_view to_string(JobState s) {
 
 Engine::Engine(ClusterState& cluster, std::span<const JobSpec> workload, SchedulingHook& hook, EngineConfig config)
     : cluster_(&cluster), workload_(workload), hook_(&hook), config_(std::move(config)), jobs_(workload.size()),
-      fresh_(workload.size(), 0), dirty_flag_(cluster.node_count(), 0) {
+      fresh_(workload.size(), 0), dirty_flag_(cluster.node_count(), 0), on_node_(cluster.node_count()) {
   for (std::size_t i = 1; i < workload.size(); ++i) {
     GPUSCHED_ASSERT(workload[i - 1].submit <= workload[i].submit, "workload not sorted by submit time");
   }
@@ -133,7 +134,11 @@ void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
   }
   rt.running_since = now_ + SimTime::from_us(created ? opts.mig_reconfigure_us : 0);
   rt.start = rt.running_since;
-  rt.work_left_us = spec.duration.is_forever() ? 0.0 : static_cast<double>(spec.duration.us);
+  rt.work_left_us = spec.duration.is_forever() ? 0.0 : std::max(0.0, static_cast<double>(spec.duration.us) - rt.work_kept_us);
+  for (const auto& p : rt.placements) {
+    auto& list = on_node_[p.node.value];
+    if (list.empty() || list.back() != j) list.push_back(j);
+  }
   if (shares) {
     if (sharers_.empty()) sharers_.resize(cluster_->all_gpus().size());
     for (const auto& p : rt.placements) {
@@ -149,16 +154,22 @@ void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
   rt.rate = 1.0;
   retime(j);
   if (shares) retime_sharers(rt.placements, j);
+  hook_->job_started(spec, j, rt.placements);
   for (auto* o : observers_) o->on_job_start(now_, j, rt.placements, *this);
 }
 
-void Engine::stop_job(JobId j) {
+void Engine::stop_job(JobId j, bool release) {
   auto& rt = jobs_[j.value];
   GPUSCHED_ASSERT(rt.state == JobState::kRunning, "stopping a job that is not running");
   for (const auto& p : rt.placements) {
-    cluster_->release(workload_[j.value].request, p);
-    mark_dirty(p.node);
+    if (release) {
+      cluster_->release(workload_[j.value].request, p);
+      mark_dirty(p.node);
+    }
+    auto& list = on_node_[p.node.value];
+    if (auto it = std::find(list.begin(), list.end(), j); it != list.end()) list.erase(it);
   }
+  hook_->job_stopped(workload_[j.value], j, rt.placements);
   queue_.cancel(rt.finish_event);
   --running_;
   if (!sharers_.empty()) {
@@ -179,6 +190,55 @@ void Engine::stop_job(JobId j) {
   }
 }
 
+std::pair<double, double> Engine::progress(JobId j) const {
+  const auto& rt = jobs_[j.value];
+  const auto& spec = workload_[j.value];
+  const double ran = now_ > rt.running_since ? static_cast<double>((now_ - rt.running_since).us) : 0.0;
+  if (config_.fill_mode || spec.duration.is_forever()) return {ran, 0.0};   // nothing to keep
+  const double left = std::max(0.0, rt.work_left_us - ran * rt.rate);
+  const double done = static_cast<double>(spec.duration.us) - left;
+  double kept = 0.0;
+  if (config_.preemption.restart == RestartPolicy::kCheckpoint && config_.preemption.checkpoint_interval.us > 0) {
+    const auto k = static_cast<double>(config_.preemption.checkpoint_interval.us);
+    kept = std::floor(done / k) * k;
+  }
+  return {done, kept};
+}
+
+double Engine::work_lost_us(JobId j) const {
+  if (jobs_[j.value].state != JobState::kRunning) return 0.0;
+  const auto [done, kept] = progress(j);
+  return done - kept;
+}
+
+void Engine::evict(JobId j, const std::string& why, bool released) {
+  auto& rt = jobs_[j.value];
+  const auto [done, kept] = progress(j);
+  double gpus = 0.0;
+  for (const auto& p : rt.placements) {
+    for (const auto& g : p.gpus) gpus += static_cast<double>(g.milli) / kMilliPerGpu;
+  }
+  stop_job(j, !released);
+  const double lost = std::max(0.0, done - kept);
+  rt.work_kept_us = kept;
+  rt.lost_work_us += lost;
+  ++rt.evictions;
+  ++evictions_;
+  lost_gpu_hours_ += lost / 3.6e9 * gpus;
+  rt.placements.clear();
+  rt.reason = intern_reason(why);
+  if (config_.retry) {
+    rt.state = JobState::kPending;
+    fresh_[j.value] = 1;
+    requeued_.push_back(j);
+    for (auto* o : observers_) o->on_job_requeue(now_, j, why, *this);
+  } else {
+    rt.state = JobState::kFailed;
+    rt.end = now_;
+    for (auto* o : observers_) o->on_job_fail(now_, j, why, *this);
+  }
+}
+
 void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
   std::visit(
       [&](const auto& ev) {
@@ -188,6 +248,11 @@ void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
           fresh_[ev.job.value] = 1;
           arrived_.push_back(ev.job);
           for (auto* o : observers_) o->on_submit(now_, ev.job, *this);
+          const auto& c = workload_[ev.job.value].constraints;
+          if (!c.gang_timeout.is_forever()) {
+            const JobId j = ev.job;
+            call_at(now_ + c.gang_timeout, [this, j](SimTime) { gang_timeout(j); });
+          }
         } else if constexpr (std::is_same_v<T, JobFinish>) {
           stop_job(ev.job);
           auto& rt = jobs_[ev.job.value];
@@ -205,16 +270,13 @@ void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
             const bool hit = std::any_of(rt.placements.begin(), rt.placements.end(),
                                          [&](const TaskPlacement& p) { return p.node == ev.node; });
             if (!hit) continue;
-            stop_job(JobId{i});
             capacity_freed = true;
-            rt.placements.clear();
-            rt.reason = intern_reason(why);
-            if (config_.requeue_on_node_down && config_.retry) {
-              rt.state = JobState::kPending;
-              fresh_[i] = 1;
-              arrived_.push_back(JobId{i});
-              for (auto* o : observers_) o->on_job_requeue(now_, JobId{i}, why, *this);
+            if (config_.requeue_on_node_down) {
+              evict(JobId{i}, why, false);
             } else {
+              stop_job(JobId{i});
+              rt.placements.clear();
+              rt.reason = intern_reason(why);
               rt.state = JobState::kFailed;
               rt.end = now_;
               for (auto* o : observers_) o->on_job_fail(now_, JobId{i}, why, *this);
@@ -225,6 +287,27 @@ void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
           mark_dirty(ev.node);
           capacity_freed = true;
           for (auto* o : observers_) o->on_node(now_, ev.node, true, *this);
+        } else if constexpr (std::is_same_v<T, NodeTaint>) {
+          const auto& ne = config_.node_events[ev.index];
+          const auto& taint = *ne.taint;
+          if (ne.untaint) {
+            if (cluster_->remove_taint(ne.node, taint.key, taint.effect) > 0) {
+              mark_dirty(ne.node);
+              capacity_freed = true;
+            }
+            return;
+          }
+          cluster_->add_taint(ne.node, taint);
+          if (taint.effect != TaintEffect::kNoExecute) return;
+          // NoExecute: running jobs that do not tolerate the taint are evicted (all their tasks).
+          const std::string why = "node " + cluster_->spec(ne.node).name + " tainted " + taint.key +
+                                  (taint.value.empty() ? "" : "=" + taint.value) + ":NoExecute";
+          const std::vector<JobId> here(on_node_[ne.node.value].begin(), on_node_[ne.node.value].end());
+          for (JobId j : here) {
+            if (tolerated(workload_[j.value].constraints.tolerations, taint)) continue;
+            evict(j, why, false);
+            capacity_freed = true;
+          }
         } else if constexpr (std::is_same_v<T, Timer>) {
           // Moved out first: the callback may call call_at(), which can reallocate timers_.
           const auto fn = std::move(timers_[ev.id]);
@@ -232,6 +315,19 @@ void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
         }
       },
       e.event);
+}
+
+void Engine::gang_timeout(JobId j) {
+  auto& rt = jobs_[j.value];
+  if (rt.state != JobState::kPending || rt.attempts != 0) return;   // started once: no timeout
+  std::erase(pending_, j);
+  std::erase(arrived_, j);
+  rt.state = JobState::kFailed;
+  rt.end = now_;
+  const auto& spec = workload_[j.value];
+  rt.reason = intern_reason("gang timeout after " + std::to_string(spec.constraints.gang_timeout.us / 1'000'000) +
+                            " s: " + std::to_string(spec.min_available) + " tasks never fitted at once");
+  for (auto* o : observers_) o->on_job_fail(now_, j, reasons_[rt.reason], *this);
 }
 
 void Engine::schedule_cycle(bool full) {
@@ -264,13 +360,18 @@ void Engine::schedule_cycle(bool full) {
     if (seen != failed.end()) {
       if (seen->second != 0) rt.reason = seen->second;
       else if (fresh) rt.reason = intern_reason("not tried: a job with the same request could not be placed at this time");
-    } else if (!fresh && config_.retry_changed_nodes_only && changed.empty()) {
+    } else if (!fresh && config_.retry_changed_nodes_only && changed.empty() && hook_->node_local()) {
       // Nothing gained capacity: it would fail again.
     } else {
-      const bool narrow = !fresh && config_.retry_changed_nodes_only && spec.min_available == 1;
+      const bool narrow = !fresh && config_.retry_changed_nodes_only && spec.min_available == 1 && hook_->node_local();
       ++attempts_;
       const Status s = hook_->schedule(*cluster_, spec, j, scratch_, narrow ? changed : std::span<const NodeId>{});
       if (s.ok()) {
+        const std::vector<JobId> victims(hook_->last_victims().begin(), hook_->last_victims().end());
+        for (JobId v : victims) {
+          ++preemptions_;
+          evict(v, "preempted by " + spec.name, true);
+        }
         start_job(j, scratch_);
         continue;
       }
@@ -311,10 +412,12 @@ void Engine::run(const std::function<void(double)>& progress) {
   for (std::uint32_t i = 0; i < workload_.size(); ++i) queue_.push(workload_[i].submit, JobArrival{JobId{i}});
   for (const auto& ne : config_.node_events) {
     GPUSCHED_ASSERT(ne.node.value < cluster_->node_count(), "node event on an unknown node");
-    if (ne.up) queue_.push(ne.time, NodeUp{ne.node});
+    if (ne.taint) queue_.push(ne.time, NodeTaint{static_cast<std::uint32_t>(&ne - config_.node_events.data())});
+    else if (ne.up) queue_.push(ne.time, NodeUp{ne.node});
     else queue_.push(ne.time, NodeDown{ne.node});
   }
   now_ = workload_.empty() ? SimTime::zero() : std::min(SimTime::zero(), workload_.front().submit);
+  hook_->attach(*cluster_, workload_, this);
   for (auto* o : observers_) o->on_start(*this);
   const double expected = static_cast<double>(std::max<std::size_t>(1, workload_.size() * (config_.fill_mode ? 1 : 2)));
   if (progress) progress(0.0);
@@ -335,7 +438,18 @@ void Engine::run(const std::function<void(double)>& progress) {
         progress(std::min(0.99, static_cast<double>(events_processed_) / expected));
       }
     }
-    if (freed || !arrived_.empty()) schedule_cycle(freed);
+    arrived_.insert(arrived_.end(), requeued_.begin(), requeued_.end());
+    requeued_.clear();
+    if (freed || !arrived_.empty()) {
+      schedule_cycle(freed);
+      // Jobs preempted in this cycle are tried again at once (they may fit elsewhere). Each
+      // round evicts only lower-priority jobs, so this ends.
+      while (!requeued_.empty()) {
+        arrived_.swap(requeued_);
+        requeued_.clear();
+        schedule_cycle(false);
+      }
+    }
   }
   SimTime end = now_;
   if (!config_.horizon.is_forever() && config_.horizon > now_ && !queue_.empty()) end = config_.horizon;

@@ -213,6 +213,11 @@ class ClusterState {
   void undo_allocate(const TaskRequest& r, const TaskPlacement& p);
   /// Marks a node (un)schedulable (node down/up, cordon). Running tasks are the caller's business.
   void set_schedulable(NodeId n, bool schedulable);
+  /// Adds a taint (replacing one with the same key and effect). Evicting running tasks that do
+  /// not tolerate a NoExecute taint is the caller's business.
+  void add_taint(NodeId n, const Taint& t);
+  /// Removes the taints with `key` (and `effect`, when given). Returns how many were removed.
+  int remove_taint(NodeId n, const std::string& key, std::optional<TaintEffect> effect = std::nullopt);
 
   // Cluster totals, maintained incrementally.
   struct Totals {

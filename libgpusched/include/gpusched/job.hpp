@@ -1,6 +1,7 @@
 #pragma once
 /// Jobs: N identical tasks, placed together when min_available of them fit (gang).
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,52 @@
 #include <gpusched/time.hpp>
 
 namespace gpusched {
+
+/// Kubernetes toleration: matches a taint with the same key (operator Equal: and value;
+/// Exists: any value; empty key with Exists: every taint) and effect (empty: every effect).
+struct Toleration {
+  std::string key;
+  std::string op = "Equal";     ///< "Equal" or "Exists"
+  std::string value;
+  std::string effect;           ///< "", "NoSchedule", "PreferNoSchedule", "NoExecute"
+  bool operator==(const Toleration&) const = default;
+};
+
+/// One node-selector requirement (Kubernetes NodeSelectorRequirement).
+struct LabelRequirement {
+  std::string key;
+  std::string op = "In";        ///< In, NotIn, Exists, DoesNotExist, Gt, Lt
+  std::vector<std::string> values;
+  bool operator==(const LabelRequirement&) const = default;
+};
+
+/// A node-selector term: every requirement must hold (AND).
+using LabelTerm = std::vector<LabelRequirement>;
+
+/// Node affinity: `required` terms are ORed (a node must match one); `preferred` terms add
+/// their weight (1..100) to the node's score when they match.
+struct NodeAffinity {
+  std::vector<LabelTerm> required;
+  std::vector<std::pair<std::int32_t, LabelTerm>> preferred;
+  [[nodiscard]] bool empty() const { return required.empty() && preferred.empty(); }
+  bool operator==(const NodeAffinity&) const = default;
+};
+
+/// How a job is scheduled beyond its resources: placement constraints, priority class, gang
+/// timeout and the limits a batch system is given. All optional.
+struct JobConstraints {
+  std::map<std::string, std::string> node_selector;   ///< every label must match exactly
+  NodeAffinity affinity;
+  std::vector<Toleration> tolerations;
+  std::string app;                    ///< application label (anti-affinity, spread, max per node)
+  std::int32_t max_per_node = 0;      ///< at most this many tasks of `app` on one node (0 = no limit)
+  std::string priority_class;         ///< name it was given (resolved into JobSpec::priority)
+  bool preempt_never = false;         ///< preemptionPolicy: Never (waits; never evicts others)
+  bool preemptible = true;            ///< false: never chosen as a victim
+  SimTime gang_timeout = SimTime::forever();   ///< a waiting gang fails after this long
+  SimTime walltime = SimTime::forever();       ///< user-declared limit (backfill estimates)
+  bool operator==(const JobConstraints&) const = default;
+};
 
 /// A job as read from a trace or generated. Example (JSON Lines):
 ///   {"id":"train-7","submit_time":60,"duration":3600,"tasks":2,
@@ -26,6 +73,9 @@ struct JobSpec {
   /// Share of a whole GPU's compute the job keeps busy when alone (0..1]; drives the
   /// interference model on time-sliced and MPS GPUs.
   double gpu_util = 1.0;
+  JobConstraints constraints;
+  /// What a batch scheduler believes the job runs for: the declared walltime, else the duration.
+  [[nodiscard]] SimTime estimate() const { return constraints.walltime.is_forever() ? duration : constraints.walltime; }
 };
 
 /// A time-ordered list of jobs (stable order for equal submit times).

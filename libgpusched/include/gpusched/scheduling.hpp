@@ -9,12 +9,31 @@
 #include <gpusched/cluster.hpp>
 #include <gpusched/job.hpp>
 #include <gpusched/status.hpp>
+#include <gpusched/time.hpp>
 
 namespace gpusched {
 
 /// A 64-bit hash of what placement reads from a job: its request, task count and gang minimum.
 /// Equal jobs get equal classes.
 [[nodiscard]] std::uint64_t request_class(const JobSpec& job);
+
+/// What a scheduler may read about the jobs the cluster runs now (Kubernetes: the pods in each
+/// NodeInfo). The simulator's engine implements it; a real component would from its informers.
+class JobsView {
+ public:
+  virtual ~JobsView() = default;
+  [[nodiscard]] virtual SimTime now() const = 0;
+  /// Running jobs with at least one task on `n`, in start order.
+  [[nodiscard]] virtual std::span<const JobId> running_on(NodeId n) const = 0;
+  [[nodiscard]] virtual const JobSpec& spec(JobId j) const = 0;
+  /// Where a running job's tasks are.
+  [[nodiscard]] virtual std::span<const TaskPlacement> placements(JobId j) const = 0;
+  /// When the running job (re)started.
+  [[nodiscard]] virtual SimTime started(JobId j) const = 0;
+  /// Nominal work (microseconds at full speed) the job would lose if evicted now: everything
+  /// since its last checkpoint.
+  [[nodiscard]] virtual double work_lost_us(JobId j) const = 0;
+};
 
 class SchedulingHook {
  public:
@@ -40,6 +59,21 @@ class SchedulingHook {
   [[nodiscard]] virtual std::uint64_t equivalence_class(const JobSpec& job) const { return request_class(job); }
   /// A human-readable account of the last failed schedule() ("0/1000 nodes: 600 ...").
   [[nodiscard]] virtual std::string last_diagnosis() const = 0;
+
+  /// Called once before the first schedule(): the whole workload (e.g. FGD's typical pod types)
+  /// and a view of the running jobs that stays valid for the run (may be null).
+  virtual void attach(const ClusterState& /*cluster*/, std::span<const JobSpec> /*workload*/, const JobsView* /*jobs*/) {}
+  /// The job's placements were bound (it runs now); called after a successful schedule().
+  virtual void job_started(const JobSpec& /*job*/, JobId /*id*/, std::span<const TaskPlacement> /*placements*/) {}
+  /// The job stopped (finished, evicted, or its node failed); its resources are released.
+  virtual void job_stopped(const JobSpec& /*job*/, JobId /*id*/, std::span<const TaskPlacement> /*placements*/) {}
+  /// After a successful schedule(): running jobs it evicted to make room (preemption, reclaim).
+  /// Their resources are already released in the cluster; the caller stops and requeues them.
+  [[nodiscard]] virtual std::span<const JobId> last_victims() const { return {}; }
+  /// True when a job that failed can only succeed after some node gained capacity (so a retry
+  /// may be restricted to changed nodes). False when decisions also read state outside the
+  /// nodes: quota usage, other queues' shares.
+  [[nodiscard]] virtual bool node_local() const { return true; }
 };
 
 }  // namespace gpusched

@@ -12,6 +12,7 @@
 ///   engine.run();
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -28,11 +29,26 @@ namespace gpusched::sim {
 enum class JobState : std::uint8_t { kNotArrived, kPending, kRunning, kCompleted, kFailed };
 std::string_view to_string(JobState s);
 
-/// A node going down or coming back at a given time.
+/// A node going down or coming back at a given time, or (with `taint`) a taint added to it or
+/// removed from it. A NoExecute taint evicts the running jobs that do not tolerate it.
 struct NodeEvent {
   SimTime time;
   NodeId node;
   bool up = false;
+  std::optional<Taint> taint;   ///< set: a taint event (`up` is ignored)
+  bool untaint = false;         ///< with `taint`: remove taints with its key and effect
+};
+
+/// What an evicted (preempted) job keeps of its work when it runs again.
+enum class RestartPolicy : std::uint8_t {
+  kFromZero,     ///< all progress is lost
+  kCheckpoint,   ///< progress up to the last multiple of checkpoint_interval is kept
+};
+
+/// How evictions cost: restart policy and checkpoint period.
+struct PreemptionConfig {
+  RestartPolicy restart = RestartPolicy::kFromZero;
+  SimTime checkpoint_interval = SimTime::from_seconds(600);   ///< kCheckpoint: K minutes
 };
 
 struct EngineConfig {
@@ -47,6 +63,7 @@ struct EngineConfig {
   /// node. false: every retry scans every node.
   bool retry_changed_nodes_only = true;
   std::vector<NodeEvent> node_events;
+  PreemptionConfig preemption;
 };
 
 /// What the engine knows about one job at any moment.
@@ -61,9 +78,12 @@ struct JobRuntime {
   double rate = 1.0;              ///< nominal work per simulated microsecond now (1 = full speed)
   std::uint32_t attempts = 0;      ///< times the job started (requeues add one)
   std::uint32_t reason = 0;        ///< index into reasons(): why it is pending / failed (0 = none)
+  double work_kept_us = 0.0;       ///< progress kept from earlier runs (checkpoints)
+  std::uint32_t evictions = 0;     ///< times it was preempted or evicted while running
+  double lost_work_us = 0.0;       ///< nominal work lost to evictions, all runs
 };
 
-class Engine {
+class Engine final : public JobsView {
  public:
   /// `cluster`, `workload` and `hook` must outlive the engine. Jobs must be sorted by submit time.
   Engine(ClusterState& cluster, std::span<const JobSpec> workload, SchedulingHook& hook, EngineConfig config);
@@ -75,7 +95,17 @@ class Engine {
   /// with f in [0, 1]. May be called once.
   void run(const std::function<void(double)>& progress = {});
 
-  [[nodiscard]] SimTime now() const { return now_; }
+  [[nodiscard]] SimTime now() const override { return now_; }
+  // JobsView: what schedulers may read about running jobs.
+  [[nodiscard]] std::span<const JobId> running_on(NodeId n) const override { return on_node_[n.value]; }
+  [[nodiscard]] const JobSpec& spec(JobId j) const override { return workload_[j.value]; }
+  [[nodiscard]] std::span<const TaskPlacement> placements(JobId j) const override { return jobs_[j.value].placements; }
+  [[nodiscard]] SimTime started(JobId j) const override { return jobs_[j.value].start; }
+  [[nodiscard]] double work_lost_us(JobId j) const override;
+  /// Jobs evicted by preemption (or NoExecute taints) so far, and the GPU-hours of work lost.
+  [[nodiscard]] std::uint64_t evictions() const { return evictions_; }
+  [[nodiscard]] double lost_gpu_hours() const { return lost_gpu_hours_; }
+  [[nodiscard]] std::uint64_t preemptions() const { return preemptions_; }
   [[nodiscard]] const ClusterState& cluster() const { return *cluster_; }
   [[nodiscard]] std::span<const JobSpec> workload() const { return workload_; }
   [[nodiscard]] const JobRuntime& job(JobId j) const { return jobs_[j.value]; }
@@ -91,7 +121,17 @@ class Engine {
   void handle(const EventQueue::Entry& e, bool& capacity_freed);
   void schedule_cycle(bool full);
   void start_job(JobId j, std::vector<TaskPlacement>& placements);
-  void stop_job(JobId j);          // releases resources of a running job
+  /// Stops a running job: releases its resources (unless the scheduler already did, for
+  /// preemption victims) and tells the hook.
+  void stop_job(JobId j, bool release = true);
+  /// Stops a running job that did not finish and puts it back in the queue, keeping what its
+  /// restart policy keeps. `released`: the scheduler already gave its resources back.
+  void evict(JobId j, const std::string& why, bool released);
+  /// Work done so far in this run plus earlier runs' kept work (nominal microseconds), and what
+  /// would be kept after an eviction now.
+  std::pair<double, double> progress(JobId j) const;
+  /// A gang still waiting `gang_timeout` after its submission fails.
+  void gang_timeout(JobId j);
   /// The job's speed now: 1 / its placements' slowdown, times the interference on its
   /// time-sliced / MPS GPUs.
   double job_rate(JobId j) const;
@@ -122,6 +162,10 @@ class Engine {
   std::vector<std::uint8_t> dirty_flag_;  // per node: gained capacity since the last cycle
   std::vector<NodeId> dirty_;
   std::vector<TaskPlacement> scratch_;
+  std::vector<std::vector<JobId>> on_node_;    // per node: running jobs with a task there
+  std::vector<JobId> requeued_;                 // evicted in this cycle: tried again after it
+  std::uint64_t evictions_ = 0, preemptions_ = 0;
+  double lost_gpu_hours_ = 0.0;
   std::vector<std::vector<JobId>> sharers_;   // per flat GPU (time-slicing / MPS only): running jobs
   std::size_t running_ = 0;
   SimTime now_ = SimTime::zero();

@@ -20,10 +20,11 @@ struct JobArrival { JobId job; };
 struct JobFinish { JobId job; };
 struct NodeDown { NodeId node; };
 struct NodeUp { NodeId node; };
+struct NodeTaint { std::uint32_t index; };   ///< EngineConfig::node_events[index] (taint or untaint)
 struct Timer { std::uint32_t id; };   ///< call-me-later; the engine maps id -> callback
 
 /// The closed set of simulation events.
-using Event = std::variant<JobArrival, JobFinish, NodeDown, NodeUp, Timer>;
+using Event = std::variant<JobArrival, JobFinish, NodeDown, NodeUp, NodeTaint, Timer>;
 using EventId = std::uint64_t;   ///< the event's sequence number
 
 class EventQueue {

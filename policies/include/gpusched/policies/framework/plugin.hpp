@@ -10,7 +10,11 @@
 #include <gpusched/cluster.hpp>
 #include <gpusched/job.hpp>
 #include <gpusched/policies/framework/cycle_state.hpp>
+#include <functional>
+#include <vector>
+
 #include <gpusched/rng.hpp>
+#include <gpusched/scheduling.hpp>
 #include <gpusched/status.hpp>
 
 namespace gpusched::policies {
@@ -29,6 +33,10 @@ struct TaskContext {
   JobId job_id;
   std::int32_t task_index = 0;
   CycleState& state;
+  /// The job's tasks already placed in this attempt (tentatively; they are in the cluster).
+  std::span<const TaskPlacement> placed = {};
+  /// The running jobs (null when the caller gave no view).
+  const JobsView* jobs = nullptr;
   [[nodiscard]] const TaskRequest& request() const { return job.request; }
 };
 
@@ -36,6 +44,20 @@ class Plugin {
  public:
   virtual ~Plugin() = default;
   [[nodiscard]] virtual std::string_view name() const = 0;
+  /// True when the plugin's answers depend on the job's queue or priority, not only on its
+  /// request (quotas, fair share): the runner folds those into equivalence classes and tells
+  /// the caller that decisions are not node-local.
+  [[nodiscard]] virtual bool reads_queue() const { return false; }
+};
+
+/// Sees the run's workload and every job start and stop, whatever hook the plugin sits at
+/// (quota usage, fair-share accounting, FGD's typical pod types). The runner forwards
+/// SchedulingHook::attach / job_started / job_stopped to every plugin implementing it.
+class JobEventsPlugin : public virtual Plugin {
+ public:
+  virtual void attach(const ClusterState& /*cluster*/, std::span<const JobSpec> /*workload*/, const JobsView* /*jobs*/) {}
+  virtual void job_started(const JobSpec& /*job*/, JobId /*id*/, std::span<const TaskPlacement> /*placements*/) {}
+  virtual void job_stopped(const JobSpec& /*job*/, JobId /*id*/, std::span<const TaskPlacement> /*placements*/) {}
 };
 
 /// Orders the pending queue. Exactly one per profile.
@@ -90,10 +112,20 @@ class PermitPlugin : public virtual Plugin {
                         std::span<const TaskPlacement> placements) = 0;
 };
 
-/// Per job, when it could not be placed (preemption lives here).
+class Statement;
+
+/// What a post-filter may ask the runner: could the job be placed on the cluster as it is now
+/// (a what-if that changes nothing)? `only`: consider just these nodes (empty: all).
+using FitsFn = std::function<bool(std::span<const NodeId> only)>;
+
+/// Per job, when it could not be placed: frees room by evicting running jobs (preemption,
+/// reclaim). Evictions go through `st` (Statement::evict) so the runner can undo them when the
+/// job still does not fit; every evicted job is appended to `victims` once. Success: room was
+/// made (the runner places the job again); anything else: nothing was evicted.
 class PostFilterPlugin : public virtual Plugin {
  public:
-  virtual Status post_filter(ClusterState& cluster, const JobSpec& job, JobId id) = 0;
+  virtual Status post_filter(ClusterState& cluster, const JobSpec& job, JobId id, Statement& st,
+                             std::vector<JobId>& victims, const FitsFn& fits) = 0;
 };
 
 /// Per job, after permit: makes the placement final (record-keeping in a simulator, an API call

@@ -17,6 +17,7 @@
 #include <gpusched/policies/framework/plugin.hpp>
 #include <gpusched/policies/framework/profile.hpp>
 #include <gpusched/policies/framework/registry.hpp>
+#include <gpusched/policies/framework/statement.hpp>
 #include <gpusched/scheduling.hpp>
 #include <gpusched/tpu_slice.hpp>
 
@@ -34,6 +35,14 @@ class Scheduler final : public SchedulingHook {
   Status schedule(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out,
                   std::span<const NodeId> only) override;
   [[nodiscard]] std::string last_diagnosis() const override;
+  void attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) override;
+  void job_started(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
+  void job_stopped(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
+  [[nodiscard]] std::span<const JobId> last_victims() const override { return victims_; }
+  [[nodiscard]] bool node_local() const override { return !reads_queue_; }
+  [[nodiscard]] std::uint64_t equivalence_class(const JobSpec& job) const override;
+  /// The running jobs, as attached (null before attach()).
+  [[nodiscard]] const JobsView* jobs() const { return jobs_; }
 
   /// Chooses a node and devices for one task without changing the cluster. O(nodes x filters).
   /// `only`: the nodes to consider, sorted by index; empty = every node.
@@ -48,6 +57,10 @@ class Scheduler final : public SchedulingHook {
     std::uint32_t count;
   };
   void note_reject(const Status& s);
+  /// Places the job's tasks inside `st` (reserve + allocate) and runs the permits: Success when
+  /// at least min_available tasks were placed and every permit agrees. Binds nothing.
+  Status place_job(ClusterState& cluster, const JobSpec& job, JobId id, Statement& st,
+                   std::vector<TaskPlacement>& out, std::span<const NodeId> only);
   /// A multi-host TPU slice: one pool's hosts forming the shape (a pre-provisioned pool of
   /// exactly that topology, or a free contiguous block carved from a larger pool), each host
   /// passing every filter. Fills one placement per host; changes nothing.
@@ -73,6 +86,10 @@ class Scheduler final : public SchedulingHook {
   std::vector<PermitPlugin*> permits_;
   std::vector<PostFilterPlugin*> post_filters_;
   std::vector<BindPlugin*> binds_;
+  std::vector<JobEventsPlugin*> events_;
+  bool reads_queue_ = false;
+  const JobsView* jobs_ = nullptr;
+  std::vector<JobId> victims_;
   bool first_feasible_wins_ = false;
   RngStreams streams_;
   Rng tie_rng_;

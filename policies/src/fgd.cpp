@@ -1,0 +1,7 @@
+#include "builtin_plugins.hpp"
+
+namespace gpusched::policies::detail {
+
+void register_fgd_plugins(Registry& /*r*/) {}
+
+}  // namespace gpusched::policies::detail
