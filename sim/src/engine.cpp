@@ -333,6 +333,8 @@ void Engine::gang_timeout(JobId j) {
 void Engine::schedule_cycle(bool full) {
   auto before = [this](JobId a, JobId b) { return hook_->before(workload_[a.value], a, workload_[b.value], b); };
   std::sort(arrived_.begin(), arrived_.end(), before);
+  // A queue order that reads usage (fair share) changes as jobs start and stop: re-sort.
+  if (!hook_->node_local()) std::stable_sort(pending_.begin(), pending_.end(), before);
   // Without freed capacity, jobs already waiting would fail again: only new arrivals are tried.
   std::vector<JobId> tried;
   std::vector<JobId>* order = &arrived_;

@@ -1,0 +1,1 @@
+// Tests: see the file's owner. (placeholder until the tests land)
