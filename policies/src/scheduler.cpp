@@ -289,6 +289,18 @@ Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, 
   return last_status_;
 }
 
+Status Scheduler::what_if(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out) {
+  const auto saved_rejects = rejects_;
+  const auto saved_seen = nodes_seen_;
+  Statement st(cluster);
+  const Status s = place_job(cluster, job, id, st, out, {});
+  if (s.ok()) st.commit();
+  else out.clear();
+  rejects_ = saved_rejects;   // the diagnosis stays that of the last real attempt
+  nodes_seen_ = saved_seen;
+  return s;
+}
+
 void Scheduler::attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) {
   jobs_ = jobs;
   for (auto* p : events_) p->attach(cluster, workload, jobs);

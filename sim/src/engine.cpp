@@ -22,6 +22,15 @@ std::string_view to_string(JobState s) {
   return "?";
 }
 
+std::string_view to_string(QueuePolicy q) {
+  switch (q) {
+    case QueuePolicy::kGreedy: return "greedy";
+    case QueuePolicy::kStrictFifo: return "strict-fifo";
+    case QueuePolicy::kEasyBackfill: return "easy-backfill";
+  }
+  return "?";
+}
+
 Engine::Engine(ClusterState& cluster, std::span<const JobSpec> workload, SchedulingHook& hook, EngineConfig config)
     : cluster_(&cluster), workload_(workload), hook_(&hook), config_(std::move(config)), jobs_(workload.size()),
       fresh_(workload.size(), 0), dirty_flag_(cluster.node_count(), 0), on_node_(cluster.node_count()) {
@@ -139,6 +148,7 @@ void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
     auto& list = on_node_[p.node.value];
     if (list.empty() || list.back() != j) list.push_back(j);
   }
+  running_list_.push_back(j);
   if (shares) {
     if (sharers_.empty()) sharers_.resize(cluster_->all_gpus().size());
     for (const auto& p : rt.placements) {
@@ -169,6 +179,7 @@ void Engine::stop_job(JobId j, bool release) {
     auto& list = on_node_[p.node.value];
     if (auto it = std::find(list.begin(), list.end(), j); it != list.end()) list.erase(it);
   }
+  if (auto it = std::find(running_list_.begin(), running_list_.end(), j); it != running_list_.end()) running_list_.erase(it);
   hook_->job_stopped(workload_[j.value], j, rt.placements);
   queue_.cancel(rt.finish_event);
   --running_;
@@ -224,6 +235,7 @@ void Engine::evict(JobId j, const std::string& why, bool released) {
   rt.lost_work_us += lost;
   ++rt.evictions;
   ++evictions_;
+  rt.lost_gpu_hours += lost / 3.6e9 * gpus;
   lost_gpu_hours_ += lost / 3.6e9 * gpus;
   rt.placements.clear();
   rt.reason = intern_reason(why);
@@ -317,6 +329,65 @@ void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
       e.event);
 }
 
+void Engine::push_node_event(SimTime t, NodeId n, bool up) {
+  GPUSCHED_ASSERT(t >= now_ && n.value < cluster_->node_count(), "node event in the past or on an unknown node");
+  if (up) queue_.push(t, NodeUp{n});
+  else queue_.push(t, NodeDown{n});
+}
+
+SimTime Engine::reserve(JobId head) {
+  // Running jobs by estimated end (start + declared walltime, else duration); a job past its
+  // estimate is taken to end now. Jobs that never end are never released.
+  std::vector<std::pair<SimTime, JobId>> ends;
+  for (JobId j : running_list_) {
+    const auto& rt = jobs_[j.value];
+    const SimTime est = workload_[j.value].estimate();
+    if (config_.fill_mode || est.is_forever()) continue;
+    ends.emplace_back(std::max(now_, rt.start + est), j);
+  }
+  std::sort(ends.begin(), ends.end());
+  const auto& spec = workload_[head.value];
+  std::vector<TaskPlacement> out;
+  // The cluster once the first k jobs have ended. Fitting only gets easier as k grows.
+  auto state_after = [&](std::size_t k) {
+    ClusterState c = *cluster_;
+    for (std::size_t i = 0; i < k; ++i) {
+      for (const auto& p : jobs_[ends[i].second.value].placements) c.release(workload_[ends[i].second.value].request, p);
+    }
+    return c;
+  };
+  auto fits_after = [&](std::size_t k) {
+    ClusterState c = state_after(k);
+    return hook_->what_if(c, spec, head, out).ok();
+  };
+  if (ends.empty() || !fits_after(ends.size())) return SimTime::forever();
+  std::size_t lo = 1, hi = ends.size();   // smallest k in [1, n] that fits (k = 0 failed: it is pending)
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (fits_after(mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  // Jobs ending at the same instant as the k-th end with it.
+  while (lo < ends.size() && ends[lo].first == ends[lo - 1].first) ++lo;
+  shadow_.emplace(state_after(lo));
+  return ends[lo - 1].first;
+}
+
+bool Engine::backfill_allowed(JobId j, const std::vector<TaskPlacement>& placements) {
+  const auto& spec = workload_[j.value];
+  const SimTime est = spec.estimate();
+  if (!est.is_forever() && !config_.fill_mode && now_ + est <= reserved_at_) return true;   // done before the reservation
+  // Runs past the reservation: allowed only if the reserved job still fits beside it then.
+  for (const auto& p : placements) shadow_->allocate(spec.request, p);
+  std::vector<TaskPlacement> head;
+  const bool ok = hook_->what_if(*shadow_, workload_[reserved_job_.value], reserved_job_, head).ok();
+  for (auto it = head.rbegin(); it != head.rend(); ++it) shadow_->undo_allocate(workload_[reserved_job_.value].request, *it);
+  if (!ok) {
+    for (auto it = placements.rbegin(); it != placements.rend(); ++it) shadow_->undo_allocate(spec.request, *it);
+  }
+  return ok;
+}
+
 void Engine::gang_timeout(JobId j) {
   auto& rt = jobs_[j.value];
   if (rt.state != JobState::kPending || rt.attempts != 0) return;   // started once: no timeout
@@ -338,7 +409,8 @@ void Engine::schedule_cycle(bool full) {
   // Without freed capacity, jobs already waiting would fail again: only new arrivals are tried.
   std::vector<JobId> tried;
   std::vector<JobId>* order = &arrived_;
-  if (full && !pending_.empty()) {
+  // Strict FIFO and backfill must see the jobs already waiting ahead of new arrivals.
+  if ((full || config_.queue_policy != QueuePolicy::kGreedy) && !pending_.empty()) {
     tried.reserve(pending_.size() + arrived_.size());
     std::merge(pending_.begin(), pending_.end(), arrived_.begin(), arrived_.end(), std::back_inserter(tried), before);
     order = &tried;
@@ -352,9 +424,20 @@ void Engine::schedule_cycle(bool full) {
   failed.clear();
   std::vector<JobId> still_pending;
   still_pending.reserve(order->size());
+  // Strict FIFO: the first job that does not fit blocks the rest. EASY backfill: it gets a
+  // reservation; later jobs start only if they do not delay it.
+  bool blocked = false;
+  reserved_job_ = JobId{};
+  reserved_at_ = SimTime::forever();
+  shadow_.reset();
+  const auto policy = config_.queue_policy;
   for (JobId j : *order) {
     const auto& spec = workload_[j.value];
     auto& rt = jobs_[j.value];
+    if (blocked) {
+      still_pending.push_back(j);
+      continue;
+    }
     const bool fresh = fresh_[j.value] != 0;
     fresh_[j.value] = 0;
     const std::uint64_t cls = config_.skip_equivalent ? class_[j.value] : 0;
@@ -368,6 +451,14 @@ void Engine::schedule_cycle(bool full) {
       const bool narrow = !fresh && config_.retry_changed_nodes_only && spec.min_available == 1 && hook_->node_local();
       ++attempts_;
       const Status s = hook_->schedule(*cluster_, spec, j, scratch_, narrow ? changed : std::span<const NodeId>{});
+      if (s.ok() && shadow_ && hook_->last_victims().empty() && !backfill_allowed(j, scratch_)) {
+        // It fits now but would delay the reserved job: give the resources back, keep waiting.
+        for (auto it = scratch_.rbegin(); it != scratch_.rend(); ++it) cluster_->undo_allocate(spec.request, *it);
+        rt.reason = intern_reason("backfill: would delay the job holding the reservation (" +
+                                  workload_[reserved_job_.value].name + ")");
+        still_pending.push_back(j);
+        continue;
+      }
       if (s.ok()) {
         const std::vector<JobId> victims(hook_->last_victims().begin(), hook_->last_victims().end());
         for (JobId v : victims) {
@@ -380,6 +471,16 @@ void Engine::schedule_cycle(bool full) {
       // A narrowed attempt keeps the reason of the job's last full evaluation.
       if (!narrow) rt.reason = intern_reason(hook_->last_diagnosis());
       if (config_.skip_equivalent) failed.emplace(cls, narrow ? 0u : rt.reason);
+    }
+    if (policy == QueuePolicy::kStrictFifo) blocked = true;
+    if (policy == QueuePolicy::kEasyBackfill && !shadow_) {
+      const SimTime at = reserve(j);
+      if (!at.is_forever()) {
+        reserved_job_ = j;
+        reserved_at_ = at;
+      } else {
+        shadow_.reset();
+      }
     }
     if (!config_.retry) {
       rt.state = JobState::kFailed;

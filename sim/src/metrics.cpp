@@ -34,6 +34,7 @@ void to_json(nlohmann::json& j, const Distribution& d) {
 void to_json(nlohmann::json& j, const Summary& s) {
   j = {{"jobs", {{"total", s.jobs}, {"completed", s.completed}, {"failed", s.failed}, {"running", s.running},
                  {"pending", s.pending}, {"not_arrived", s.not_arrived}, {"requeued", s.requeued}}},
+       {"preemption", {{"preemptions", s.preemptions}, {"evictions", s.evictions}, {"lost_gpu_hours", s.lost_gpu_hours}}},
        {"cluster", {{"nodes", s.nodes}, {"gpus", s.gpus}}},
        {"time", {{"first_submit_s", s.first_submit.seconds()}, {"last_submit_s", s.last_submit.seconds()}, {"end_s", s.end.seconds()}, {"makespan_s", s.makespan_s}}},
        {"allocation", {{"gpu_pct_time_weighted", s.gpu_alloc_pct_time_weighted},
@@ -133,6 +134,9 @@ void MetricsCollector::on_end(SimTime end, const Engine& e) {
   s.peak_pending = peak_pending_;
   s.gpu_alloc_pct_peak = tot.gpu_milli > 0 ? 100.0 * static_cast<double>(peak_gpu_milli_) / static_cast<double>(tot.gpu_milli) : 0.0;
   s.requeued = requeued_;
+  s.preemptions = static_cast<std::int64_t>(e.preemptions());
+  s.evictions = static_cast<std::int64_t>(e.evictions());
+  s.lost_gpu_hours = e.lost_gpu_hours();
   s.wait = Distribution::of(std::move(waits));
   s.jct = Distribution::of(std::move(jcts));
   s.events = e.events_processed();

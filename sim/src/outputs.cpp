@@ -97,6 +97,8 @@ std::vector<JobRow> job_rows(const Engine& engine) {
     if (rt.state == JobState::kCompleted) row.jct_s = (rt.end - spec.submit).seconds();
     row.state = std::string(to_string(rt.state));
     row.attempts = rt.attempts;
+    row.evictions = rt.evictions;
+    row.lost_gpu_hours = rt.lost_gpu_hours;
     if (rt.state == JobState::kRunning || rt.state == JobState::kCompleted) row.placement = placement_string(cluster, rt.placements);
     if (rt.state == JobState::kPending || rt.state == JobState::kFailed) row.reason = engine.reason(rt.reason);
     rows.push_back(std::move(row));
@@ -107,13 +109,14 @@ std::vector<JobRow> job_rows(const Engine& engine) {
 void write_jobs_csv(std::ostream& out, const std::vector<JobRow>& rows, const RunStamp& stamp) {
   out << stamp.comment_line() << '\n';
   out << "job,queue,priority,tasks,cpu_milli,memory_mib,gpus,gpu_milli,gpu_memory_mib,submit_s,start_s,end_s,wait_s,"
-         "jct_s,state,attempts,placement,reason\n";
+         "jct_s,state,attempts,evictions,lost_gpu_hours,placement,reason\n";
   auto opt = [](const std::optional<double>& v) { return v ? fixed(*v, 6) : std::string(); };
   for (const auto& r : rows) {
     out << csv_field(r.job) << ',' << csv_field(r.queue) << ',' << r.priority << ',' << r.tasks << ',' << r.cpu_milli
         << ',' << r.memory_mib << ',' << r.gpus << ',' << r.gpu_milli << ',' << r.gpu_memory_mib << ','
         << fixed(r.submit_s, 6) << ',' << opt(r.start_s) << ',' << opt(r.end_s) << ',' << opt(r.wait_s) << ','
-        << opt(r.jct_s) << ',' << r.state << ',' << r.attempts << ',' << csv_field(r.placement) << ','
+        << opt(r.jct_s) << ',' << r.state << ',' << r.attempts << ',' << r.evictions << ',' << fixed(r.lost_gpu_hours, 6)
+        << ',' << csv_field(r.placement) << ','
         << csv_field(r.reason) << '\n';
   }
 }

@@ -57,6 +57,12 @@ class SchedulingHook {
   /// placement reads from a job: its request, task count and gang minimum. A hook whose
   /// decisions read more (a queue's quota, say) must fold that in.
   [[nodiscard]] virtual std::uint64_t equivalence_class(const JobSpec& job) const { return request_class(job); }
+  /// A what-if placement on a scratch copy of the cluster (backfill reservations, autoscaler
+  /// estimates): places the job like schedule() but never evicts anything, binds nothing and
+  /// leaves no trace in the hook's state. On success the allocations stay in `cluster`.
+  virtual Status what_if(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out) {
+    return schedule(cluster, job, id, out);
+  }
   /// A human-readable account of the last failed schedule() ("0/1000 nodes: 600 ...").
   [[nodiscard]] virtual std::string last_diagnosis() const = 0;
 

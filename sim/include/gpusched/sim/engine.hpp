@@ -45,6 +45,15 @@ enum class RestartPolicy : std::uint8_t {
   kCheckpoint,   ///< progress up to the last multiple of checkpoint_interval is kept
 };
 
+/// In which order waiting jobs may start (an action of the scheduling cycle).
+enum class QueuePolicy : std::uint8_t {
+  kGreedy,        ///< in queue order, every job that fits starts (Kubernetes)
+  kStrictFifo,    ///< in queue order; the first job that does not fit blocks the rest
+  kEasyBackfill,  ///< EASY backfilling (Slurm, Maui): the first job that does not fit gets a
+                  ///< reservation at its earliest start; later jobs start only if they do not delay it
+};
+std::string_view to_string(QueuePolicy q);
+
 /// How evictions cost: restart policy and checkpoint period.
 struct PreemptionConfig {
   RestartPolicy restart = RestartPolicy::kFromZero;
@@ -64,6 +73,7 @@ struct EngineConfig {
   bool retry_changed_nodes_only = true;
   std::vector<NodeEvent> node_events;
   PreemptionConfig preemption;
+  QueuePolicy queue_policy = QueuePolicy::kGreedy;
 };
 
 /// What the engine knows about one job at any moment.
@@ -81,6 +91,7 @@ struct JobRuntime {
   double work_kept_us = 0.0;       ///< progress kept from earlier runs (checkpoints)
   std::uint32_t evictions = 0;     ///< times it was preempted or evicted while running
   double lost_work_us = 0.0;       ///< nominal work lost to evictions, all runs
+  double lost_gpu_hours = 0.0;     ///< that work times the GPU share it held (grants' milli / 1000)
 };
 
 class Engine final : public JobsView {
@@ -112,6 +123,13 @@ class Engine final : public JobsView {
   [[nodiscard]] std::span<const JobRuntime> jobs() const { return jobs_; }
   [[nodiscard]] const std::string& reason(std::uint32_t i) const { return reasons_[i]; }
   [[nodiscard]] std::size_t pending_count() const { return pending_.size(); }
+  /// Jobs waiting after the last cycle, in queue order.
+  [[nodiscard]] std::span<const JobId> pending_jobs() const { return pending_; }
+  /// Brings node `n` up (or takes it down, requeueing its jobs) at time `t` >= now(); usable
+  /// during run() (the cluster autoscaler adds and removes nodes this way).
+  void push_node_event(SimTime t, NodeId n, bool up);
+  /// EASY backfill: the reserved job and its reserved start after the last cycle (forever: none).
+  [[nodiscard]] std::pair<JobId, SimTime> reservation() const { return {reserved_job_, reserved_at_}; }
   [[nodiscard]] std::size_t running_count() const { return running_; }
   [[nodiscard]] std::uint64_t events_processed() const { return events_processed_; }
   [[nodiscard]] std::uint64_t schedule_attempts() const { return attempts_; }
@@ -162,6 +180,15 @@ class Engine final : public JobsView {
   std::vector<std::uint8_t> dirty_flag_;  // per node: gained capacity since the last cycle
   std::vector<NodeId> dirty_;
   std::vector<TaskPlacement> scratch_;
+  /// EASY backfill: the earliest time the job fits if running jobs end at their estimates,
+  /// leaving the cluster as it would be then in `shadow_`. forever: never (not even when all end).
+  SimTime reserve(JobId head);
+  /// EASY backfill: may `j`, just placed at `p`, keep its place without delaying the reservation?
+  bool backfill_allowed(JobId j, const std::vector<TaskPlacement>& p);
+  std::optional<ClusterState> shadow_;
+  JobId reserved_job_{};
+  SimTime reserved_at_ = SimTime::forever();
+  std::vector<JobId> running_list_;             // running jobs, in start order
   std::vector<std::vector<JobId>> on_node_;    // per node: running jobs with a task there
   std::vector<JobId> requeued_;                 // evicted in this cycle: tried again after it
   std::uint64_t evictions_ = 0, preemptions_ = 0;

@@ -33,7 +33,10 @@ void to_json(nlohmann::json& j, const Distribution& d);
 
 struct Summary {
   std::int64_t jobs = 0, completed = 0, failed = 0, running = 0, pending = 0, not_arrived = 0;
-  std::int64_t requeued = 0;               ///< restarts after a node went down
+  std::int64_t requeued = 0;               ///< jobs put back in the queue (evicted or node down)
+  std::int64_t preemptions = 0;            ///< jobs evicted by the scheduler (preemption, reclaim)
+  std::int64_t evictions = 0;              ///< all evictions: preemptions, NoExecute taints, node failures
+  double lost_gpu_hours = 0;               ///< GPU-hours of work lost to evictions (restart policy applied)
   SimTime first_submit, end;
   double makespan_s = 0;                   ///< first submit -> last completion
   double gpu_alloc_pct_time_weighted = 0;  ///< over [first submit, end]

@@ -45,6 +45,8 @@ struct JobRow {
   std::optional<double> start_s, end_s, wait_s, jct_s;
   std::string state;
   std::uint32_t attempts = 0;
+  std::uint32_t evictions = 0;    ///< times it was evicted while running
+  double lost_gpu_hours = 0;      ///< work lost to those evictions, in GPU-hours
   std::string placement, reason;
 };
 

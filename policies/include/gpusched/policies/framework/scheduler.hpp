@@ -35,6 +35,7 @@ class Scheduler final : public SchedulingHook {
   Status schedule(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out,
                   std::span<const NodeId> only) override;
   [[nodiscard]] std::string last_diagnosis() const override;
+  Status what_if(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out) override;
   void attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) override;
   void job_started(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
   void job_stopped(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;

@@ -1,0 +1,92 @@
+#pragma once
+/// The FGD family (Weng et al., USENIX ATC'23): FGD itself and the paper's baselines DotProd,
+/// GPU Clustering and GPU Packing (Best-fit is `best-fit`, Random is `random`, elsewhere).
+/// Normalisation constants come from ClusterState::max_capacity() (the paper: 128,000 milli-CPU,
+/// 8,000 milli-GPU). "Free GPU" of a node = the sum of its GPUs' free milli.
+///
+///  - `fgd` (score + device select): places a task where fragmentation grows least,
+///    ΔF = F_n(after) - F_n(before) (see fragmentation.hpp), trying every fitting GPU for a share.
+///    Typical pod types come from the workload given to attach() (argument `coverage`, default
+///    0.95); without one, the task's own shape is the only type. Raw score = -ΔF, min-max
+///    normalised to [0, 100]. F_n is cached per node by NodeState::generation.
+///  - `dotprod` (score): 100 x (1 - dot/2), dot = (free CPU / max CPU)(CPU req / max CPU) +
+///    (free GPU / max GPU)(GPU req / max GPU): small free resources where the pod asks win.
+///  - `gpu-clustering` (score): bands by the kinds of GPU pods on the node (CPU-only, sharing,
+///    k whole GPUs): (75,100] all of the new pod's kind, (50,75] that kind among others,
+///    (25,50] no GPU pod, (0,25] only other kinds; inside a band more used GPU scores higher.
+///    CPU-only pods score 0 everywhere. Kinds are counted from job_started / job_stopped plus
+///    the current job's tasks already placed; a node with used GPUs but no counted GPU pod
+///    (allocated behind the scheduler's back) counts as holding other kinds.
+///  - `gpu-packing` (score + device select): (66,100] the pod fits on GPUs already in use (less
+///    free milli left on them is better); (33,66] it must open free GPUs on a node with used
+///    GPUs (fewer opened is better); (0,33] an idle node (fewer GPUs is better). CPU-only pods
+///    score 0. Inside the node: the GPUs with the least free milli that fit.
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include <gpusched/policies/devices/device_select.hpp>
+#include <gpusched/policies/fgd/fragmentation.hpp>
+
+namespace gpusched::policies {
+
+/// FGD: score = -ΔF (normalised), device select = the GPUs that minimise ΔF.
+class FgdPlugin final : public ScorePlugin, public DeviceSelectBase, public JobEventsPlugin {
+ public:
+  explicit FgdPlugin(double coverage = 0.95) : coverage_(coverage) {}
+  [[nodiscard]] std::string_view name() const override { return "fgd"; }
+  [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
+  void normalize(std::span<double> scores) const override { normalize_min_max(scores); }
+  [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node,
+                            TaskPlacement& out) const override;
+  /// Computes the typical pod types of `workload` (empty workload: the fallback applies).
+  void attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) override;
+  [[nodiscard]] const std::vector<fgd::PodType>& types() const { return cache_.types(); }
+  /// True when the types come from an attached workload (not the per-task fallback).
+  [[nodiscard]] bool attached() const { return attached_; }
+
+ private:
+  /// Without an attached workload: makes `r` the only type (forgets the cache when it changes).
+  void use_fallback(const TaskRequest& r) const;
+
+  double coverage_;
+  bool attached_ = false;
+  mutable fgd::FragmentationCache cache_;
+  mutable std::vector<GpuGrant> scratch_;
+};
+
+class DotProdScore final : public ScorePlugin {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "dotprod"; }
+  [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
+};
+
+/// The kind of a pod for GPU Clustering: 0 CPU-only, -1 sharing (a part of a GPU: shares, MIG
+/// instances, vGPUs), k > 0 k whole GPUs (whole, time-slicing replicas, passthrough).
+[[nodiscard]] std::int32_t pod_kind(const TaskRequest& r);
+
+class GpuClusteringScore final : public ScorePlugin, public JobEventsPlugin {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "gpu-clustering"; }
+  [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
+  /// Forgets the counts; recounts the running jobs when `jobs` is given.
+  void attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) override;
+  void job_started(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
+  void job_stopped(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
+  /// Running tasks of `kind` counted on `node`.
+  [[nodiscard]] std::int32_t count(NodeId node, std::int32_t kind) const;
+
+ private:
+  void add(NodeId node, std::int32_t kind, std::int32_t delta);
+  std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> kinds_;   // per node: (kind, tasks)
+};
+
+class GpuPacking final : public ScorePlugin, public DeviceSelectBase {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "gpu-packing"; }
+  [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
+  [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node,
+                            TaskPlacement& out) const override;
+};
+
+}  // namespace gpusched::policies

@@ -1,0 +1,155 @@
+#pragma once
+/// GPU fragmentation as defined by FGD (Weng et al., "Beware of Fragmentation: Scheduling
+/// GPU-Sharing Workloads with Fragmentation Gradient Descent", USENIX ATC'23), extended to MIG.
+///
+/// Target workload: the *typical pod types* M of a workload, each with a weight (its number of
+/// pods; p_m = pods_m / sum of pods over M). For node n and type m, the fragment F_n(m) is the
+/// idle GPU capacity of n (milli) that a pod of type m cannot use:
+///   - m is CPU-only, or n lacks the free CPU for m, or n cannot host m's GPU request (too few
+///     usable GPUs / GPU instances): all idle GPU capacity of n;
+///   - else: the idle capacity of n that m cannot use (GPUs of a model m does not allow, GPUs
+///     with less free milli or GPU memory than m's per-GPU share, GPUs not fully free for a
+///     whole-GPU m, and on MIG GPUs the free memory slices no legal GI of m's profile covers).
+/// Node fragmentation F_n = sum_m p_m F_n(m); cluster fragmentation = sum over nodes. Host
+/// memory and node schedulability are not considered (as in the paper).
+///
+/// What "idle capacity" means per GPU (gpu_idle_milli):
+///   - whole / time-slicing / MPS GPUs: its free milli (1000 - shares taken);
+///   - MIG GPUs: free memory slices x 1000 / memory_slices (A100/H100: 125 milli per slice).
+///     Dynamic nodes (GIs created on demand): every slice not under a busy GI (idle GIs can be
+///     destroyed). Static or `single`-strategy nodes: the slices of idle GIs (slices no GI covers
+///     can never be handed out and are not capacity). A slice range serves a MIG type only
+///     where a legal GI of its profile fits: dynamic nodes, any start that is legal next to the
+///     busy GIs (placement rules, compute and max_count of mig.hpp); static nodes, idle GIs of
+///     the profile. Non-MIG types cannot use MIG GPUs (except whole-GPU types on `single` nodes,
+///     which use idle GIs) and MIG types cannot use other GPUs;
+///   - vGPU and passthrough GPUs: 0 (outside FGD's model; they never count as fragment).
+///
+/// Example (the simulator's metrics after every pod):
+///   auto types = fgd::typical_pod_types(workload);          // once
+///   fgd::FragmentationCache frag(types);
+///   ... after each placement:  auto f = frag.cluster(cluster);  f.ratio(); f.percent_of_capacity();
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include <gpusched/cluster.hpp>
+#include <gpusched/job.hpp>
+
+namespace gpusched::policies::fgd {
+
+/// One typical pod type: a request shape and how many pods of the workload have it.
+struct PodType {
+  /// CPU, GPU request (mode, count, share, GPU memory, MIG profile) and allowed GPU models;
+  /// host memory, extended resources and TPU are cleared (they do not count).
+  TaskRequest request;
+  std::int64_t pods = 1;      ///< pods (tasks) of this shape: the integer weight of the type
+  double probability = 1.0;   ///< p_m = pods / (pods of all typical types)
+};
+
+/// The typical pod types of `workload`: distinct (cpu_milli, GPU mode, count, milli, GPU memory,
+/// MIG profile, allowed models) shapes, each job counting `tasks` pods, most popular first
+/// (ties: first appearance), taken until they cover `coverage` of the pods (the type that
+/// reaches it is included), probabilities renormalised to sum to 1. CPU-only pods are a type
+/// like any other. vGPU, passthrough and TPU jobs are left out of the count (FGD does not model
+/// them). coverage in (0, 1]. O(jobs log types).
+[[nodiscard]] std::vector<PodType> typical_pod_types(std::span<const JobSpec> workload, double coverage = 0.95);
+
+/// The type of one request (weight 1, probability 1): FGD's fallback when no workload is known.
+[[nodiscard]] PodType pod_type_of(const TaskRequest& r);
+/// True when two requests are the same pod type (same shape as typical_pod_types compares).
+[[nodiscard]] bool same_pod_type(const TaskRequest& a, const TaskRequest& b);
+
+/// Idle capacity of GPU `index` of `node`, in milli (see above). O(GIs) for MIG, else O(1).
+[[nodiscard]] std::int64_t gpu_idle_milli(const ClusterState& c, NodeId node, std::uint16_t index);
+/// Sum of gpu_idle_milli over the node's GPUs.
+[[nodiscard]] std::int64_t node_idle_milli(const ClusterState& c, NodeId node);
+/// F_n(m) in milli. O(GPUs) (MIG: O(GPUs x profile starts)).
+[[nodiscard]] std::int64_t node_fragment(const ClusterState& c, NodeId node, const PodType& m);
+/// F_n = sum_m p_m F_n(m), in milli (weights: PodType::pods). O(GPUs x types).
+[[nodiscard]] double node_fragmentation(const ClusterState& c, NodeId node, std::span<const PodType> types);
+
+/// Fragmentation of a whole cluster.
+struct Fragmentation {
+  double fragment_milli = 0.0;       ///< sum over nodes of F_n
+  std::int64_t idle_milli = 0;       ///< sum over nodes of node_idle_milli
+  std::int64_t capacity_milli = 0;   ///< 1000 x GPUs of the cluster
+  /// Fragmentation / idle GPU (0 when nothing is idle).
+  [[nodiscard]] double ratio() const { return idle_milli > 0 ? fragment_milli / static_cast<double>(idle_milli) : 0.0; }
+  /// Fragmentation as % of the cluster's GPU capacity.
+  [[nodiscard]] double percent_of_capacity() const {
+    return capacity_milli > 0 ? 100.0 * fragment_milli / static_cast<double>(capacity_milli) : 0.0;
+  }
+};
+/// From scratch: O(nodes x GPUs x types). Use FragmentationCache when called repeatedly.
+[[nodiscard]] Fragmentation cluster_fragmentation(const ClusterState& c, std::span<const PodType> types);
+
+/// Per-node fragmentation kept up to date incrementally: each node's summary is keyed by its
+/// NodeState::generation, so after a placement or release only that node is recomputed.
+/// Also evaluates FGD's decision: the growth of fragmentation a placement would cause.
+/// One cache follows one ClusterState object: a call with another object (address) or node
+/// count starts over. Not thread-safe.
+///
+/// Example:
+///   FragmentationCache cache(fgd::typical_pod_types(workload));
+///   double before = cache.node(cluster, NodeId{3});          // O(1) when node 3 is unchanged
+///   std::vector<GpuGrant> grants;
+///   auto d = cache.best_grants(cluster, request, NodeId{3}, nullptr, grants);   // min ΔF
+class FragmentationCache {
+ public:
+  explicit FragmentationCache(std::vector<PodType> types = {});
+
+  /// Replaces the target workload (forgets every node).
+  void set_types(std::vector<PodType> types);
+  [[nodiscard]] const std::vector<PodType>& types() const { return types_; }
+
+  /// F_n in milli. O(1) when the node is unchanged since the last call, else O(GPUs x types).
+  [[nodiscard]] double node(const ClusterState& c, NodeId n);
+  /// The cluster's fragmentation: O(nodes) plus the nodes that changed.
+  [[nodiscard]] Fragmentation cluster(const ClusterState& c);
+
+  /// Growth of F_n (milli) if `r` were placed on `node` with `grants` (not applied; MIG grants
+  /// may create or destroy GIs as ClusterState::allocate would). O(types x GPUs touched).
+  [[nodiscard]] double delta(const ClusterState& c, const TaskRequest& r, NodeId node, std::span<const GpuGrant> grants);
+
+  /// FGD's choice inside a node: the grants for `r` on `node` that minimise the growth of F_n.
+  ///  - shares (and every one-unit-per-GPU mode): each fitting GPU is tried; the least growth
+  ///    wins, then the least free milli left on that GPU, then the lowest index; a task of N
+  ///    units picks them one at a time (greedy);
+  ///  - whole GPUs: the same greedy; on a node of identical plain GPUs every free GPU is alike,
+  ///    so the lowest-index free GPUs are taken (O(count));
+  ///  - MIG profiles (mixed strategy): an idle GI of the profile when the node has one (no
+  ///    reconfiguration while one exists), else a new GI at any legal free start, else (dynamic
+  ///    nodes) ClusterState::mig_option's fewest-destroyed option on each GPU; each candidate is
+  ///    scored by growth, then GIs destroyed, GPU index and start; N GIs are picked greedily;
+  ///  - anything else (vGPU, passthrough, `single` MIG), or when the greedy MIG search gets stuck:
+  ///    pick_devices() in index order with `mig_start`, scored as is.
+  /// Returns the growth (milli), or nullopt when `r` does not fit. Cost O(GPUs x types) for a
+  /// share, O(count x types) for whole GPUs on an identical-GPU node.
+  [[nodiscard]] std::optional<double> best_grants(const ClusterState& c, const TaskRequest& r, NodeId node,
+                                                  ClusterState::MigStartChooser mig_start, std::vector<GpuGrant>& out);
+
+  /// Integer form of F_n: sum_m pods_m x F_n(m) (exact; F_n = this / total_weight()).
+  [[nodiscard]] std::int64_t weighted_node(const ClusterState& c, NodeId n);
+  [[nodiscard]] std::int64_t total_weight() const { return weight_total_; }
+
+ private:
+  /// Recomputes node n's summary when its key changed; returns n's index.
+  std::size_t ensure(const ClusterState& c, NodeId n);
+  void bind(const ClusterState& c);
+
+  std::vector<PodType> types_;
+  std::int64_t weight_total_ = 0;
+  const ClusterState* bound_ = nullptr;
+  std::size_t bound_nodes_ = 0;
+  // Per node (node-major): validity key and aggregates; per node x type: usable idle, units.
+  std::vector<std::uint64_t> key_gen_;
+  std::vector<std::int64_t> key_cpu_, key_milli_;
+  std::vector<std::uint8_t> valid_;
+  std::vector<std::int64_t> cpu_free_, idle_, weighted_;
+  std::vector<std::int64_t> usable_;
+  std::vector<std::int32_t> units_;
+};
+
+}  // namespace gpusched::policies::fgd
