@@ -1,0 +1,1 @@
+#include <gpusched/sim/autoscaler.hpp>
