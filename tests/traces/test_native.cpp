@@ -1,6 +1,7 @@
 // The native trace formats: reading, writing, round trips, and errors with file, line and field.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -54,6 +55,7 @@ void check_same_jobs(const Workload& a, const Workload& b) {
     CHECK(ra.gpu.memory_mib == rb.gpu.memory_mib);
     CHECK(ra.allowed_models == rb.allowed_models);
     CHECK(ra.extended == rb.extended);
+    CHECK(a[i].constraints == b[i].constraints);
   }
 }
 
@@ -313,4 +315,185 @@ TEST_CASE("The CSV reader skips comments and blank lines and unquotes fields", "
   CHECK(csv.line() == 8);
   CHECK(csv.at(1).field == "b");
   CHECK_FALSE(csv.next(f));
+}
+
+// ---------------------------------------------------------------- scheduling constraints
+
+namespace {
+
+const char* kConstrainedJob =
+    "{\"id\": \"svc\", \"submit_time\": 5, \"requests\": {\"cpu\": \"1\"}, "
+    "\"node_selector\": {\"nvidia.com/gpu.product\": \"A100-80GB\", \"tier\": 1}, "
+    "\"affinity\": {\"required\": [[{\"key\": \"zone\", \"operator\": \"In\", \"values\": [\"a\", \"b\"]}, "
+    "{\"key\": \"gpus\", \"operator\": \"Gt\", \"values\": [\"4\"]}], [{\"key\": \"spot\", \"operator\": \"DoesNotExist\"}]], "
+    "\"preferred\": [{\"weight\": 30, \"term\": [{\"key\": \"disk\", \"operator\": \"Exists\"}]}]}, "
+    "\"tolerations\": [{\"key\": \"dedicated\", \"operator\": \"Equal\", \"value\": \"infer\", \"effect\": \"NoSchedule\"}, "
+    "{\"operator\": \"Exists\"}], "
+    "\"app\": \"ranker\", \"max_per_node\": 1, \"priority_class\": \"high\", \"preemption_policy\": \"Never\", "
+    "\"preemptible\": false, \"gang_timeout\": 600, \"walltime\": 7200.5}\n";
+
+/// Reads one JSON Lines job (after a header line, so the job is line 2) and returns its error.
+TraceError jsonl_error(const std::string& job_fields) {
+  return read_error<TraceError>("jobs.jsonl", "{\"schema_version\": 1}\n{\"id\": \"a\", \"submit_time\": 0, " + job_fields + "}\n");
+}
+
+}  // namespace
+
+TEST_CASE("Scheduling constraint fields of a JSON Lines job parse into JobConstraints", "[traces][native]") {
+  std::istringstream in(kConstrainedJob);
+  ResourceTable res;
+  const auto w = read_trace(in, TraceFormat::kJsonLines, "c.jsonl", catalog(), res);
+  REQUIRE(w.size() == 1);
+  const auto& c = w[0].constraints;
+  CHECK(c.node_selector == std::map<std::string, std::string>{{"nvidia.com/gpu.product", "A100-80GB"}, {"tier", "1"}});
+  REQUIRE(c.affinity.required.size() == 2);
+  CHECK(c.affinity.required[0] == LabelTerm{{"zone", "In", {"a", "b"}}, {"gpus", "Gt", {"4"}}});
+  CHECK(c.affinity.required[1] == LabelTerm{{"spot", "DoesNotExist", {}}});
+  REQUIRE(c.affinity.preferred.size() == 1);
+  CHECK(c.affinity.preferred[0].first == 30);
+  CHECK(c.affinity.preferred[0].second == LabelTerm{{"disk", "Exists", {}}});
+  REQUIRE(c.tolerations.size() == 2);
+  CHECK(c.tolerations[0] == Toleration{"dedicated", "Equal", "infer", "NoSchedule"});
+  CHECK(c.tolerations[1] == Toleration{"", "Exists", "", ""});
+  CHECK(c.app == "ranker");
+  CHECK(c.max_per_node == 1);
+  CHECK(c.priority_class == "high");
+  CHECK(c.preempt_never);
+  CHECK_FALSE(c.preemptible);
+  CHECK(c.gang_timeout == SimTime::from_seconds(600));
+  CHECK(c.walltime == SimTime::from_us(7'200'500'000));
+  CHECK(w[0].estimate() == c.walltime);
+}
+
+TEST_CASE("A job without scheduling fields gets the defaults", "[traces][native]") {
+  std::istringstream in("{\"id\": \"a\", \"submit_time\": 0}\n");
+  ResourceTable res;
+  const auto w = read_trace(in, TraceFormat::kJsonLines, "d.jsonl", catalog(), res);
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].constraints == JobConstraints{});
+  CHECK(w[0].constraints.preemptible);
+  CHECK(w[0].constraints.gang_timeout.is_forever());
+}
+
+TEST_CASE("CSV columns carry the scalar scheduling fields", "[traces][native]") {
+  std::istringstream in("id,submit_time,cpu,app,max_per_node,priority_class,preemption_policy,preemptible,gang_timeout,walltime\n"
+                        "a,0,1,ranker,2,high,Never,false,60,3600\n"
+                        "b,0,1,,,,,,,\n");
+  ResourceTable res;
+  const auto w = read_trace(in, TraceFormat::kCsv, "c.csv", catalog(), res);
+  REQUIRE(w.size() == 2);
+  const auto& a = w[0].constraints;
+  CHECK(a.app == "ranker");
+  CHECK(a.max_per_node == 2);
+  CHECK(a.priority_class == "high");
+  CHECK(a.preempt_never);
+  CHECK_FALSE(a.preemptible);
+  CHECK(a.gang_timeout == SimTime::from_seconds(60));
+  CHECK(a.walltime == SimTime::from_seconds(3600));
+  CHECK(w[1].constraints == JobConstraints{});
+  CHECK(w[0].request.extended.empty());   // the new columns are not resources
+}
+
+TEST_CASE("Scheduling constraint fields round-trip through write_trace", "[traces][native]") {
+  ResourceTable res;
+  std::istringstream in(std::string(kConstrainedJob) + "{\"id\": \"plain\", \"submit_time\": 1}\n");
+  const auto jobs = read_trace(in, TraceFormat::kJsonLines, "c.jsonl", catalog(), res);
+  std::stringstream buffer;
+  write_trace(buffer, TraceFormat::kJsonLines, jobs, catalog(), res);
+  const auto back = read_trace(buffer, TraceFormat::kJsonLines, "round-trip", catalog(), res);
+  check_same_jobs(jobs, back);
+  std::stringstream again;
+  write_trace(again, TraceFormat::kJsonLines, back, catalog(), res);
+  CHECK(again.str() == buffer.str());
+
+  // CSV: the scalar fields round-trip; the structured ones have no CSV form and are refused.
+  auto scalar = jobs;
+  for (auto& j : scalar) {
+    j.constraints.node_selector.clear();
+    j.constraints.affinity = {};
+    j.constraints.tolerations.clear();
+  }
+  std::stringstream csv;
+  write_trace(csv, TraceFormat::kCsv, scalar, catalog(), res);
+  CHECK_THAT(csv.str(), Catch::Contains("app,max_per_node,priority_class,preemption_policy,preemptible,gang_timeout,walltime"));
+  check_same_jobs(scalar, read_trace(csv, TraceFormat::kCsv, "round-trip.csv", catalog(), res));
+  std::stringstream refused;
+  try {
+    write_trace(refused, TraceFormat::kCsv, jobs, catalog(), res);
+    FAIL("a job with a node_selector was written as CSV");
+  } catch (const TraceError& e) {
+    CHECK(e.where().field == "node_selector");
+    CHECK_THAT(e.detail(), Catch::Contains("JSON Lines"));
+  }
+  // A trace without the new fields is written exactly as before (no new columns).
+  std::stringstream plain;
+  write_trace(plain, TraceFormat::kCsv, {by_name(jobs, "plain")}, catalog(), res);
+  CHECK_THAT(plain.str(), !Catch::Contains("app"));
+}
+
+TEST_CASE("A bad scheduling field names the line and the field", "[traces][errors]") {
+  struct Case {
+    const char* fields;
+    const char* field;
+    const char* says;
+  };
+  for (const Case& k : {
+           Case{"\"affinity\": {\"required\": [[{\"key\": \"z\", \"operator\": \"Near\", \"values\": [\"a\"]}]]}",
+                "affinity/required/0/0/operator", "unknown operator"},
+           Case{"\"affinity\": {\"required\": [[{\"key\": \"z\", \"operator\": \"In\"}]]}", "affinity/required/0/0/values",
+                "at least one value"},
+           Case{"\"affinity\": {\"required\": [[{\"key\": \"z\", \"operator\": \"Exists\", \"values\": [\"a\"]}]]}",
+                "affinity/required/0/0/values", "no values"},
+           Case{"\"affinity\": {\"required\": [[{\"key\": \"n\", \"operator\": \"Gt\", \"values\": [\"four\"]}]]}",
+                "affinity/required/0/0/values", "integer"},
+           Case{"\"affinity\": {\"required\": [[{\"key\": \"n\", \"values\": [\"4\"]}]]}", "affinity/required/0/0/operator",
+                "missing"},
+           Case{"\"affinity\": {\"required\": [[]]}", "affinity/required/0", "at least one requirement"},
+           Case{"\"affinity\": {\"preferred\": [{\"weight\": 0, \"term\": [{\"key\": \"d\", \"operator\": \"Exists\"}]}]}",
+                "affinity/preferred/0/weight", "1..100"},
+           Case{"\"affinity\": {\"preferred\": [{\"weight\": 5, \"term\": [{\"key\": \"d\", \"operator\": \"Exists\"}], "
+                "\"x\": 1}]}",
+                "affinity/preferred/0/x", "unknown field"},
+           Case{"\"affinity\": {\"requred\": []}", "affinity/requred", "unknown field"},
+           Case{"\"affinity\": []", "affinity", "expected"},
+           Case{"\"node_selector\": [\"zone=a\"]", "node_selector", "expected an object"},
+           Case{"\"tolerations\": [{\"key\": \"k\", \"operator\": \"Like\"}]", "tolerations/0/operator", "Equal or Exists"},
+           Case{"\"tolerations\": [{\"key\": \"k\", \"operator\": \"Exists\", \"value\": \"v\"}]", "tolerations/0/value",
+                "no value"},
+           Case{"\"tolerations\": [{\"key\": \"k\", \"effect\": \"NoRun\"}]", "tolerations/0/effect", "NoSchedule"},
+           Case{"\"tolerations\": [{\"key\": \"k\", \"tolerationSeconds\": 5}]", "tolerations/0/tolerationSeconds",
+                "unknown field"},
+           Case{"\"app\": \"x\", \"max_per_node\": -1", "max_per_node", "0..1000000"},
+           Case{"\"max_per_node\": 2", "max_per_node", "needs an app"},
+           Case{"\"preemption_policy\": \"Sometimes\"", "preemption_policy", "PreemptLowerPriority or Never"},
+           Case{"\"preemptible\": \"no\"", "preemptible", "true or false"},
+           Case{"\"gang_timeout\": \"soon\"", "gang_timeout", "seconds"},
+           Case{"\"gang_timeout\": 0", "gang_timeout", "> 0"},
+           Case{"\"walltime\": -5", "walltime", "seconds"},
+       }) {
+    INFO(k.fields);
+    const auto e = jsonl_error(k.fields);
+    CHECK(e.code() == ErrorCode::kTraceBadValue);
+    CHECK(e.where().line == 2);
+    CHECK(e.where().field == k.field);
+    CHECK_THAT(e.detail(), Catch::Contains(k.says));
+  }
+  // CSV: the column's name and the row's line.
+  const auto csv = read_error<TraceError>(
+      "jobs.csv", "id,submit_time,cpu,app,max_per_node,preemptible\na,0,1,x,1,true\nb,0,1,x,two,true\n");
+  CHECK(csv.where().line == 3);
+  CHECK(csv.where().field == "max_per_node");
+  const auto flag = read_error<TraceError>("jobs.csv", "id,submit_time,cpu,preemptible\na,0,1,yes\n");
+  CHECK(flag.where().line == 2);
+  CHECK(flag.where().field == "preemptible");
+}
+
+TEST_CASE("The unknown-field message lists the scheduling fields", "[traces][errors]") {
+  const auto e = read_error<TraceError>("jobs.jsonl", "{\"id\": \"a\", \"submit_time\": 0, \"nodeSelector\": {}}\n");
+  CHECK(e.code() == ErrorCode::kTraceUnknownColumn);
+  CHECK(e.where().field == "nodeSelector");
+  for (const char* f : {"node_selector", "affinity", "tolerations", "app", "max_per_node", "priority_class",
+                        "preemption_policy", "preemptible", "gang_timeout", "walltime"}) {
+    CHECK_THAT(e.detail(), Catch::Contains(f));
+  }
 }

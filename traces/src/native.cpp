@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
+#include <gpusched/constraints.hpp>
 #include <gpusched/quantity.hpp>
 #include <gpusched/scheduling.hpp>
 #include <gpusched/traces/csv.hpp>
@@ -16,7 +18,13 @@ namespace gpusched::traces {
 namespace {
 
 const std::vector<std::string> kMetaColumns = {"id", "submit_time", "duration", "tasks", "min_available",
-                                               "priority", "queue", "gpu_model", "gpu_util"};
+                                               "priority", "queue", "gpu_model", "gpu_util", "app", "max_per_node",
+                                               "priority_class", "preemption_policy", "preemptible", "gang_timeout",
+                                               "walltime"};
+/// For the unknown-field message.
+constexpr const char* kJsonFields =
+    "id, submit_time, duration, tasks, min_available, priority, queue, gpu_model, gpu_util, requests, node_selector, "
+    "affinity, tolerations, app, max_per_node, priority_class, preemption_policy, preemptible, gang_timeout, walltime";
 
 std::vector<std::string> split_models(const std::string& s) {
   std::vector<std::string> out;
@@ -33,13 +41,66 @@ std::vector<std::string> split_models(const std::string& s) {
   return out;
 }
 
-/// Fields of one job as text, whatever the format.
+/// Fields of one job as text, whatever the format; the structured constraints (JSON Lines only)
+/// already parsed into `constraints`.
 struct RawJob {
   std::string id, submit, duration, tasks, min_available, priority, queue, gpu_util;
+  std::string app, max_per_node, priority_class, preemption_policy, preemptible, gang_timeout, walltime;
   std::vector<std::string> models;
   std::vector<std::pair<std::string, std::string>> requests;
+  JobConstraints constraints;   ///< node_selector, affinity, tolerations
   std::int64_t line = 0;
 };
+
+/// A duration in seconds > 0, or forever when empty ("inf" and "forever" too).
+SimTime positive_seconds(const std::string& text, const Location& where) {
+  std::int64_t us = 0;
+  try {
+    us = parse_seconds_us(text, where, true);
+  } catch (const QuantityError& e) {
+    throw_error(ErrorCode::kTraceBadValue, where, e.detail());
+  }
+  if (us == 0) throw_error(ErrorCode::kTraceBadValue, where, "must be > 0 seconds (leave it out for no limit)");
+  return SimTime::from_us(us);
+}
+
+/// The job's placement constraints, priority class and limits; validated (constraints.hpp).
+void build_constraints(const RawJob& raw, const std::string& source, JobSpec& j) {
+  auto at = [&](const std::string& field) { return Location{source, raw.line, field}; };
+  auto& c = j.constraints;
+  c = raw.constraints;
+  c.app = raw.app;
+  c.priority_class = raw.priority_class;
+  if (!raw.max_per_node.empty()) {
+    std::size_t pos = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(raw.max_per_node, &pos);
+    } catch (const std::exception&) {
+      pos = 0;
+    }
+    if (pos != raw.max_per_node.size() || v < 0 || v > 1'000'000) {
+      throw_error(ErrorCode::kTraceBadValue, at("max_per_node"), "\"" + raw.max_per_node + "\" is not a count 0..1000000 (0 = no limit)");
+    }
+    c.max_per_node = static_cast<std::int32_t>(v);
+  }
+  if (raw.preemption_policy == "Never") c.preempt_never = true;
+  else if (!raw.preemption_policy.empty() && raw.preemption_policy != "PreemptLowerPriority") {
+    throw_error(ErrorCode::kTraceBadValue, at("preemption_policy"),
+                "\"" + raw.preemption_policy + "\" is not PreemptLowerPriority or Never");
+  }
+  if (raw.preemptible == "false") c.preemptible = false;
+  else if (!raw.preemptible.empty() && raw.preemptible != "true") {
+    throw_error(ErrorCode::kTraceBadValue, at("preemptible"), "\"" + raw.preemptible + "\" is not true or false");
+  }
+  c.gang_timeout = positive_seconds(raw.gang_timeout, at("gang_timeout"));
+  c.walltime = positive_seconds(raw.walltime, at("walltime"));
+  if (const auto problem = validate(c); !problem.empty()) {
+    const auto colon = problem.find(": ");
+    throw_error(ErrorCode::kTraceBadValue, at(problem.substr(0, colon)),
+                colon == std::string::npos ? problem : problem.substr(colon + 2));
+  }
+}
 
 JobSpec build_job(const RawJob& raw, const std::string& source, const GpuCatalog& catalog, ResourceTable& resources,
                   const std::string& request_prefix) {
@@ -82,6 +143,7 @@ JobSpec build_job(const RawJob& raw, const std::string& source, const GpuCatalog
   }
   j.request = parse_requests(raw.requests, raw.models, catalog, resources, {source, raw.line, ""}, request_prefix);
   j.source_line = raw.line;
+  build_constraints(raw, source, j);
   // A multi-host TPU slice is an Indexed Job of one pod per host, placed all-or-nothing.
   if (const auto hosts = j.request.tpu.hosts; hosts > 1) {
     if (raw.tasks.empty() || j.tasks == 1) j.tasks = hosts;
@@ -135,6 +197,9 @@ Workload read_csv(std::istream& in, const std::string& source, const GpuCatalog&
   auto col = [&](const char* n) { return csv.column(n); };
   const auto c_duration = col("duration"), c_tasks = col("tasks"), c_min = col("min_available"),
              c_priority = col("priority"), c_queue = col("queue"), c_model = col("gpu_model"), c_util = col("gpu_util");
+  const auto c_app = col("app"), c_max = col("max_per_node"), c_class = col("priority_class"),
+             c_policy = col("preemption_policy"), c_preemptible = col("preemptible"), c_gang = col("gang_timeout"),
+             c_wall = col("walltime");
   std::vector<std::size_t> resource_cols;
   for (std::size_t i = 0; i < csv.header().size(); ++i) {
     if (std::find(kMetaColumns.begin(), kMetaColumns.end(), csv.header()[i]) == kMetaColumns.end()) resource_cols.push_back(i);
@@ -152,6 +217,13 @@ Workload read_csv(std::istream& in, const std::string& source, const GpuCatalog&
     if (c_priority) raw.priority = f[*c_priority];
     if (c_queue) raw.queue = f[*c_queue];
     if (c_util) raw.gpu_util = f[*c_util];
+    if (c_app) raw.app = f[*c_app];
+    if (c_max) raw.max_per_node = f[*c_max];
+    if (c_class) raw.priority_class = f[*c_class];
+    if (c_policy) raw.preemption_policy = f[*c_policy];
+    if (c_preemptible) raw.preemptible = f[*c_preemptible];
+    if (c_gang) raw.gang_timeout = f[*c_gang];
+    if (c_wall) raw.walltime = f[*c_wall];
     if (c_model) raw.models = split_models(f[*c_model]);
     for (auto c : resource_cols) {
       if (!f[c].empty()) raw.requests.emplace_back(csv.header()[c], f[c]);
@@ -160,6 +232,153 @@ Workload read_csv(std::istream& in, const std::string& source, const GpuCatalog&
   }
   finish(jobs, source);
   return jobs;
+}
+
+/// Rejects a JSON member that is not in `known` (comma-separated) at `at`/name.
+[[noreturn]] void unknown_member(const Location& where, const std::string& name, const char* known) {
+  Location l = where;
+  l.field += "/" + name;
+  throw_error(ErrorCode::kTraceBadValue, l, "unknown field (known: " + std::string(known) + ")");
+}
+
+Location sub(const Location& where, const std::string& part) {
+  Location l = where;
+  l.field += "/" + part;
+  return l;
+}
+
+std::map<std::string, std::string> parse_selector(const nlohmann::json& v, const Location& where) {
+  if (!v.is_object()) throw_error(ErrorCode::kTraceBadValue, where, "expected an object of label: value");
+  std::map<std::string, std::string> out;
+  for (const auto& [k, val] : v.items()) {
+    if (k.empty()) throw_error(ErrorCode::kTraceBadValue, where, "a label key must not be empty");
+    out[k] = json_text(val, sub(where, k));
+  }
+  return out;
+}
+
+LabelTerm parse_term(const nlohmann::json& v, const Location& where) {
+  if (!v.is_array()) throw_error(ErrorCode::kTraceBadValue, where, "expected a list of {\"key\", \"operator\", \"values\"}");
+  LabelTerm term;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto at = sub(where, std::to_string(i));
+    if (!v[i].is_object()) throw_error(ErrorCode::kTraceBadValue, at, "expected {\"key\", \"operator\", \"values\"}");
+    LabelRequirement r;
+    bool has_op = false;
+    for (const auto& [k, val] : v[i].items()) {
+      if (k == "key") r.key = json_text(val, sub(at, k));
+      else if (k == "operator") {
+        r.op = json_text(val, sub(at, k));
+        has_op = true;
+      } else if (k == "values") {
+        if (!val.is_array()) throw_error(ErrorCode::kTraceBadValue, sub(at, k), "expected a list of strings");
+        for (std::size_t n = 0; n < val.size(); ++n) r.values.push_back(json_text(val[n], sub(sub(at, k), std::to_string(n))));
+      } else {
+        unknown_member(at, k, "key, operator, values");
+      }
+    }
+    if (!has_op) throw_error(ErrorCode::kTraceBadValue, sub(at, "operator"), "missing (In, NotIn, Exists, DoesNotExist, Gt, Lt)");
+    term.push_back(std::move(r));
+  }
+  return term;
+}
+
+NodeAffinity parse_affinity(const nlohmann::json& v, const Location& where) {
+  if (!v.is_object()) throw_error(ErrorCode::kTraceBadValue, where, "expected {\"required\": [...], \"preferred\": [...]}");
+  NodeAffinity a;
+  for (const auto& [k, val] : v.items()) {
+    const auto at = sub(where, k);
+    if (!val.is_array()) throw_error(ErrorCode::kTraceBadValue, at, "expected a list");
+    if (k == "required") {
+      for (std::size_t i = 0; i < val.size(); ++i) a.required.push_back(parse_term(val[i], sub(at, std::to_string(i))));
+    } else if (k == "preferred") {
+      for (std::size_t i = 0; i < val.size(); ++i) {
+        const auto pat = sub(at, std::to_string(i));
+        if (!val[i].is_object()) throw_error(ErrorCode::kTraceBadValue, pat, "expected {\"weight\": 1..100, \"term\": [...]}");
+        std::int32_t weight = 0;
+        LabelTerm term;
+        bool has_weight = false, has_term = false;
+        for (const auto& [pk, pv] : val[i].items()) {
+          if (pk == "weight") {
+            if (!pv.is_number_integer() || pv.get<std::int64_t>() < 1 || pv.get<std::int64_t>() > 100) {
+              throw_error(ErrorCode::kTraceBadValue, sub(pat, pk), "must be an integer 1..100");
+            }
+            weight = static_cast<std::int32_t>(pv.get<std::int64_t>());
+            has_weight = true;
+          } else if (pk == "term") {
+            term = parse_term(pv, sub(pat, pk));
+            has_term = true;
+          } else {
+            unknown_member(pat, pk, "weight, term");
+          }
+        }
+        if (!has_weight) throw_error(ErrorCode::kTraceBadValue, sub(pat, "weight"), "missing (1..100)");
+        if (!has_term) throw_error(ErrorCode::kTraceBadValue, sub(pat, "term"), "missing");
+        a.preferred.emplace_back(weight, std::move(term));
+      }
+    } else {
+      unknown_member(where, k, "required, preferred");
+    }
+  }
+  return a;
+}
+
+std::vector<Toleration> parse_tolerations(const nlohmann::json& v, const Location& where) {
+  if (!v.is_array()) throw_error(ErrorCode::kTraceBadValue, where, "expected a list of {\"key\", \"operator\", \"value\", \"effect\"}");
+  std::vector<Toleration> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto at = sub(where, std::to_string(i));
+    if (!v[i].is_object()) throw_error(ErrorCode::kTraceBadValue, at, "expected {\"key\", \"operator\", \"value\", \"effect\"}");
+    Toleration t;
+    for (const auto& [k, val] : v[i].items()) {
+      if (k == "key") t.key = json_text(val, sub(at, k));
+      else if (k == "operator") t.op = json_text(val, sub(at, k));
+      else if (k == "value") t.value = json_text(val, sub(at, k));
+      else if (k == "effect") t.effect = json_text(val, sub(at, k));
+      else unknown_member(at, k, "key, operator, value, effect");
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+nlohmann::json term_json(const LabelTerm& term) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : term) {
+    nlohmann::json o{{"key", r.key}, {"operator", r.op}};
+    if (!r.values.empty()) o["values"] = r.values;
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+/// The constraint fields of a job, as read_jsonl reads them; only those that differ from the defaults.
+void constraints_json(const JobConstraints& c, nlohmann::json& o) {
+  if (!c.node_selector.empty()) o["node_selector"] = c.node_selector;
+  if (!c.affinity.empty()) {
+    nlohmann::json a = nlohmann::json::object();
+    if (!c.affinity.required.empty()) {
+      a["required"] = nlohmann::json::array();
+      for (const auto& term : c.affinity.required) a["required"].push_back(term_json(term));
+    }
+    if (!c.affinity.preferred.empty()) {
+      a["preferred"] = nlohmann::json::array();
+      for (const auto& [w, term] : c.affinity.preferred) a["preferred"].push_back({{"weight", w}, {"term", term_json(term)}});
+    }
+    o["affinity"] = std::move(a);
+  }
+  if (!c.tolerations.empty()) {
+    nlohmann::json ts = nlohmann::json::array();
+    for (const auto& t : c.tolerations) {
+      nlohmann::json x = nlohmann::json::object();
+      if (!t.key.empty()) x["key"] = t.key;
+      x["operator"] = t.op;
+      if (!t.value.empty()) x["value"] = t.value;
+      if (!t.effect.empty()) x["effect"] = t.effect;
+      ts.push_back(std::move(x));
+    }
+    o["tolerations"] = std::move(ts);
+  }
 }
 
 Workload read_jsonl(std::istream& in, const std::string& source, const GpuCatalog& catalog, ResourceTable& resources) {
@@ -195,6 +414,18 @@ Workload read_jsonl(std::istream& in, const std::string& source, const GpuCatalo
       else if (k == "priority") raw.priority = json_text(v, where);
       else if (k == "queue") raw.queue = json_text(v, where);
       else if (k == "gpu_util") raw.gpu_util = json_text(v, where);
+      else if (k == "app") raw.app = json_text(v, where);
+      else if (k == "max_per_node") raw.max_per_node = json_text(v, where);
+      else if (k == "priority_class") raw.priority_class = json_text(v, where);
+      else if (k == "preemption_policy") raw.preemption_policy = json_text(v, where);
+      else if (k == "gang_timeout") raw.gang_timeout = json_text(v, where);
+      else if (k == "walltime") raw.walltime = json_text(v, where);
+      else if (k == "preemptible") {
+        if (!v.is_boolean()) throw_error(ErrorCode::kTraceBadValue, where, "expected true or false");
+        raw.preemptible = v.get<bool>() ? "true" : "false";
+      } else if (k == "node_selector") raw.constraints.node_selector = parse_selector(v, where);
+      else if (k == "affinity") raw.constraints.affinity = parse_affinity(v, where);
+      else if (k == "tolerations") raw.constraints.tolerations = parse_tolerations(v, where);
       else if (k == "gpu_model") {
         if (v.is_array()) {
           for (const auto& m : v) raw.models.push_back(json_text(m, where));
@@ -205,8 +436,7 @@ Workload read_jsonl(std::istream& in, const std::string& source, const GpuCatalo
         if (!v.is_object()) throw_error(ErrorCode::kTraceBadValue, where, "expected an object of resource: quantity");
         for (const auto& [rk, rv] : v.items()) raw.requests.emplace_back(rk, json_text(rv, {source, line, "requests." + rk}));
       } else {
-        throw_error(ErrorCode::kTraceUnknownColumn, where,
-                    "unknown field (known: id, submit_time, duration, tasks, min_available, priority, queue, gpu_model, gpu_util, requests)");
+        throw_error(ErrorCode::kTraceUnknownColumn, where, std::string("unknown field (known: ") + kJsonFields + ")");
       }
     }
     jobs.push_back(build_job(raw, source, catalog, resources, "requests."));
@@ -273,6 +503,15 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
       nlohmann::json req = nlohmann::json::object();
       for (const auto& [k, v] : format_requests(j.request, resources)) req[k] = v;
       o["requests"] = req;
+      const auto& c = j.constraints;
+      constraints_json(c, o);
+      if (!c.app.empty()) o["app"] = c.app;
+      if (c.max_per_node != 0) o["max_per_node"] = c.max_per_node;
+      if (!c.priority_class.empty()) o["priority_class"] = c.priority_class;
+      if (c.preempt_never) o["preemption_policy"] = "Never";
+      if (!c.preemptible) o["preemptible"] = false;
+      if (!c.gang_timeout.is_forever()) o["gang_timeout"] = nlohmann::json::parse(seconds_text(c.gang_timeout));
+      if (!c.walltime.is_forever()) o["walltime"] = nlohmann::json::parse(seconds_text(c.walltime));
       out << o.dump() << '\n';
     }
     return;
@@ -284,10 +523,35 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
       if (std::find(cols.begin(), cols.end(), k) == cols.end()) cols.push_back(k);
     }
   }
+  // The structured constraints have no CSV form: refuse rather than drop them.
+  for (const auto& j : jobs) {
+    const auto& c = j.constraints;
+    const char* field = !c.node_selector.empty() ? "node_selector" : !c.affinity.empty() ? "affinity"
+                        : !c.tolerations.empty() ? "tolerations" : nullptr;
+    if (field) {
+      throw_error(ErrorCode::kTraceBadValue, {"", j.source_line, field},
+                  "job \"" + j.name + "\" has " + field + ", which only JSON Lines traces carry (write .jsonl)");
+    }
+  }
   out << "# gpusched trace schema_version=" << kTraceSchemaVersion << '\n';
-  const bool utils = std::any_of(jobs.begin(), jobs.end(), [](const JobSpec& j) { return j.gpu_util != 1.0; });
+  auto any = [&](auto pred) { return std::any_of(jobs.begin(), jobs.end(), pred); };
+  const bool utils = any([](const JobSpec& j) { return j.gpu_util != 1.0; });
+  const bool apps = any([](const JobSpec& j) { return !j.constraints.app.empty(); });
+  const bool maxes = any([](const JobSpec& j) { return j.constraints.max_per_node != 0; });
+  const bool classes = any([](const JobSpec& j) { return !j.constraints.priority_class.empty(); });
+  const bool policies = any([](const JobSpec& j) { return j.constraints.preempt_never; });
+  const bool preemptibles = any([](const JobSpec& j) { return !j.constraints.preemptible; });
+  const bool gangs = any([](const JobSpec& j) { return !j.constraints.gang_timeout.is_forever(); });
+  const bool walls = any([](const JobSpec& j) { return !j.constraints.walltime.is_forever(); });
   out << "id,submit_time,duration,tasks,min_available,priority,queue,gpu_model";
   if (utils) out << ",gpu_util";
+  if (apps) out << ",app";
+  if (maxes) out << ",max_per_node";
+  if (classes) out << ",priority_class";
+  if (policies) out << ",preemption_policy";
+  if (preemptibles) out << ",preemptible";
+  if (gangs) out << ",gang_timeout";
+  if (walls) out << ",walltime";
   for (const auto& c : cols) out << ',' << c;
   out << '\n';
   auto q = [](const std::string& s) {
@@ -303,6 +567,14 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
     out << q(j.name) << ',' << seconds_text(j.submit) << ',' << seconds_text(j.duration) << ',' << j.tasks << ','
         << j.min_available << ',' << j.priority << ',' << q(j.queue) << ',' << models_text(j.request, catalog);
     if (utils) out << ',' << nlohmann::json(j.gpu_util).dump();
+    const auto& jc = j.constraints;
+    if (apps) out << ',' << q(jc.app);
+    if (maxes) out << ',' << jc.max_per_node;
+    if (classes) out << ',' << q(jc.priority_class);
+    if (policies) out << ',' << (jc.preempt_never ? "Never" : "PreemptLowerPriority");
+    if (preemptibles) out << ',' << (jc.preemptible ? "true" : "false");
+    if (gangs) out << ',' << seconds_text(jc.gang_timeout);
+    if (walls) out << ',' << seconds_text(jc.walltime);
     const auto req = format_requests(j.request, resources);
     for (const auto& c : cols) {
       out << ',';

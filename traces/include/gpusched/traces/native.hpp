@@ -9,7 +9,19 @@
 ///   {"schema_version": 1, "kind": "gpusched.trace"}
 ///   {"id": "train-1", "submit_time": 0, "duration": 3600, "requests": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": 2}}
 /// Times are seconds (decimals allowed); an empty duration means the job never ends. Every CSV
-/// column not listed above is a resource name. `gpu_model` lists allowed models, '|'-separated.
+/// column not listed above or below is a resource name. `gpu_model` lists allowed models, '|'-separated.
+///
+/// Optional scheduling fields (JobSpec::constraints; Kubernetes names and semantics), checked
+/// with validate(JobConstraints); a bad value is a TraceError naming file, line and field:
+///   app (string), max_per_node (count, 0 = no limit; needs app), priority_class (string),
+///   preemption_policy ("PreemptLowerPriority" | "Never"), preemptible (true | false),
+///   gang_timeout, walltime (seconds > 0; empty = none)           -- CSV columns and JSON fields
+///   node_selector {"label": "value"}                              -- JSON Lines only
+///   affinity {"required": [[{"key", "operator", "values"}...]...],     (terms ORed, requirements ANDed)
+///             "preferred": [{"weight": 1..100, "term": [...]}]}
+///   tolerations [{"key", "operator": "Equal" | "Exists", "value", "effect"}]
+/// Example: {"id": "svc-3", "submit_time": 0, "requests": {"cpu": "4"}, "app": "ranker",
+///   "max_per_node": 1, "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]}
 #include <filesystem>
 #include <istream>
 #include <ostream>
@@ -35,7 +47,8 @@ Workload read_trace(const std::filesystem::path& path, const GpuCatalog& catalog
 Workload read_trace(std::istream& in, TraceFormat format, const std::string& source, const GpuCatalog& catalog,
                     ResourceTable& resources);
 
-/// Writes a native trace that read_trace() reads back to the same jobs.
+/// Writes a native trace that read_trace() reads back to the same jobs. CSV cannot carry
+/// node_selector, affinity or tolerations: a job with any of them throws TraceError (use JSON Lines).
 void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, const GpuCatalog& catalog,
                  const ResourceTable& resources);
 

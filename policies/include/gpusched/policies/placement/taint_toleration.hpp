@@ -1,0 +1,25 @@
+#pragma once
+/// `taint-toleration` (Kubernetes TaintToleration).
+///  - filter: rejects a node with a NoSchedule or NoExecute taint that none of the job's
+///    tolerations tolerates (the first such taint in the node's order names the effect);
+///    UnschedulableAndUnresolvable, as in Kubernetes (preemption cannot remove a taint).
+///  - score: the number of PreferNoSchedule taints the job does not tolerate, normalised the
+///    Kubernetes way (reverse DefaultNormalizeScore): 100 - 100 * count / max over the feasible
+///    nodes (integer arithmetic), so the node with the fewest gets 100; all 100 when none has any.
+/// O(taints x tolerations) per node.
+///
+/// Example profile: {"filter": ["node-resources-fit", "taint-toleration"], "score": ["taint-toleration"]}
+#include <gpusched/policies/framework/plugin.hpp>
+
+namespace gpusched::policies {
+
+class TaintTolerationPlugin final : public FilterPlugin, public ScorePlugin {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "taint-toleration"; }
+  [[nodiscard]] Status filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const override;
+  /// Untolerated PreferNoSchedule taints on the node (raw; see normalize()).
+  [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
+  void normalize(std::span<double> scores) const override;
+};
+
+}  // namespace gpusched::policies
