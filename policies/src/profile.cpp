@@ -70,13 +70,16 @@ Profile Profile::from_json(const nlohmann::json& j, const std::string& source) {
     else if (k == "permit") p.permit = parse_list(v, source, f, false);
     else if (k == "post_filter") p.post_filter = parse_list(v, source, f, false);
     else if (k == "bind") p.bind = parse_list(v, source, f, false);
-    else if (k == "tie_break") {
+    else if (k == "queueing") {
+      if (v != "greedy" && v != "strict-fifo" && v != "easy-backfill") bad(source, f, "expected \"greedy\", \"strict-fifo\" or \"easy-backfill\"");
+      p.queueing = v.get<std::string>();
+    } else if (k == "tie_break") {
       if (v == "node-order") p.tie_break = TieBreak::kNodeOrder;
       else if (v == "random") p.tie_break = TieBreak::kRandom;
       else bad(source, f, "expected \"node-order\" or \"random\"");
     } else {
       bad(source, f, "unknown profile field (known: name, description, extends, queue_sort, pre_filter, filter, "
-                     "score, device_select, reserve, permit, post_filter, bind, tie_break)");
+                     "score, device_select, reserve, permit, post_filter, bind, tie_break, queueing)");
     }
   }
   return p;
@@ -94,11 +97,13 @@ nlohmann::json Profile::to_json() const {
           {"permit", list_json(permit, false)},
           {"post_filter", list_json(post_filter, false)},
           {"bind", list_json(bind, false)},
-          {"tie_break", tie_break == TieBreak::kRandom ? "random" : "node-order"}};
+          {"tie_break", tie_break == TieBreak::kRandom ? "random" : "node-order"},
+          {"queueing", queueing}};
 }
 
 std::vector<std::string> builtin_profile_names() {
-  return {"default", "first-fit", "best-fit", "binpack", "gpushare-binpack", "spread", "most-allocated", "random"};
+  return {"default", "first-fit", "best-fit", "binpack", "gpushare-binpack", "spread", "most-allocated", "random",
+          "fgd", "dotprod", "clustering", "packing"};
 }
 
 Profile builtin_profile(const std::string& name, const std::string& source) {

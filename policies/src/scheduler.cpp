@@ -264,6 +264,15 @@ Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, 
   // Post-filters (preemption, reclaim) may make room by evicting running jobs. Kubernetes does
   // not preempt for a pod no node could ever take (UnschedulableAndUnresolvable).
   if (post_filters_.empty() || last_status_.code == StatusCode::kUnschedulableAndUnresolvable) return last_status_;
+  if (!only.empty()) {
+    // The caller narrowed the search; never evict for a job that fits elsewhere as things are.
+    Statement st(cluster);
+    if (place_job(cluster, job, id, st, out, {}).ok() && bind_all(st).ok()) {
+      last_status_ = Status::success();
+      return last_status_;
+    }
+    out.clear();
+  }
   const auto saved_rejects = rejects_;
   const auto saved_seen = nodes_seen_;
   std::vector<TaskPlacement> probe_out;

@@ -230,6 +230,10 @@ void Engine::evict(JobId j, const std::string& why, bool released) {
     for (const auto& g : p.gpus) gpus += static_cast<double>(g.milli) / kMilliPerGpu;
   }
   stop_job(j, !released);
+  if (released) {
+    // The preemptor may not use all the victim freed: other waiting jobs may fit there now.
+    for (const auto& p : rt.placements) mark_dirty(p.node);
+  }
   const double lost = std::max(0.0, done - kept);
   rt.work_kept_us = kept;
   rt.lost_work_us += lost;
@@ -370,6 +374,16 @@ SimTime Engine::reserve(JobId head) {
   // Jobs ending at the same instant as the k-th end with it.
   while (lo < ends.size() && ends[lo].first == ends[lo - 1].first) ++lo;
   shadow_.emplace(state_after(lo));
+  // The nodes the reserved job would take then: backfill tries the other nodes first.
+  reserved_nodes_.clear();
+  if (hook_->what_if(*shadow_, spec, head, out).ok()) {
+    for (auto it = out.rbegin(); it != out.rend(); ++it) {
+      reserved_nodes_.push_back(it->node);
+      shadow_->undo_allocate(spec.request, *it);
+    }
+  }
+  std::sort(reserved_nodes_.begin(), reserved_nodes_.end());
+  reserved_nodes_.erase(std::unique(reserved_nodes_.begin(), reserved_nodes_.end()), reserved_nodes_.end());
   return ends[lo - 1].first;
 }
 
@@ -418,8 +432,13 @@ void Engine::schedule_cycle(bool full) {
   // A job that failed before, when one task suffices to start it (min_available == 1), fits now
   // only on a node that gained capacity since: retry it there. A gang needs several tasks at
   // once, some of which may fit on unchanged nodes, so it is retried everywhere.
-  std::sort(dirty_.begin(), dirty_.end());
-  const std::span<const NodeId> changed = dirty_;
+  // The nodes that gained capacity before this cycle. Evictions during the cycle mark nodes
+  // for the next one.
+  std::vector<NodeId> changed_nodes;
+  changed_nodes.swap(dirty_);
+  for (NodeId n : changed_nodes) dirty_flag_[n.value] = 0;
+  std::sort(changed_nodes.begin(), changed_nodes.end());
+  const std::span<const NodeId> changed = changed_nodes;
   auto& failed = failed_;   // equivalence class -> reason (0: failed on changed nodes only)
   failed.clear();
   std::vector<JobId> still_pending;
@@ -452,8 +471,39 @@ void Engine::schedule_cycle(bool full) {
       ++attempts_;
       const Status s = hook_->schedule(*cluster_, spec, j, scratch_, narrow ? changed : std::span<const NodeId>{});
       if (s.ok() && shadow_ && hook_->last_victims().empty() && !backfill_allowed(j, scratch_)) {
-        // It fits now but would delay the reserved job: give the resources back, keep waiting.
+        // It fits now but would delay the reserved job: give the resources back, and try once
+        // more on the nodes the reserved job will not use (Slurm reserves nodes for it).
         for (auto it = scratch_.rbegin(); it != scratch_.rend(); ++it) cluster_->undo_allocate(spec.request, *it);
+        bool placed = false;
+        if (!reserved_nodes_.empty() && reserved_nodes_.size() < cluster_->node_count()) {
+          std::vector<NodeId> others;
+          others.reserve(cluster_->node_count() - reserved_nodes_.size());
+          for (std::uint32_t n = 0, r = 0; n < cluster_->node_count(); ++n) {
+            if (r < reserved_nodes_.size() && reserved_nodes_[r].value == n) ++r;
+            else others.push_back(NodeId{n});
+          }
+          ++attempts_;
+          if (hook_->schedule(*cluster_, spec, j, scratch_, others).ok()) {
+            if (!hook_->last_victims().empty()) {
+              // It preempted (the scheduler already released the victims): preemption, not
+              // backfill, decided this placement; keep it as the main path does.
+              const std::vector<JobId> victims(hook_->last_victims().begin(), hook_->last_victims().end());
+              for (JobId v : victims) {
+                ++preemptions_;
+                evict(v, "preempted by " + spec.name, true);
+              }
+              placed = true;
+            } else if (backfill_allowed(j, scratch_)) {
+              placed = true;
+            } else {
+              for (auto it = scratch_.rbegin(); it != scratch_.rend(); ++it) cluster_->undo_allocate(spec.request, *it);
+            }
+          }
+        }
+        if (placed) {
+          start_job(j, scratch_);
+          continue;
+        }
         rt.reason = intern_reason("backfill: would delay the job holding the reservation (" +
                                   workload_[reserved_job_.value].name + ")");
         still_pending.push_back(j);
@@ -490,8 +540,6 @@ void Engine::schedule_cycle(bool full) {
       still_pending.push_back(j);
     }
   }
-  for (NodeId n : dirty_) dirty_flag_[n.value] = 0;
-  dirty_.clear();
   // Rebuild the pending queue: untried old ones + those that stayed, in queue order.
   if (order == &arrived_) {
     std::vector<JobId> merged;
@@ -550,7 +598,7 @@ void Engine::run(const std::function<void(double)>& progress) {
       while (!requeued_.empty()) {
         arrived_.swap(requeued_);
         requeued_.clear();
-        schedule_cycle(false);
+        schedule_cycle(true);   // full: what the preemptor left of the victims' room is free for all
       }
     }
   }

@@ -113,7 +113,8 @@ class Engine final : public JobsView {
   [[nodiscard]] std::span<const TaskPlacement> placements(JobId j) const override { return jobs_[j.value].placements; }
   [[nodiscard]] SimTime started(JobId j) const override { return jobs_[j.value].start; }
   [[nodiscard]] double work_lost_us(JobId j) const override;
-  /// Jobs evicted by preemption (or NoExecute taints) so far, and the GPU-hours of work lost.
+  /// Jobs evicted so far (preemption, reclaim, NoExecute taints, node failures with requeue),
+  /// and the GPU-hours of work those evictions lost.
   [[nodiscard]] std::uint64_t evictions() const { return evictions_; }
   [[nodiscard]] double lost_gpu_hours() const { return lost_gpu_hours_; }
   [[nodiscard]] std::uint64_t preemptions() const { return preemptions_; }
@@ -186,6 +187,7 @@ class Engine final : public JobsView {
   /// EASY backfill: may `j`, just placed at `p`, keep its place without delaying the reservation?
   bool backfill_allowed(JobId j, const std::vector<TaskPlacement>& p);
   std::optional<ClusterState> shadow_;
+  std::vector<NodeId> reserved_nodes_;   // sorted: where the reserved job would run
   JobId reserved_job_{};
   SimTime reserved_at_ = SimTime::forever();
   std::vector<JobId> running_list_;             // running jobs, in start order

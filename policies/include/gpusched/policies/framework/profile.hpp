@@ -35,6 +35,10 @@ struct Profile {
   std::vector<PluginRef> post_filter;
   std::vector<PluginRef> bind;
   TieBreak tie_break = TieBreak::kNodeOrder;
+  /// The queueing action the simulator runs with this profile: "greedy" (every job that fits
+  /// starts, Kubernetes), "strict-fifo" (the first job that does not fit blocks the rest) or
+  /// "easy-backfill" (Slurm's EASY backfill). The scheduler itself does not read it.
+  std::string queueing = "greedy";
 
   /// Parses a profile object; `source` names the file/JSON path in errors (ProfileError).
   static Profile from_json(const nlohmann::json& j, const std::string& source);
