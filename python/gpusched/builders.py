@@ -109,15 +109,20 @@ class Cluster:
         extended: Optional[Mapping[str, Quantity]] = None,
         gpu_partition: Optional[Mapping[str, Any]] = None,
         topology: Optional[Mapping[str, Any]] = None,
+        autoscale: Optional[Mapping[str, Any]] = None,
     ) -> "Cluster":
         """Adds ``count`` identical nodes. ``gpu_model`` names a catalog model (gpusched.gpu_models())
         and is required when ``gpus > 0``; ``taints`` are dicts or "key[=value]:Effect".
         ``gpu_partition`` says how GPUs are handed out, e.g. ``{"mode": "mig", "dynamic": True}``,
         ``{"mode": "mig", "layout": ["4g.40gb", "3g.40gb"]}``, ``{"mode": "vgpu"}``,
         ``{"mode": "time-slicing", "replicas": 4}``, ``{"mode": "passthrough"}``; ``topology``
-        gives NUMA/PCIe/NVLink, e.g. ``{"nvlink": "none", "gpus_per_pcie_switch": 2}``."""
+        gives NUMA/PCIe/NVLink, e.g. ``{"nvlink": "none", "gpus_per_pcie_switch": 2}``.
+        ``autoscale`` makes it a cluster-autoscaler node group whose maximum size is ``count``:
+        ``{"min": 0, "provisioning_delay_s": 300, "scale_down_idle_s": 600}``."""
         group = {"name": name, "count": int(count)}
         group.update(_node_fields(cpu, memory, gpus, gpu_model, sockets, labels, taints, extended, gpu_partition, topology))
+        if autoscale is not None:
+            group["autoscale"] = copy.deepcopy(dict(autoscale))
         self._groups.append(group)
         return self
 
@@ -214,6 +219,7 @@ class Profile:
         self.description = description
         self._hooks: Dict[str, Any] = {}
         self._tie_break: Optional[str] = None
+        self._queueing: Optional[str] = None
 
     def add(self, hook: str, name: str, weight: Optional[float] = None, **args: Any) -> "Profile":
         """Adds plugin ``name`` at ``hook`` ("pre_filter", "filter", "score", "reserve", "permit",
@@ -252,6 +258,20 @@ class Profile:
         """Sets the plugin that orders the pending queue."""
         return self.add("queue_sort", name, **args)
 
+    def post_filter(self, name: str, **args: Any) -> "Profile":
+        """Adds a post-filter (runs when a job does not fit: "priority-preemption",
+        "capacity-queues" reclaim)."""
+        return self.add("post_filter", name, **args)
+
+    def queueing(self, mode: str = "greedy") -> "Profile":
+        """The simulator's queueing action: "greedy" (every job that fits starts, Kubernetes),
+        "strict-fifo" (the first job that does not fit blocks the rest) or "easy-backfill"
+        (Slurm's EASY backfill: later jobs never delay the first waiting job's reservation)."""
+        if mode not in ("greedy", "strict-fifo", "easy-backfill"):
+            raise ValueError('queueing is "greedy", "strict-fifo" or "easy-backfill"')
+        self._queueing = mode
+        return self
+
     def tie_break(self, mode: str = "node-order") -> "Profile":
         """How equal scores are broken: "node-order" (lowest node index) or "random" (seeded)."""
         if mode not in ("node-order", "random"):
@@ -269,6 +289,8 @@ class Profile:
         d.update(copy.deepcopy(self._hooks))
         if self._tie_break is not None:
             d["tie_break"] = self._tie_break
+        if self._queueing is not None:
+            d["queueing"] = self._queueing
         return d
 
     def __repr__(self) -> str:
@@ -330,10 +352,28 @@ def job(
     priority: Optional[int] = None,
     queue: Optional[str] = None,
     gpu_model: Union[str, Sequence[str], None] = None,
+    priority_class: Optional[str] = None,
+    preemption_policy: Optional[str] = None,
+    preemptible: Optional[bool] = None,
+    node_selector: Optional[Mapping[str, str]] = None,
+    affinity: Optional[Mapping[str, Any]] = None,
+    tolerations: Optional[Sequence[Mapping[str, str]]] = None,
+    app: Optional[str] = None,
+    max_per_node: Optional[int] = None,
+    gang_timeout: Optional[float] = None,
+    walltime: Optional[float] = None,
 ) -> Dict[str, Any]:
     """One inline job (a trace row). Times in seconds; ``duration=None`` runs forever. ``gpus`` is
     nvidia.com/gpu, ``gpu_milli`` a share of one GPU (gpusched.io/gpu-milli); other resources go in
-    ``requests``. ``gpu_model``: allowed model(s)."""
+    ``requests``. ``gpu_model``: allowed model(s).
+
+    Scheduling constraints, with Kubernetes' meanings: ``priority_class`` (a name from the
+    scenario's priority_classes), ``preemption_policy`` ("PreemptLowerPriority" or "Never"),
+    ``preemptible`` (False: never a victim), ``node_selector``, ``affinity`` ({"required":
+    [[{"key", "operator", "values"}]], "preferred": [{"weight", "term"}]}), ``tolerations``
+    ([{"key", "operator", "value", "effect"}]), ``app`` with ``max_per_node`` (anti-affinity),
+    ``gang_timeout`` (s: a gang still waiting then fails), ``walltime`` (s: the declared limit
+    backfill plans with)."""
     req: Dict[str, Any] = {}
     if cpu is not None:
         req["cpu"] = cpu
@@ -348,7 +388,22 @@ def job(
     d: Dict[str, Any] = {"id": id, "submit_time": submit_time}
     if duration is not None:
         d["duration"] = duration
-    optional = {"tasks": tasks, "min_available": min_available, "priority": priority, "queue": queue}
+    optional = {
+        "tasks": tasks,
+        "min_available": min_available,
+        "priority": priority,
+        "queue": queue,
+        "priority_class": priority_class,
+        "preemption_policy": preemption_policy,
+        "preemptible": preemptible,
+        "node_selector": dict(node_selector) if node_selector is not None else None,
+        "affinity": copy.deepcopy(dict(affinity)) if affinity is not None else None,
+        "tolerations": [dict(t) for t in tolerations] if tolerations is not None else None,
+        "app": app,
+        "max_per_node": max_per_node,
+        "gang_timeout": gang_timeout,
+        "walltime": walltime,
+    }
     d.update({k: v for k, v in optional.items() if v is not None})
     if gpu_model is not None:
         d["gpu_model"] = gpu_model if isinstance(gpu_model, str) else list(gpu_model)
@@ -386,6 +441,9 @@ class Scenario:
         retry: Optional[bool] = None,
         requeue_on_node_down: Optional[bool] = None,
         devices: Optional[Mapping[str, Any]] = None,
+        priority_classes: Optional[Mapping[str, Any]] = None,
+        preemption: Optional[Mapping[str, Any]] = None,
+        autoscaler: Optional[Mapping[str, Any]] = None,
     ) -> None:
         if mode not in ("replay", "fill"):
             raise ValueError('mode is "replay" or "fill"')
@@ -403,6 +461,9 @@ class Scenario:
         self.retry = retry
         self.requeue_on_node_down = requeue_on_node_down
         self.devices = copy.deepcopy(dict(devices)) if devices else None
+        self.priority_classes = copy.deepcopy(dict(priority_classes)) if priority_classes else None
+        self.preemption = copy.deepcopy(dict(preemption)) if preemption else None
+        self.autoscaler = copy.deepcopy(dict(autoscaler)) if autoscaler else None
 
     def node_down(self, time_s: float, node: str) -> "Scenario":
         """Takes ``node`` down at ``time_s`` (its jobs are requeued unless requeue_on_node_down=False)."""
@@ -412,6 +473,16 @@ class Scenario:
     def node_up(self, time_s: float, node: str) -> "Scenario":
         """Brings ``node`` back at ``time_s``."""
         self.events.append({"time_s": time_s, "node": node, "type": "node_up"})
+        return self
+
+    def taint(self, time_s: float, node: str, key: str, value: str = "", effect: str = "NoExecute") -> "Scenario":
+        """Taints ``node`` at ``time_s``; a NoExecute taint evicts the jobs that do not tolerate it."""
+        self.events.append({"time_s": time_s, "node": node, "type": "taint", "taint": {"key": key, "value": value, "effect": effect}})
+        return self
+
+    def untaint(self, time_s: float, node: str, key: str, effect: str = "NoExecute") -> "Scenario":
+        """Removes the taints with ``key`` and ``effect`` from ``node`` at ``time_s``."""
+        self.events.append({"time_s": time_s, "node": node, "type": "untaint", "taint": {"key": key, "effect": effect}})
         return self
 
     def to_dict(self) -> Dict[str, Any]:
@@ -433,6 +504,12 @@ class Scenario:
         d["workload"] = copy.deepcopy(dict(self.workload))
         if self.devices:
             d["devices"] = copy.deepcopy(self.devices)
+        if self.priority_classes:
+            d["priority_classes"] = copy.deepcopy(self.priority_classes)
+        if self.preemption:
+            d["preemption"] = copy.deepcopy(self.preemption)
+        if self.autoscaler:
+            d["autoscaler"] = copy.deepcopy(self.autoscaler)
         if self.horizon_s is not None:
             d["horizon_s"] = self.horizon_s
         if self.retry is not None:

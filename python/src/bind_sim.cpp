@@ -109,6 +109,8 @@ py::dict job_columns(const RunResult& r) {
   d["jct_s"] = column<double>(n, [&](std::size_t i) { return nan_if_empty(rows[i].jct_s); });
   d["state"] = str_column(n, [&](std::size_t i) -> const std::string& { return rows[i].state; });
   d["attempts"] = column<std::uint32_t>(n, [&](std::size_t i) { return rows[i].attempts; });
+  d["evictions"] = column<std::uint32_t>(n, [&](std::size_t i) { return rows[i].evictions; });
+  d["lost_gpu_hours"] = column<double>(n, [&](std::size_t i) { return rows[i].lost_gpu_hours; });
   d["placement"] = str_column(n, [&](std::size_t i) -> const std::string& { return rows[i].placement; });
   d["reason"] = str_column(n, [&](std::size_t i) -> const std::string& { return rows[i].reason; });
   return d;

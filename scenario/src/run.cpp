@@ -1,5 +1,7 @@
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include <gpusched/policies/framework/registry.hpp>
@@ -16,6 +18,7 @@ struct RunResult::State {
   Workload workload;
   std::unique_ptr<policies::Scheduler> scheduler;
   std::unique_ptr<sim::Engine> engine;
+  std::unique_ptr<sim::Autoscaler> autoscaler;   // null unless a node group autoscales
   sim::MetricsCollector metrics;
   sim::EventLog events;
   sim::RunStamp stamp;
@@ -50,7 +53,77 @@ nlohmann::json RunResult::summary_json() const {
   j["seed"] = st.seed;
   j["profile"] = state_->profile_name;
   j["inputs"] = state_->inputs;
+  if (state_->autoscaler) j["autoscaler"] = state_->autoscaler->report();
   return j;
+}
+
+void apply_priority_classes(Workload& jobs, const std::map<std::string, PriorityClass>& classes, const std::string& source) {
+  const PriorityClass* global = nullptr;
+  for (const auto& [name, c] : classes) {
+    if (c.global_default) global = &c;
+  }
+  for (auto& j : jobs) {
+    auto& c = j.constraints;
+    if (c.priority_class.empty()) {
+      if (global && j.priority == 0) {
+        j.priority = global->value;
+        c.preempt_never = c.preempt_never || global->preempt_never;
+      }
+      continue;
+    }
+    const auto it = classes.find(c.priority_class);
+    if (it == classes.end()) {
+      std::string known;
+      for (const auto& [name, pc] : classes) known += (known.empty() ? "" : ", ") + name;
+      throw_error(ErrorCode::kTraceBadValue, {source, j.source_line, "priority_class"},
+                  "job \"" + j.name + "\" names an unknown priority class \"" + c.priority_class + "\" (defined: " +
+                      (known.empty() ? "none; add them under priority_classes" : known) + ")");
+    }
+    j.priority = it->second.value;
+    c.preempt_never = c.preempt_never || it->second.preempt_never;
+  }
+}
+
+void check_gangs(const Workload& jobs, const ClusterState& cluster, const std::string& source) {
+  // How many tasks of one request an empty cluster holds at once: pack them node by node on a
+  // scratch copy (first fit, lowest GPUs). Equal requests share the answer.
+  std::map<std::uint64_t, std::int64_t> capacity;
+  std::optional<ClusterState> scratch;
+  for (const auto& j : jobs) {
+    if (j.min_available <= 1 || j.request.tpu.hosts > 1) continue;   // TPU slices are checked by shape
+    const std::uint64_t cls = request_class(j);
+    auto it = capacity.find(cls);
+    if (it == capacity.end()) {
+      if (!scratch) scratch.emplace(cluster);
+      std::int64_t placed = 0;
+      std::vector<std::pair<TaskPlacement, const TaskRequest*>> taken;
+      for (std::uint32_t n = 0; n < scratch->node_count() && placed < j.min_available; ++n) {
+        const NodeId node{n};
+        while (placed < j.min_available && scratch->fits(node, j.request)) {
+          TaskPlacement p;
+          p.node = node;
+          p.tpu_chips = j.request.tpu.chips;
+          if (j.request.gpu.mode != GpuMode::kNone &&
+              !scratch->pick_units(node, j.request, {}, [](const MigGeometry& g, const MigLayout& l, int profile) {
+                return choose_start(g, l, profile, MigStartPolicy::kLowestFirst);
+              }, p.gpus)) {
+            break;
+          }
+          scratch->allocate(j.request, p);
+          taken.emplace_back(std::move(p), &j.request);
+          ++placed;
+        }
+      }
+      for (auto t = taken.rbegin(); t != taken.rend(); ++t) scratch->undo_allocate(*t->second, t->first);
+      it = capacity.emplace(cls, placed).first;
+    }
+    if (it->second < j.min_available) {
+      throw_error(ErrorCode::kTraceUnplaceable, {source, j.source_line, "min_available"},
+                  "job \"" + j.name + "\" is a gang of " + std::to_string(j.min_available) +
+                      " tasks that must run at once, but the whole cluster, empty, holds only " +
+                      std::to_string(it->second) + " of them");
+    }
+  }
 }
 
 namespace {
@@ -75,14 +148,23 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
     workload = sc.jobs;
     if (sc.trace) workload_source = sc.trace->string();
   }
+  if (sc.synthetic) apply_priority_classes(workload, sc.priority_classes, workload_source);
   traces::check_placeable(workload, cluster, workload_source);
+  check_gangs(workload, cluster, workload_source);
+  sim::EngineConfig engine_config = sc.engine;
+  if (sc.profile.queueing == "strict-fifo") engine_config.queue_policy = sim::QueuePolicy::kStrictFifo;
+  else if (sc.profile.queueing == "easy-backfill") engine_config.queue_policy = sim::QueuePolicy::kEasyBackfill;
 
   auto state = std::make_unique<RunResult::State>(std::move(cluster), std::move(workload), sc.outputs.sample_interval);
   state->scheduler = std::move(scheduler);
   state->profile_name = sc.profile.name;
   auto& s = *state;
-  s.engine = std::make_unique<sim::Engine>(s.cluster, s.workload, *s.scheduler, sc.engine);
+  s.engine = std::make_unique<sim::Engine>(s.cluster, s.workload, *s.scheduler, engine_config);
   s.engine->add_observer(&s.metrics);
+  if (!sc.autoscaler.groups.empty()) {
+    s.autoscaler = std::make_unique<sim::Autoscaler>(*s.engine, s.cluster, sc.autoscaler);
+    s.engine->add_observer(s.autoscaler.get());
+  }
   if (sc.outputs.event_log) s.engine->add_observer(&s.events);
 
   nlohmann::json resolved = sc.document;
@@ -135,7 +217,17 @@ std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::
       << fixed(s.gpu_alloc_pct_peak, 2) << " %; " << fixed(s.gpu_alloc_pct_arrivals, 2) << " % while jobs arrived ("
       << fixed(s.first_submit.seconds(), 0) << "-" << fixed(s.last_submit.seconds(), 0) << " s)\n";
     o << "- CPU: " << fixed(s.cpu_alloc_pct_time_weighted, 2) << " %\n";
-    o << "- peak pending jobs: " << s.peak_pending << "\n\n";
+    o << "- peak pending jobs: " << s.peak_pending << "\n";
+    if (s.evictions > 0) {
+      o << "- evictions: " << s.evictions << " (" << s.preemptions << " by preemption or reclaim), "
+        << fixed(s.lost_gpu_hours, 2) << " GPU-hours of work lost\n";
+    }
+    if (const auto j = r.summary_json(); j.contains("autoscaler")) {
+      o << "- autoscaler: " << fixed(j["autoscaler"]["node_hours"].get<double>(), 1) << " node-hours in autoscaled groups ("
+        << j["autoscaler"]["scale_ups"].get<std::int64_t>() << " nodes added, " << j["autoscaler"]["scale_downs"].get<std::int64_t>()
+        << " removed), " << fixed(j["autoscaler"]["static_node_hours"].get<double>(), 1) << " in static nodes\n";
+    }
+    o << "\n";
     o << "## Wait and job completion time (seconds)\n\n| | count | mean | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|---|\n";
     for (const auto& [label, d] : {std::pair{"wait", s.wait}, std::pair{"JCT", s.jct}}) {
       o << "| " << label << " | " << d.count << " | " << fixed(d.mean_s, 1) << " | " << fixed(d.p50_s, 1) << " | "
@@ -169,6 +261,10 @@ std::string format_summary(const RunResult& r) {
   o << "  JCT   (s)  mean " << fixed(s.jct.mean_s, 1) << "  p50 " << fixed(s.jct.p50_s, 1) << "  p95 "
     << fixed(s.jct.p95_s, 1) << "  p99 " << fixed(s.jct.p99_s, 1) << "\n";
   o << "  makespan   " << fixed(s.makespan_s, 1) << " s\n";
+  if (s.evictions > 0) {
+    o << "  evictions  " << s.evictions << " (" << s.preemptions << " preemptions), " << fixed(s.lost_gpu_hours, 2)
+      << " GPU-hours lost\n";
+  }
   return o.str();
 }
 

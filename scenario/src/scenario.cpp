@@ -398,6 +398,21 @@ NodeSpec parse_node(const Parser& p, const nlohmann::json& j, const std::string&
   return n;
 }
 
+/// A node group's `autoscale`: {"min": 0, "provisioning_delay_s": 300, "scale_down_idle_s": 600};
+/// the group's `count` is its maximum size.
+sim::AutoscaleGroup parse_autoscale(const Parser& p, const nlohmann::json& j, const std::string& path) {
+  p.expect_object(j, path);
+  sim::AutoscaleGroup g;
+  for (const auto& [k, v] : j.items()) {
+    const std::string f = path + "/" + k;
+    if (k == "min") g.min = static_cast<std::uint32_t>(p.integer(v, f, 0, 1'000'000));
+    else if (k == "provisioning_delay_s") g.provisioning_delay = SimTime::from_seconds_f(p.number(v, f, 0));
+    else if (k == "scale_down_idle_s") g.scale_down_idle = SimTime::from_seconds_f(p.number(v, f, 0));
+    else p.unknown(f, "min, provisioning_delay_s, scale_down_idle_s");
+  }
+  return g;
+}
+
 void parse_cluster(const Parser& p, const nlohmann::json& j, Scenario& sc) {
   p.expect_object(j, "/cluster");
   if (j.contains("gpu_models")) sc.catalog.add_json(j["gpu_models"], p.source() + " /cluster/gpu_models");
@@ -408,7 +423,23 @@ void parse_cluster(const Parser& p, const nlohmann::json& j, Scenario& sc) {
       for (std::size_t i = 0; i < v.size(); ++i) {
         std::int64_t count = 1;
         const std::string path = "/cluster/node_groups/" + std::to_string(i);
-        NodeSpec tmpl = parse_node(p, v[i], path, sc.catalog, sc.resources, true, count);
+        nlohmann::json group = v[i];
+        std::optional<sim::AutoscaleGroup> scale;
+        if (group.is_object() && group.contains("autoscale")) {
+          scale = parse_autoscale(p, group["autoscale"], path + "/autoscale");
+          group.erase("autoscale");
+        }
+        NodeSpec tmpl = parse_node(p, group, path, sc.catalog, sc.resources, true, count);
+        if (scale) {
+          scale->name = tmpl.name;
+          scale->first = static_cast<std::uint32_t>(sc.nodes.size());
+          scale->max = static_cast<std::uint32_t>(count);
+          if (scale->min > scale->max) {
+            p.fail(ErrorCode::kScenarioBadValue, path + "/autoscale/min", "min (" + std::to_string(scale->min) +
+                   ") is above the group's count (" + std::to_string(count) + "), which is its maximum size");
+          }
+          sc.autoscaler.groups.push_back(*scale);
+        }
         const int width = count >= 10000 ? 5 : 4;
         std::optional<TpuPoolGrid> grid;
         if (!tmpl.tpu.pool_topology.empty()) {
@@ -543,6 +574,65 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
       }
     } else if (k == "devices") {
       parse_devices(p, v, sc.devices);
+    } else if (k == "priority_classes") {
+      p.expect_object(v, f);
+      int defaults = 0;
+      for (const auto& [name, pc] : v.items()) {
+        const std::string cf = f + "/" + name;
+        PriorityClass c;
+        if (pc.is_number_integer()) {
+          c.value = static_cast<std::int32_t>(p.integer(pc, cf, -2'000'000'000, 1'000'000'000));
+        } else {
+          p.expect_object(pc, cf);
+          bool has_value = false;
+          for (const auto& [ck, cv] : pc.items()) {
+            const std::string kf = cf + "/" + ck;
+            if (ck == "value") { c.value = static_cast<std::int32_t>(p.integer(cv, kf, -2'000'000'000, 1'000'000'000)); has_value = true; }
+            else if (ck == "preemption_policy") {
+              const auto pol = p.str(cv, kf);
+              if (pol != "Never" && pol != "PreemptLowerPriority") p.fail(ErrorCode::kScenarioBadValue, kf, "expected \"PreemptLowerPriority\" or \"Never\"");
+              c.preempt_never = pol == "Never";
+            } else if (ck == "global_default") {
+              if (!cv.is_boolean()) p.fail(ErrorCode::kScenarioBadValue, kf, "expected true or false");
+              c.global_default = cv.get<bool>();
+            } else {
+              p.unknown(kf, "value, preemption_policy, global_default");
+            }
+          }
+          if (!has_value) p.fail(ErrorCode::kScenarioMissingField, cf + "/value", "a priority class needs a value");
+        }
+        defaults += c.global_default ? 1 : 0;
+        if (defaults > 1) p.fail(ErrorCode::kScenarioBadValue, cf + "/global_default", "only one priority class may be the global default");
+        sc.priority_classes[name] = c;
+      }
+    } else if (k == "preemption") {
+      p.expect_object(v, f);
+      for (const auto& [pk, pv] : v.items()) {
+        const std::string pf = f + "/" + pk;
+        if (pk == "restart") {
+          const auto r = p.str(pv, pf);
+          if (r == "from-zero") sc.engine.preemption.restart = sim::RestartPolicy::kFromZero;
+          else if (r == "checkpoint") sc.engine.preemption.restart = sim::RestartPolicy::kCheckpoint;
+          else p.fail(ErrorCode::kScenarioBadValue, pf, "expected \"from-zero\" or \"checkpoint\"");
+        } else if (pk == "checkpoint_interval_s") {
+          sc.engine.preemption.checkpoint_interval = SimTime::from_seconds_f(p.number(pv, pf, 1e-6));
+        } else {
+          p.unknown(pf, "restart, checkpoint_interval_s");
+        }
+      }
+    } else if (k == "autoscaler") {
+      p.expect_object(v, f);
+      for (const auto& [ak, av] : v.items()) {
+        const std::string af = f + "/" + ak;
+        if (ak == "scan_interval_s") sc.autoscaler.scan_interval = SimTime::from_seconds_f(p.number(av, af, 1e-3));
+        else if (ak == "expander") {
+          const auto e = sim::parse_expander(p.str(av, af));
+          if (!e) p.fail(ErrorCode::kScenarioBadValue, af, "expected \"least-waste\" or \"first\"");
+          sc.autoscaler.expander = *e;
+        } else {
+          p.unknown(af, "scan_interval_s, expander");
+        }
+      }
     } else if (k == "workload") {
       parse_workload(p, v, sc);
     } else if (k == "outputs") {
@@ -566,15 +656,35 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
         sim::NodeEvent ne;
         std::string node, type;
         bool has_time = false;
+        const nlohmann::json* taint = nullptr;
         for (const auto& [ek, ev] : v[i].items()) {
           if (ek == "time_s") { ne.time = SimTime::from_seconds_f(p.number(ev, ef + "/time_s", 0)); has_time = true; }
           else if (ek == "node") node = p.str(ev, ef + "/node");
           else if (ek == "type") type = p.str(ev, ef + "/type");
-          else p.unknown(ef + "/" + ek, "time_s, node, type");
+          else if (ek == "taint") taint = &ev;
+          else p.unknown(ef + "/" + ek, "time_s, node, type, taint");
         }
         if (!has_time) p.fail(ErrorCode::kScenarioMissingField, ef + "/time_s", "missing field 'time_s'");
-        if (type != "node_down" && type != "node_up") p.fail(ErrorCode::kScenarioBadValue, ef + "/type", "expected \"node_down\" or \"node_up\"");
+        if (type != "node_down" && type != "node_up" && type != "taint" && type != "untaint") {
+          p.fail(ErrorCode::kScenarioBadValue, ef + "/type", "expected \"node_down\", \"node_up\", \"taint\" or \"untaint\"");
+        }
         ne.up = type == "node_up";
+        if (type == "taint" || type == "untaint") {
+          if (!taint) p.fail(ErrorCode::kScenarioMissingField, ef + "/taint", "a " + type + " event needs {\"key\", \"value\", \"effect\"}");
+          p.expect_object(*taint, ef + "/taint");
+          Taint t;
+          for (const auto& [tk, tv] : taint->items()) {
+            if (tk == "key") t.key = p.str(tv, ef + "/taint/key");
+            else if (tk == "value") t.value = p.str(tv, ef + "/taint/value");
+            else if (tk == "effect") t.effect = parse_effect(p, tv, ef + "/taint/effect");
+            else p.unknown(ef + "/taint/" + tk, "key, value, effect");
+          }
+          if (t.key.empty()) p.fail(ErrorCode::kScenarioMissingField, ef + "/taint/key", "a taint needs a key");
+          ne.taint = t;
+          ne.untaint = type == "untaint";
+        } else if (taint) {
+          p.fail(ErrorCode::kScenarioBadValue, ef + "/taint", "only taint and untaint events take a taint");
+        }
         const auto it = std::find_if(sc.nodes.begin(), sc.nodes.end(), [&](const NodeSpec& n) { return n.name == node; });
         if (it == sc.nodes.end()) p.fail(ErrorCode::kScenarioUnknownNode, ef + "/node", "no node is named \"" + node + "\"");
         ne.node = NodeId{static_cast<std::uint32_t>(it - sc.nodes.begin())};
@@ -582,7 +692,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
       }
     } else {
       p.unknown(f, "schema_version, name, description, seed, horizon_s, mode, retry, requeue_on_node_down, cluster, "
-                   "devices, profile, workload, events, outputs");
+                   "devices, profile, workload, events, outputs, priority_classes, preemption, autoscaler");
     }
   }
   sc.engine.fill_mode = fill;
@@ -592,6 +702,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
   if (sc.trace) {
     sc.jobs = traces::read_trace(*sc.trace, sc.catalog, sc.resources);
   }
+  apply_priority_classes(sc.jobs, sc.priority_classes, sc.trace ? sc.trace->string() : source + " /workload/jobs");
   return sc;
 }
 

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -196,7 +198,9 @@ TEST_CASE("An unknown profile field is a ProfileError naming the field", "[polic
 
 TEST_CASE("Every built-in profile name resolves and unknown names list them", "[policies][profile]") {
   const auto names = builtin_profile_names();
-  CHECK(names.size() == 8);
+  for (const char* n : {"default", "first-fit", "best-fit", "binpack", "gpushare-binpack", "spread", "most-allocated", "random"}) {
+    CHECK(std::find(names.begin(), names.end(), n) != names.end());
+  }
   for (const auto& n : names) CHECK(builtin_profile(n).name == n);
   try {
     (void)builtin_profile("fastest", "s.json");

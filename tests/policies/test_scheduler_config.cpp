@@ -1,4 +1,7 @@
 // Profiles are validated when the scheduler is built, never halfway through a run.
+#include <algorithm>
+#include <string>
+
 #include <catch2/catch.hpp>
 
 #include <gpusched/policies/framework/registry.hpp>
@@ -38,8 +41,11 @@ TEST_CASE("An unknown plugin is rejected with the plugins known at that hook", "
   CHECK(e.code() == ErrorCode::kProfileUnknownPlugin);
   CHECK(e.where().field == "score/0");
   CHECK_THAT(e.detail(), Catch::Contains("\"gpu-binpak\""));
-  CHECK_THAT(e.detail(), Catch::Contains("best-fit, first-fit, gpu-binpack, least-allocated, most-allocated, random"));
+  for (const char* score : {"best-fit", "first-fit", "gpu-binpack", "least-allocated", "most-allocated", "random"}) {
+    CHECK_THAT(e.detail(), Catch::Contains(score));
+  }
   CHECK_THAT(e.detail(), !Catch::Contains("gpu-spread"));   // a device plugin, not a score plugin
+  CHECK_THAT(e.detail(), !Catch::Contains("priority-fifo"));   // a queue sort
 }
 
 TEST_CASE("A plugin at a hook it does not implement is rejected", "[policies][scheduler]") {
@@ -131,6 +137,15 @@ TEST_CASE("The registry lists plugins sorted by name and filters them by hook", 
   const auto& all = reg.plugins();
   REQUIRE(all.size() >= 12);
   for (std::size_t i = 1; i < all.size(); ++i) CHECK(all[i - 1].name < all[i].name);
-  CHECK(reg.known_names("queue_sort") == "fifo, priority-fifo");
-  CHECK(reg.known_names("device_select") == "gpu-binpack, gpu-first-fit, gpu-random, gpu-spread, topology-manager");
+  // Every listed plugin implements the hook, and every plugin implementing it is listed, in order.
+  for (const char* hook : {"queue_sort", "filter", "score", "device_select", "post_filter"}) {
+    std::string expected;
+    for (const auto& p : all) {
+      if (std::find(p.hooks.begin(), p.hooks.end(), hook) != p.hooks.end()) expected += (expected.empty() ? "" : ", ") + p.name;
+    }
+    CHECK(reg.known_names(hook) == expected);
+  }
+  CHECK_THAT(reg.known_names("queue_sort"), Catch::Contains("fifo, priority-fifo"));
+  CHECK_THAT(reg.known_names("device_select"), Catch::Contains("gpu-binpack, gpu-first-fit"));
+  CHECK_THAT(reg.known_names("device_select"), !Catch::Contains("least-allocated"));
 }

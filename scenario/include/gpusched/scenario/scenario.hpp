@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@
 #include <gpusched/gpu_catalog.hpp>
 #include <gpusched/job.hpp>
 #include <gpusched/policies/framework/profile.hpp>
+#include <gpusched/sim/autoscaler.hpp>
 #include <gpusched/sim/engine.hpp>
 #include <gpusched/sim/metrics.hpp>
 #include <gpusched/sim/outputs.hpp>
@@ -29,6 +31,14 @@
 namespace gpusched::scenario {
 
 inline constexpr int kScenarioSchemaVersion = 1;
+
+/// A Kubernetes PriorityClass: jobs naming it get its value; `preempt_never` is
+/// preemptionPolicy: Never; the global default applies to jobs without a class and priority 0.
+struct PriorityClass {
+  std::int32_t value = 0;
+  bool preempt_never = false;
+  bool global_default = false;
+};
 
 struct OutputOptions {
   SimTime sample_interval = SimTime::from_seconds(300);
@@ -54,7 +64,15 @@ struct Scenario {
   Workload jobs;                         ///< inline jobs (and, after load, trace jobs)
   sim::EngineConfig engine;
   OutputOptions outputs;
+  std::map<std::string, PriorityClass> priority_classes;   ///< by name
+  sim::AutoscalerConfig autoscaler;      ///< node groups with "autoscale" (empty: none)
 };
+
+/// Gives jobs their PriorityClass's value and preemption policy (the global default to jobs
+/// with neither class nor priority). Throws TraceError naming the job's line for an unknown class.
+void apply_priority_classes(Workload& jobs, const std::map<std::string, PriorityClass>& classes, const std::string& source);
+/// Rejects, before the run, a gang that needs more tasks at once than the empty cluster holds.
+void check_gangs(const Workload& jobs, const ClusterState& cluster, const std::string& source);
 
 /// Reads and validates a scenario file. Throws gpusched::Error subclasses naming the file,
 /// line (syntax errors) and JSON path.
