@@ -247,12 +247,22 @@ void Engine::evict(JobId j, const std::string& why, bool released) {
     rt.state = JobState::kPending;
     fresh_[j.value] = 1;
     requeued_.push_back(j);
-    for (auto* o : observers_) o->on_job_requeue(now_, j, why, *this);
+    // A preemption victim is announced once its preemptor runs: observers then see a cluster
+    // that holds exactly what the running jobs took.
+    if (released) deferred_requeues_.emplace_back(j, rt.reason);
+    else for (auto* o : observers_) o->on_job_requeue(now_, j, why, *this);
   } else {
     rt.state = JobState::kFailed;
     rt.end = now_;
     for (auto* o : observers_) o->on_job_fail(now_, j, why, *this);
   }
+}
+
+void Engine::announce_requeues() {
+  for (const auto& [j, reason] : deferred_requeues_) {
+    for (auto* o : observers_) o->on_job_requeue(now_, j, reasons_[reason], *this);
+  }
+  deferred_requeues_.clear();
 }
 
 void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
@@ -502,6 +512,7 @@ void Engine::schedule_cycle(bool full) {
         }
         if (placed) {
           start_job(j, scratch_);
+          announce_requeues();
           continue;
         }
         rt.reason = intern_reason("backfill: would delay the job holding the reservation (" +
@@ -516,6 +527,7 @@ void Engine::schedule_cycle(bool full) {
           evict(v, "preempted by " + spec.name, true);
         }
         start_job(j, scratch_);
+        announce_requeues();
         continue;
       }
       // A narrowed attempt keeps the reason of the job's last full evaluation.

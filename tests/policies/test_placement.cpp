@@ -27,6 +27,7 @@ Scheduler make(std::vector<PluginRef> filters, std::vector<PluginRef> scores = {
                std::string device_select = "gpu-first-fit") {
   Profile p;
   p.name = "placement-test";
+  p.filter = {PluginRef{"node-resources-fit"}};
   p.filter.insert(p.filter.end(), filters.begin(), filters.end());
   p.score = std::move(scores);
   p.device_select = PluginRef{std::move(device_select)};

@@ -24,7 +24,6 @@ SimTime s(std::int64_t seconds) { return SimTime::from_seconds(seconds); }
 /// first-fit with taint-toleration and priority-preemption.
 policies::Profile preemption_profile() {
   auto p = policies::builtin_profile("first-fit");
-  p.filter.push_back(policies::PluginRef{"taint-toleration"});
   p.post_filter = {policies::PluginRef{"priority-preemption"}};
   return p;
 }

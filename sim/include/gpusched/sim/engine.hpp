@@ -193,6 +193,8 @@ class Engine final : public JobsView {
   std::vector<JobId> running_list_;             // running jobs, in start order
   std::vector<std::vector<JobId>> on_node_;    // per node: running jobs with a task there
   std::vector<JobId> requeued_;                 // evicted in this cycle: tried again after it
+  std::vector<std::pair<JobId, std::uint32_t>> deferred_requeues_;   // victims not yet announced
+  void announce_requeues();
   std::uint64_t evictions_ = 0, preemptions_ = 0;
   double lost_gpu_hours_ = 0.0;
   std::vector<std::vector<JobId>> sharers_;   // per flat GPU (time-slicing / MPS only): running jobs
