@@ -103,7 +103,7 @@ nlohmann::json Profile::to_json() const {
 
 std::vector<std::string> builtin_profile_names() {
   return {"default", "first-fit", "best-fit", "binpack", "gpushare-binpack", "spread", "most-allocated", "random",
-          "fgd", "dotprod", "clustering", "packing"};
+          "fgd", "dotprod", "clustering", "packing", "kube-default", "volcano-gang-drf", "kueue-cohorts", "slurm-backfill"};
 }
 
 Profile builtin_profile(const std::string& name, const std::string& source) {
@@ -135,6 +135,55 @@ Profile builtin_profile(const std::string& name, const std::string& source) {
     p.description = "a uniformly random feasible node and random GPUs (seeded)";
     p.score = {PluginRef{"random"}};
     p.device_select = PluginRef{"gpu-random"};
+  } else if (name == "fgd") {
+    p.description = "the FGD paper's FGD: the node and GPU where fragmentation of the typical pod types grows least "
+                    "(ΔF), typical types from the attached workload (95% coverage)";
+    p.score = {PluginRef{"fgd"}};
+    p.device_select = PluginRef{"fgd"};
+  } else if (name == "dotprod") {
+    p.description = "the FGD paper's DotProd baseline: least dot product of the node's free (CPU, GPU) and the request, "
+                    "normalised by the largest node; the GPUs with least free milli inside";
+    p.score = {PluginRef{"dotprod"}};
+    p.device_select = PluginRef{"gpu-packing"};
+  } else if (name == "clustering") {
+    p.description = "the FGD paper's GPU Clustering baseline: nodes running pods of the same kind (sharing, k whole GPUs) "
+                    "first, more used GPU first; the GPUs with least free milli inside";
+    p.score = {PluginRef{"gpu-clustering"}};
+    p.device_select = PluginRef{"gpu-packing"};
+  } else if (name == "packing") {
+    p.description = "the FGD paper's GPU Packing baseline: GPUs in use first, then the fewest GPUs opened on a node in "
+                    "use, then the smallest idle node; the GPUs with least free milli inside";
+    p.score = {PluginRef{"gpu-packing"}};
+    p.device_select = PluginRef{"gpu-packing"};
+  } else if (name == "kube-default") {
+    p.description = "kube-scheduler's default plugins as they bear on accelerators: NodeResourcesFit, TaintToleration, "
+                    "NodeAffinity, per-app anti-affinity; LeastAllocated (1), TaintToleration (3) and NodeAffinity (2) "
+                    "scores; DefaultPreemption; every job that fits starts";
+    p.filter = {PluginRef{"node-resources-fit"}, PluginRef{"taint-toleration"}, PluginRef{"node-affinity"},
+                PluginRef{"app-max-per-node"}};
+    p.score = {PluginRef{"least-allocated"}, PluginRef{"taint-toleration", 3.0}, PluginRef{"node-affinity", 2.0}};
+    p.post_filter = {PluginRef{"priority-preemption"}};
+  } else if (name == "volcano-gang-drf") {
+    p.description = "Volcano's default tiers: queues in weighted dominant-resource-share order (drf), gangs placed "
+                    "all-or-nothing (min_available), predicates, binpack scoring, the preempt action";
+    p.queue_sort = PluginRef{"drf"};
+    p.filter = {PluginRef{"node-resources-fit"}, PluginRef{"taint-toleration"}, PluginRef{"node-affinity"}};
+    p.score = {PluginRef{"most-allocated"}};
+    p.device_select = PluginRef{"gpu-binpack"};
+    p.post_filter = {PluginRef{"priority-preemption"}};
+  } else if (name == "kueue-cohorts") {
+    p.description = "Kueue: ClusterQueues with nominal quota per flavor, borrowing and lending in cohorts, reclaim of "
+                    "lent quota by preemption (capacity-queues; give its queues and cohorts as args)";
+    p.filter = {PluginRef{"node-resources-fit"}, PluginRef{"taint-toleration"}, PluginRef{"node-affinity"},
+                PluginRef{"capacity-queues"}};
+    p.score = {PluginRef{"least-allocated"}};
+    p.post_filter = {PluginRef{"capacity-queues"}};
+  } else if (name == "slurm-backfill") {
+    p.description = "Slurm with sched/backfill: priority then submit order, EASY backfill (later jobs never delay "
+                    "the first waiting job's reservation), nodes in cluster order (select/cons_tres, equal weights)";
+    p.filter = {PluginRef{"node-resources-fit"}, PluginRef{"taint-toleration"}, PluginRef{"node-affinity"}};
+    p.score = {PluginRef{"first-fit"}};
+    p.queueing = "easy-backfill";
   } else {
     std::string known;
     for (const auto& n : builtin_profile_names()) known += (known.empty() ? "" : ", ") + n;

@@ -8,7 +8,8 @@
 ///    ΔF = F_n(after) - F_n(before) (see fragmentation.hpp), trying every fitting GPU for a share.
 ///    Typical pod types come from the workload given to attach() (argument `coverage`, default
 ///    0.95); without one, the task's own shape is the only type. Raw score = -ΔF, min-max
-///    normalised to [0, 100]. F_n is cached per node by NodeState::generation.
+///    normalised to [0, 100]. F_n is cached per node by NodeState::generation, and each node's
+///    ΔF per request shape is remembered until the node changes.
 ///  - `dotprod` (score): 100 x (1 - dot/2), dot = (free CPU / max CPU)(CPU req / max CPU) +
 ///    (free GPU / max GPU)(GPU req / max GPU): small free resources where the pod asks win.
 ///  - `gpu-clustering` (score): bands by the kinds of GPU pods on the node (CPU-only, sharing,
@@ -49,10 +50,32 @@ class FgdPlugin final : public ScorePlugin, public DeviceSelectBase, public JobE
   /// Without an attached workload: makes `r` the only type (forgets the cache when it changes).
   void use_fallback(const TaskRequest& r) const;
 
+  /// Forgets the memo of node answers (types or cluster changed).
+  void forget() const;
+
   double coverage_;
   bool attached_ = false;
   mutable fgd::FragmentationCache cache_;
   mutable std::vector<GpuGrant> scratch_;
+  /// Memo of ΔF per request shape (the 16 most recent) and node, valid while the node's
+  /// generation and free CPU / GPU milli are unchanged: a decision recomputes only the nodes
+  /// that changed since the last request of the same shape.
+  struct Memo {
+    std::uint64_t generation = ~0ULL;
+    std::int64_t cpu_free = 0;
+    std::int32_t milli_free = 0;
+    double delta = 0.0;
+  };
+  struct ShapeMemo {
+    std::uint64_t key = 0, last_used = 0;
+    std::vector<Memo> nodes;
+  };
+  static constexpr std::size_t kMemoShapes = 16;
+  /// The memo of this task's request shape (found or made once per task via the cycle state).
+  ShapeMemo& memo_for(const ClusterState& cluster, const TaskContext& ctx) const;
+  mutable std::vector<ShapeMemo> memos_;
+  mutable std::uint64_t memo_clock_ = 0;
+  mutable const ClusterState* memo_cluster_ = nullptr;
 };
 
 class DotProdScore final : public ScorePlugin {
@@ -87,6 +110,9 @@ class GpuPacking final : public ScorePlugin, public DeviceSelectBase {
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
   [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node,
                             TaskPlacement& out) const override;
+
+ private:
+  std::vector<std::int32_t> left_;   // scratch: free milli kept on used GPUs
 };
 
 }  // namespace gpusched::policies

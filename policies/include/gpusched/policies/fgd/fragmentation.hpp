@@ -39,6 +39,11 @@
 
 namespace gpusched::policies::fgd {
 
+namespace detail {
+struct GpuLook;     ///< a GPU as it is, or as it would be after some grants (fgd.cpp)
+struct GpuChange;   ///< one GPU before -> after, counted `times` times (fgd.cpp)
+}  // namespace detail
+
 /// One typical pod type: a request shape and how many pods of the workload have it.
 struct PodType {
   /// CPU, GPU request (mode, count, share, GPU memory, MIG profile) and allowed GPU models;
@@ -138,12 +143,24 @@ class FragmentationCache {
   /// Recomputes node n's summary when its key changed; returns n's index.
   std::size_t ensure(const ClusterState& c, NodeId n);
   void bind(const ClusterState& c);
+  /// sum_m pods_m x (F_n(m) after - before) for CPU free `cpu_after` and the GPU changes.
+  std::int64_t weighted_delta(const ClusterState& c, NodeId n, std::int64_t cpu_after, const detail::GpuChange* changes,
+                              std::size_t count);
+  std::optional<std::int64_t> greedy_units(const ClusterState& c, const TaskRequest& r, NodeId node,
+                                           std::vector<GpuGrant>& out);
+  std::optional<std::int64_t> greedy_mig(const ClusterState& c, const TaskRequest& r, NodeId node,
+                                         ClusterState::MigStartChooser mig_start, std::vector<GpuGrant>& out);
+  std::int64_t weighted_delta_of(const ClusterState& c, const TaskRequest& r, NodeId node, std::span<const GpuGrant> grants);
 
   std::vector<PodType> types_;
   std::int64_t weight_total_ = 0;
+  // Distinct GPU parts of the types (CPU-only types have none): aggregates are kept per shape.
+  std::vector<TaskRequest> shapes_;
+  std::vector<std::int32_t> shape_of_;        // per type: index into shapes_, -1 for CPU-only
+  std::vector<std::int64_t> du_, dn_;         // scratch per shape
   const ClusterState* bound_ = nullptr;
   std::size_t bound_nodes_ = 0;
-  // Per node (node-major): validity key and aggregates; per node x type: usable idle, units.
+  // Per node: validity key and aggregates; per node x shape (node-major): usable idle, units.
   std::vector<std::uint64_t> key_gen_;
   std::vector<std::int64_t> key_cpu_, key_milli_;
   std::vector<std::uint8_t> valid_;

@@ -27,7 +27,9 @@ struct Profile {
   std::string description;
   PluginRef queue_sort{"priority-fifo"};
   std::vector<PluginRef> pre_filter;
-  std::vector<PluginRef> filter{PluginRef{"node-resources-fit"}};
+  /// Every profile honours taints and node selectors/affinity unless it says otherwise (as
+  /// kube-scheduler always runs TaintToleration and NodeAffinity).
+  std::vector<PluginRef> filter{PluginRef{"node-resources-fit"}, PluginRef{"taint-toleration"}, PluginRef{"node-affinity"}};
   std::vector<PluginRef> score;
   PluginRef device_select{"gpu-first-fit"};
   std::vector<PluginRef> reserve;
@@ -45,8 +47,10 @@ struct Profile {
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
-/// Named profiles shipped with gpusched ("default", "first-fit", "best-fit", "binpack",
-/// "gpushare-binpack", "spread", "most-allocated", "random").
+/// Named profiles shipped with gpusched: simple references ("default", "first-fit", "spread",
+/// ...), the FGD paper's policies ("fgd", "best-fit", "packing", ...) and presets that reproduce
+/// well-known schedulers ("kube-default", "volcano-gang-drf", "kueue-cohorts", "slurm-backfill").
+/// See docs/policies.md.
 [[nodiscard]] std::vector<std::string> builtin_profile_names();
 /// The named profile, or ProfileError(kProfileUnknownProfile) listing the known ones.
 [[nodiscard]] Profile builtin_profile(const std::string& name, const std::string& source = "");
