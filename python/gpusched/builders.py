@@ -206,12 +206,15 @@ class Profile:
     """A scheduling profile: which plugin runs at which hook (see gpusched.plugins()).
 
     ``extends`` starts from a built-in profile (gpusched.profiles()); each hook you set replaces
-    the base's list for that hook. ``filter`` lists always start with ``node-resources-fit``
-    (every profile needs it; the runner refuses profiles without it). Methods chain.
+    the base's list for that hook. ``filter`` lists always start with ``node-resources-fit``,
+    ``taint-toleration`` and ``node-affinity`` (the runner refuses profiles without the first;
+    the others make taints and node selectors hold). Methods chain.
     """
 
     _LIST_HOOKS = ("pre_filter", "filter", "score", "reserve", "permit", "post_filter", "bind")
     _SINGLE_HOOKS = ("queue_sort", "device_select")
+    # What every built-in profile filters with (resources, taints, node selectors and affinity).
+    _DEFAULT_FILTERS = ("node-resources-fit", "taint-toleration", "node-affinity")
 
     def __init__(self, name: str, extends: Optional[str] = None, description: Optional[str] = None) -> None:
         self.name = name
@@ -231,10 +234,12 @@ class Profile:
             raise ValueError(f"unknown hook {hook!r}; hooks: {', '.join(self._SINGLE_HOOKS + self._LIST_HOOKS)}")
         if hook == "score" and weight is None:
             weight = 1
-        entries = self._hooks.setdefault(hook, ["node-resources-fit"] if hook == "filter" else [])
-        if hook == "filter" and name == "node-resources-fit":
-            entries[0] = _plugin_ref(name, args)   # always first; never twice
-            return self
+        entries = self._hooks.setdefault(hook, list(self._DEFAULT_FILTERS) if hook == "filter" else [])
+        if hook == "filter":
+            for i, e in enumerate(entries):   # a default filter is configured in place, never twice
+                if (e if isinstance(e, str) else e.get("name")) == name:
+                    entries[i] = _plugin_ref(name, args)
+                    return self
         entries.append(_plugin_ref(name, args, weight))
         return self
 

@@ -53,7 +53,7 @@ def test_a_built_cluster_profile_and_synthetic_workload_run():
 
 def test_filters_always_start_with_node_resources_fit():
     p = Profile("f").filter("node-resources-fit").filter("node-resources-fit")
-    assert p.to_dict()["filter"] == ["node-resources-fit"]
+    assert p.to_dict()["filter"] == ["node-resources-fit", "taint-toleration", "node-affinity"]
 
 
 def test_inline_jobs_node_events_and_fill_mode_run():

@@ -324,3 +324,24 @@ TEST_CASE("A backfill candidate that preempts on the unreserved nodes evicts its
   CHECK(rows.at("d").evictions == 1);
   CHECK(test::cluster_violation(r.engine().cluster()).empty());
 }
+
+TEST_CASE("examples/policies.json runs: preemption with checkpoints, a NoExecute eviction, a gang and autoscaling", "[scenario][policies][examples]") {
+  const auto sc = load_scenario(test::example("policies.json"));
+  const auto r = run(sc);
+  const auto rows = rows_by_name(r);
+  for (const auto& [name, row] : rows) CHECK(row.state == "completed");
+  // research-a (priority 100 by the global default) evicts a scavenger (0); the scavengers never preempt.
+  CHECK(rows.at("scavenge-1").evictions >= 1);
+  CHECK(rows.at("research-a").evictions == 0);
+  // The gang is evicted by the maintenance taint at 1500 s and, with 600 s checkpoints, redoes
+  // only what it ran since its last checkpoint.
+  const auto& gang = rows.at("gang-16");
+  CHECK(gang.evictions == 1);
+  CHECK(*gang.end_s - *gang.start_s < 1200.0);
+  // prod-serving's two tasks are on different nodes (max_per_node 1), one on the reserved pool.
+  CHECK_THAT(rows.at("prod-serving").placement, Catch::Contains("reserved-0000"));
+  const auto j = r.summary_json();
+  CHECK(j["preemption"]["preemptions"].get<std::int64_t>() >= 2);
+  CHECK(j["autoscaler"]["scale_ups"].get<std::int64_t>() >= 1);
+  CHECK(test::cluster_empty(r.engine().cluster()));
+}
