@@ -187,7 +187,12 @@ void BM_Policy(benchmark::State& state, const std::string& profile) {
 [[maybe_unused]] const bool kRegistered = [] {
   const std::pair<const char*, const char*> profiles[] = {{"BM_Policy_Fgd", "fgd"},           {"BM_Policy_DotProd", "dotprod"},
                                                           {"BM_Policy_Clustering", "clustering"}, {"BM_Policy_Packing", "packing"},
-                                                          {"BM_Policy_BestFit", "best-fit"},  {"BM_Policy_Random", "random"}};
+                                                          {"BM_Policy_BestFit", "best-fit"},  {"BM_Policy_Random", "random"},
+                                                          // The presets' decisions (queueing and preemption aside).
+                                                          {"BM_Preset_KubeDefault", "kube-default"},
+                                                          {"BM_Preset_VolcanoGangDrf", "volcano-gang-drf"},
+                                                          {"BM_Preset_KueueCohorts", "kueue-cohorts"},
+                                                          {"BM_Preset_SlurmBackfill", "slurm-backfill"}};
   for (const auto& [name, profile] : profiles) {
     benchmark::RegisterBenchmark(name, BM_Policy, std::string(profile))
         ->ArgName("nodes")
@@ -313,6 +318,7 @@ void run(benchmark::State& state, const policies::Profile& profile, const JobSpe
 policies::Profile profile(std::vector<PluginRef> filters, std::vector<PluginRef> scores, std::string device = "gpu-first-fit") {
   policies::Profile p;
   p.name = "placement-bench";
+  p.filter = {PluginRef{"node-resources-fit"}};
   p.filter.insert(p.filter.end(), filters.begin(), filters.end());
   p.score = std::move(scores);
   p.device_select = PluginRef{std::move(device)};

@@ -14,6 +14,12 @@
 //                                    arrival-only fill mode (jobs never finish, a job that fits
 //                                    nowhere fails), same cluster mix. items = jobs.
 //
+//   BM_Sim_Queueing/<profile>/nodes:N  the demo scaled to N nodes (20 jobs per node, 180% load)
+//                                    under a preset: greedy (binpack), slurm-backfill (EASY
+//                                    backfill: a reservation per cycle by binary search over
+//                                    scratch copies of the cluster), kube-default (preemption
+//                                    on), volcano-gang-drf (fair-share order re-sorted each cycle).
+//
 // The 16k-node runs (about a minute each, and up to ~20 minutes on builds without narrowed
 // retries) are registered only when the environment variable GPUSCHED_BENCH_LARGE=1 is set.
 //
@@ -86,6 +92,12 @@ void BM_Sim_Fill(benchmark::State& state) {
   run_scenario(state, scaled_demo(state.range(0), state.range(1), true));
 }
 
+void BM_Sim_Queueing(benchmark::State& state, const std::string& profile) {
+  auto sc = scaled_demo(state.range(0), 20, false);
+  sc.profile = policies::builtin_profile(profile);
+  run_scenario(state, sc);
+}
+
 bool large_enabled() {
   const char* v = std::getenv("GPUSCHED_BENCH_LARGE");
   return v != nullptr && std::string(v) == "1";
@@ -108,3 +120,13 @@ void fill_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_Sim_Demo)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Sim_Synthetic)->Apply(synthetic_args)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Sim_Fill)->Apply(fill_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+[[maybe_unused]] const bool kQueueingRegistered = [] {
+  for (const char* profile : {"binpack", "slurm-backfill", "kube-default", "volcano-gang-drf"}) {
+    benchmark::RegisterBenchmark((std::string("BM_Sim_Queueing/") + profile).c_str(), BM_Sim_Queueing, std::string(profile))
+        ->ArgName("nodes")
+        ->Arg(1'000)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  return true;
+}();

@@ -26,9 +26,16 @@ PriorityPreemption::PriorityPreemption(std::size_t exact_search_limit) : exact_s
 void PriorityPreemption::attach(const ClusterState& cluster, std::span<const JobSpec> /*workload*/, const JobsView* jobs) {
   jobs_ = jobs;
   by_node_.assign(cluster.node_count(), {});
+  preemptible_by_priority_.clear();
+}
+
+bool PriorityPreemption::may_help(const JobSpec& job) const {
+  return !job.constraints.preempt_never && !preemptible_by_priority_.empty() &&
+         preemptible_by_priority_.begin()->first < job.priority;
 }
 
 void PriorityPreemption::job_started(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) {
+  if (job.constraints.preemptible) ++preemptible_by_priority_[job.priority];
   for (const auto& p : placements) {
     if (p.node.value >= by_node_.size()) by_node_.resize(p.node.value + 1);
     auto& here = by_node_[p.node.value];
@@ -52,7 +59,12 @@ void PriorityPreemption::job_started(const JobSpec& job, JobId id, std::span<con
   for (const auto& p : placements) by_node_[p.node.value].back().job_gpu_milli = milli;
 }
 
-void PriorityPreemption::job_stopped(const JobSpec& /*job*/, JobId id, std::span<const TaskPlacement> placements) {
+void PriorityPreemption::job_stopped(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) {
+  if (job.constraints.preemptible) {
+    if (auto it = preemptible_by_priority_.find(job.priority); it != preemptible_by_priority_.end() && --it->second == 0) {
+      preemptible_by_priority_.erase(it);
+    }
+  }
   for (const auto& p : placements) {
     if (p.node.value < by_node_.size()) std::erase_if(by_node_[p.node.value], [&](const Resident& r) { return r.id == id; });
   }

@@ -105,7 +105,9 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
   }
   for (auto& p : owned_) {
     if (auto* e = dynamic_cast<JobEventsPlugin*>(p.get())) events_.push_back(e);
-    reads_queue_ = reads_queue_ || p->reads_queue();
+    // The queue sort's state changes the order, not where a job fits.
+    if (p.get() == dynamic_cast<Plugin*>(queue_sort_)) dynamic_order_ = dynamic_order_ || p->reads_queue();
+    else reads_queue_ = reads_queue_ || p->reads_queue();
   }
   first_feasible_wins_ = profile.tie_break == TieBreak::kNodeOrder &&
                          (scores_.empty() || (scores_.size() == 1 && scores_[0].first->orders_by_node_index()));
@@ -272,6 +274,9 @@ Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, 
       return last_status_;
     }
     out.clear();
+  }
+  if (std::none_of(post_filters_.begin(), post_filters_.end(), [&](const PostFilterPlugin* pf) { return pf->may_help(job); })) {
+    return last_status_;
   }
   const auto saved_rejects = rejects_;
   const auto saved_seen = nodes_seen_;

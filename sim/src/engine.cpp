@@ -360,41 +360,63 @@ SimTime Engine::reserve(JobId head) {
     ends.emplace_back(std::max(now_, rt.start + est), j);
   }
   std::sort(ends.begin(), ends.end());
-  const auto& spec = workload_[head.value];
-  std::vector<TaskPlacement> out;
-  // The cluster once the first k jobs have ended. Fitting only gets easier as k grows.
-  auto state_after = [&](std::size_t k) {
-    ClusterState c = *cluster_;
-    for (std::size_t i = 0; i < k; ++i) {
-      for (const auto& p : jobs_[ends[i].second.value].placements) c.release(workload_[ends[i].second.value].request, p);
-    }
-    return c;
-  };
-  auto fits_after = [&](std::size_t k) {
-    ClusterState c = state_after(k);
-    return hook_->what_if(c, spec, head, out).ok();
-  };
-  if (ends.empty() || !fits_after(ends.size())) return SimTime::forever();
-  std::size_t lo = 1, hi = ends.size();   // smallest k in [1, n] that fits (k = 0 failed: it is pending)
-  while (lo < hi) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    if (fits_after(mid)) hi = mid;
-    else lo = mid + 1;
-  }
-  // Jobs ending at the same instant as the k-th end with it.
-  while (lo < ends.size() && ends[lo].first == ends[lo - 1].first) ++lo;
-  shadow_.emplace(state_after(lo));
-  // The nodes the reserved job would take then: backfill tries the other nodes first.
+  shadow_.reset();
   reserved_nodes_.clear();
-  if (hook_->what_if(*shadow_, spec, head, out).ok()) {
-    for (auto it = out.rbegin(); it != out.rend(); ++it) {
-      reserved_nodes_.push_back(it->node);
-      shadow_->undo_allocate(spec.request, *it);
+  if (ends.empty()) return SimTime::forever();
+  const auto& spec = workload_[head.value];
+  // One scratch copy, moved forward (jobs end: release) and back (allocate again) in end order.
+  shadow_.emplace(*cluster_);
+  ClusterState& c = *shadow_;
+  std::size_t released = 0;
+  auto release_to = [&](std::size_t k) {
+    for (; released < k; ++released) {
+      const JobId j = ends[released].second;
+      for (const auto& p : jobs_[j.value].placements) c.release(workload_[j.value].request, p);
     }
+    while (released > k) {
+      --released;
+      const JobId j = ends[released].second;
+      const auto& ps = jobs_[j.value].placements;
+      for (auto it = ps.rbegin(); it != ps.rend(); ++it) c.allocate(workload_[j.value].request, *it);
+    }
+  };
+  std::vector<TaskPlacement> out;
+  auto fits = [&](bool keep_nodes) {
+    if (!hook_->what_if(c, spec, head, out).ok()) return false;
+    for (auto it = out.rbegin(); it != out.rend(); ++it) {
+      if (keep_nodes) reserved_nodes_.push_back(it->node);
+      c.undo_allocate(spec.request, *it);
+    }
+    return true;
+  };
+  // Fitting only gets easier as more jobs end: exponential search for the first k that fits
+  // (k = 0 failed: the job is waiting), then bisection. O(log n) what-ifs, O(n) releases.
+  const std::size_t n = ends.size();
+  std::size_t lo = 0, hi = 1;
+  for (;;) {
+    release_to(hi);
+    if (fits(false)) break;
+    if (hi == n) {
+      shadow_.reset();
+      return SimTime::forever();
+    }
+    lo = hi;
+    hi = std::min(2 * hi, n);
   }
+  while (hi - lo > 1) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    release_to(mid);
+    if (fits(false)) hi = mid;
+    else lo = mid;
+  }
+  // Jobs ending at the same instant as the hi-th end with it.
+  while (hi < n && ends[hi].first == ends[hi - 1].first) ++hi;
+  release_to(hi);
+  // The nodes the reserved job would take then: backfill tries the other nodes first.
+  (void)fits(true);
   std::sort(reserved_nodes_.begin(), reserved_nodes_.end());
   reserved_nodes_.erase(std::unique(reserved_nodes_.begin(), reserved_nodes_.end()), reserved_nodes_.end());
-  return ends[lo - 1].first;
+  return ends[hi - 1].first;
 }
 
 bool Engine::backfill_allowed(JobId j, const std::vector<TaskPlacement>& placements) {
@@ -429,7 +451,7 @@ void Engine::schedule_cycle(bool full) {
   auto before = [this](JobId a, JobId b) { return hook_->before(workload_[a.value], a, workload_[b.value], b); };
   std::sort(arrived_.begin(), arrived_.end(), before);
   // A queue order that reads usage (fair share) changes as jobs start and stop: re-sort.
-  if (!hook_->node_local()) std::stable_sort(pending_.begin(), pending_.end(), before);
+  if (hook_->dynamic_order()) std::stable_sort(pending_.begin(), pending_.end(), before);
   // Without freed capacity, jobs already waiting would fail again: only new arrivals are tried.
   std::vector<JobId> tried;
   std::vector<JobId>* order = &arrived_;
@@ -456,9 +478,16 @@ void Engine::schedule_cycle(bool full) {
   // Strict FIFO: the first job that does not fit blocks the rest. EASY backfill: it gets a
   // reservation; later jobs start only if they do not delay it.
   bool blocked = false;
-  reserved_job_ = JobId{};
-  reserved_at_ = SimTime::forever();
-  shadow_.reset();
+  // A reservation is kept from cycle to cycle while nothing ended (jobs that backfilled since
+  // were added to its scratch cluster); capacity freed, or a job starting ahead of the head,
+  // means it is computed again.
+  if (full) {
+    shadow_.reset();
+    reserved_job_ = JobId{};
+    reserved_at_ = SimTime::forever();
+  }
+  bool head_found = false;
+  bool started_ahead = false;
   const auto policy = config_.queue_policy;
   for (JobId j : *order) {
     const auto& spec = workload_[j.value];
@@ -480,7 +509,8 @@ void Engine::schedule_cycle(bool full) {
       const bool narrow = !fresh && config_.retry_changed_nodes_only && spec.min_available == 1 && hook_->node_local();
       ++attempts_;
       const Status s = hook_->schedule(*cluster_, spec, j, scratch_, narrow ? changed : std::span<const NodeId>{});
-      if (s.ok() && shadow_ && hook_->last_victims().empty() && !backfill_allowed(j, scratch_)) {
+      if (s.ok() && !head_found) started_ahead = true;
+      if (s.ok() && head_found && shadow_ && hook_->last_victims().empty() && !backfill_allowed(j, scratch_)) {
         // It fits now but would delay the reserved job: give the resources back, and try once
         // more on the nodes the reserved job will not use (Slurm reserves nodes for it).
         for (auto it = scratch_.rbegin(); it != scratch_.rend(); ++it) cluster_->undo_allocate(spec.request, *it);
@@ -535,13 +565,17 @@ void Engine::schedule_cycle(bool full) {
       if (config_.skip_equivalent) failed.emplace(cls, narrow ? 0u : rt.reason);
     }
     if (policy == QueuePolicy::kStrictFifo) blocked = true;
-    if (policy == QueuePolicy::kEasyBackfill && !shadow_) {
-      const SimTime at = reserve(j);
+    if (policy == QueuePolicy::kEasyBackfill && !head_found) {
+      const bool cached = shadow_ && reserved_job_ == j && !started_ahead;
+      const SimTime at = cached ? reserved_at_ : reserve(j);
       if (!at.is_forever()) {
+        head_found = true;
         reserved_job_ = j;
         reserved_at_ = at;
       } else {
         shadow_.reset();
+        reserved_job_ = JobId{};
+        reserved_at_ = SimTime::forever();
       }
     }
     if (!config_.retry) {

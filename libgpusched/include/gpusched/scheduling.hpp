@@ -80,6 +80,9 @@ class SchedulingHook {
   /// may be restricted to changed nodes). False when decisions also read state outside the
   /// nodes: quota usage, other queues' shares.
   [[nodiscard]] virtual bool node_local() const { return true; }
+  /// True when before() depends on state that changes as jobs start and stop (fair share):
+  /// the caller re-sorts its queue each cycle.
+  [[nodiscard]] virtual bool dynamic_order() const { return false; }
 };
 
 }  // namespace gpusched

@@ -124,6 +124,9 @@ using FitsFn = std::function<bool(std::span<const NodeId> only)>;
 /// made (the runner places the job again); anything else: nothing was evicted.
 class PostFilterPlugin : public virtual Plugin {
  public:
+  /// A cheap test: false when post_filter() cannot succeed for `job` now (e.g. nothing of lower
+  /// priority runs), so the runner skips the work around it.
+  [[nodiscard]] virtual bool may_help(const JobSpec& /*job*/) const { return true; }
   virtual Status post_filter(ClusterState& cluster, const JobSpec& job, JobId id, Statement& st,
                              std::vector<JobId>& victims, const FitsFn& fits) = 0;
 };

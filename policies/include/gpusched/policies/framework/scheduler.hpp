@@ -40,7 +40,10 @@ class Scheduler final : public SchedulingHook {
   void job_started(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
   void job_stopped(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
   [[nodiscard]] std::span<const JobId> last_victims() const override { return victims_; }
-  [[nodiscard]] bool node_local() const override { return !reads_queue_; }
+  /// A fair-share order is treated as not node-local too: the narrowed retry's equivalence with
+  /// a full retry is only checked (tests/sim/test_properties.cpp) for fixed queue orders.
+  [[nodiscard]] bool node_local() const override { return !reads_queue_ && !dynamic_order_; }
+  [[nodiscard]] bool dynamic_order() const override { return dynamic_order_; }
   [[nodiscard]] std::uint64_t equivalence_class(const JobSpec& job) const override;
   /// The running jobs, as attached (null before attach()).
   [[nodiscard]] const JobsView* jobs() const { return jobs_; }
@@ -88,7 +91,8 @@ class Scheduler final : public SchedulingHook {
   std::vector<PostFilterPlugin*> post_filters_;
   std::vector<BindPlugin*> binds_;
   std::vector<JobEventsPlugin*> events_;
-  bool reads_queue_ = false;
+  bool reads_queue_ = false;     // a placement plugin reads queue state (quota): not node-local
+  bool dynamic_order_ = false;   // the queue sort reads usage (fair share)
   const JobsView* jobs_ = nullptr;
   std::vector<JobId> victims_;
   bool first_feasible_wins_ = false;

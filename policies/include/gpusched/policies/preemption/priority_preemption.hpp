@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <map>
 #include <vector>
 
 #include <gpusched/policies/framework/plugin.hpp>
@@ -73,6 +74,8 @@ class PriorityPreemption final : public PostFilterPlugin, public JobEventsPlugin
   /// so the node scan never reads JobSpecs. O(placements).
   void job_started(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
   void job_stopped(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
+  /// False when no preemptible running job has a lower priority than `job` (O(log n)).
+  [[nodiscard]] bool may_help(const JobSpec& job) const override;
   /// Success: the victims are evicted in `st` and listed in `victims`, and the job fits.
   /// Unschedulable (nothing evicted): preempt_never, no view of running jobs, or no set works.
   Status post_filter(ClusterState& cluster, const JobSpec& job, JobId id, Statement& st, std::vector<JobId>& victims,
@@ -108,6 +111,7 @@ class PriorityPreemption final : public PostFilterPlugin, public JobEventsPlugin
   bool across_nodes(ClusterState& cluster, const JobSpec& job, const FitsFn& fits);
 
   std::size_t exact_search_limit_;
+  std::map<std::int32_t, std::int64_t> preemptible_by_priority_;   // running preemptible jobs per priority
   const JobsView* jobs_ = nullptr;
   std::vector<std::vector<Resident>> by_node_;   // per node, in start order
   // Per call.
