@@ -44,9 +44,10 @@ class Plugin {
  public:
   virtual ~Plugin() = default;
   [[nodiscard]] virtual std::string_view name() const = 0;
-  /// True when the plugin's answers depend on the job's queue or priority, not only on its
-  /// request (quotas, fair share): the runner folds those into equivalence classes and tells
-  /// the caller that decisions are not node-local.
+  /// True when the plugin's answers depend on state beyond the nodes: the job's queue and
+  /// other jobs' usage (quotas, spread counts). The runner then folds queue and priority into
+  /// equivalence classes and tells the caller decisions are not node-local. For the queue sort
+  /// (fair share) it means the order changes as jobs start and stop (dynamic_order()).
   [[nodiscard]] virtual bool reads_queue() const { return false; }
 };
 
