@@ -81,7 +81,7 @@ TEST_CASE("Profile names and sizes per model follow mig.md", "[core][mig]") {
   CHECK(sms == std::vector<int>{14, 14, 14, 28, 42, 56, 98});
 }
 
-TEST_CASE("Rule 1: 4g+4g, 3g+3g+1g and 4g+3g+1g are impossible; at most one 4g, two 3g, one +me", "[core][mig]") {
+TEST_CASE("Rule 1: 4g+4g, 3g+3g+1g and 4g+3g+1g are impossible, at most one 4g, two 3g, one +me", "[core][mig]") {
   const auto model = GENERATE(as<std::string>{}, "A100-40GB", "A100-80GB", "H100-80GB", "H100-NVL", "H200");
   INFO(model);
   const auto& g = geo(model);
@@ -125,7 +125,7 @@ TEST_CASE("Rule 3: three 2g leave room for exactly one 1g at slice 6, never a fo
   CHECK_FALSE(mig_fits(g, std::vector<int>{n.g1, n.g1}, gpu));   // one compute slice left
 }
 
-TEST_CASE("Rule 4: creation order matters; 1g,1g,2g,3g fails and 3g,1g,2g,1g succeeds", "[core][mig]") {
+TEST_CASE("Rule 4: creation order matters, 1g,1g,2g,3g fails and 3g,1g,2g,1g succeeds", "[core][mig]") {
   const auto model = GENERATE(as<std::string>{}, "A100-40GB", "A100-80GB", "H100-80GB", "H100-NVL", "H200");
   INFO(model);
   const auto& g = geo(model);

@@ -297,7 +297,7 @@ TEST_CASE("FGD without a workload treats the task's own shape as the only typica
   CHECK(fgd::same_pod_type(plugin.types()[0].request, gpus(1)));
 }
 
-TEST_CASE("FGD's coverage argument must lie in (0, 1]", "[policies][fgd]") {
+TEST_CASE("FGD's coverage argument must lie in above 0 and at most 1", "[policies][fgd]") {
   auto p = builtin_profile("fgd");
   p.score[0].args = {{"coverage", 1.5}};
   CHECK_THROWS_AS(Scheduler(p, Registry::with_builtins(), 1), ProfileError);

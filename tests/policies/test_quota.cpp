@@ -171,7 +171,7 @@ TEST_CASE("ResourceQuota in the engine: the third job starts when the first fini
   CHECK(t::cluster_empty(sim.cluster));
 }
 
-TEST_CASE("ResourceQuota: a job larger than the hard limit itself is unresolvable; counts and quantities parse",
+TEST_CASE("ResourceQuota: a job larger than the hard limit itself is unresolvable, counts and quantities parse",
           "[policies][quota]") {
   Direct d(t4_nodes(4), with_resource_quota(json::parse(
                             R"({"quotas": {"ns": {"requests.nvidia.com/gpu": 8, "requests.cpu": "6", "memory": "3Gi",
@@ -264,7 +264,7 @@ TEST_CASE("A ClusterQueue borrows its cohort's idle quota and is reclaimed when 
   CHECK(t::cluster_empty(sim.cluster));
 }
 
-TEST_CASE("Reclaim picks the borrower's lowest-priority, then newest job; a queue within nominal is never a victim",
+TEST_CASE("Reclaim picks the borrower's lowest-priority, then newest job, a queue within nominal is never a victim",
           "[policies][quota]") {
   // b runs 6 GPUs (2 borrowed); a (nominal 4) uses 2 and asks for 2 more.
   Sim sim(t4_nodes(2, 4),
@@ -279,7 +279,7 @@ TEST_CASE("Reclaim picks the borrower's lowest-priority, then newest job; a queu
   CHECK(sim.job(4).start == s(30));
 }
 
-TEST_CASE("borrowing_limit caps what a queue takes from its cohort; lending_limit caps what it lends",
+TEST_CASE("borrowing_limit caps what a queue takes from its cohort, lending_limit caps what it lends",
           "[policies][quota]") {
   auto admitted = [](const json& args, const std::string& queue) {
     Direct d(t4_nodes(4), with_capacity_queues(args));

@@ -17,7 +17,7 @@ def test_the_presets_are_listed_and_each_runs():
     for preset in ("kube-default", "gpushare-binpack", "volcano-gang-drf", "kueue-cohorts", "slurm-backfill", "fgd"):
         assert preset in names
         r = gpusched.run(Scenario(_one_node(), preset, jobs([job("x", 0, 10, cpu=1, gpus=1)]), seed=1))
-        assert r.summary()["jobs"]["completed"] == 1
+        assert r.summary["jobs"]["completed"] == 1
 
 
 def test_a_high_priority_class_preempts_and_the_victim_keeps_its_checkpoint():
@@ -35,7 +35,7 @@ def test_a_high_priority_class_preempts_and_the_victim_keeps_its_checkpoint():
     # 250 s done, 200 s kept: 800 s left after high ends at 350 s
     assert t.loc["low", "end_s"] == 1150.0
     assert abs(t.loc["low", "lost_gpu_hours"] - 50 * 4 / 3600) < 1e-9
-    assert r.summary()["preemption"]["preemptions"] == 1
+    assert r.summary["preemption"]["preemptions"] == 1
 
 
 def test_a_noexecute_taint_evicts_only_jobs_without_the_toleration():
@@ -67,7 +67,7 @@ def test_an_autoscaled_group_reports_node_hours():
     sc = Scenario(cluster, "first-fit", jobs([job("train", 0, 1000, cpu=8, gpus=8)]), autoscaler={"scan_interval_s": 10})
     r = gpusched.run(sc)
     assert r.jobs.set_index("job").loc["train", "start_s"] == 310.0
-    assert abs(r.summary()["autoscaler"]["node_hours"] - 1900 / 3600) < 1e-9
+    assert abs(r.summary["autoscaler"]["node_hours"] - 1900 / 3600) < 1e-9
 
 
 def test_an_unknown_priority_class_is_an_error_naming_the_job():

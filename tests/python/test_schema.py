@@ -61,3 +61,11 @@ def test_a_built_scenario_matches_the_schema():
     ).node_down(10, "c")
     errors = list(validator.iter_errors(sc.to_dict()))
     assert not errors, [e.message for e in errors]
+
+
+def test_the_schema_lists_every_built_in_profile():
+    import gpusched
+
+    schema = json.loads((REPO / "schemas" / "scenario.schema.json").read_text(encoding="utf-8"))
+    names = schema["properties"]["profile"]["oneOf"][0]["enum"]
+    assert sorted(names) == sorted(gpusched.profiles())

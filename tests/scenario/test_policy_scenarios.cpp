@@ -140,7 +140,7 @@ TEST_CASE("A NoExecute taint event evicts untolerating jobs and an untaint lets 
   CHECK(r.summary().lost_gpu_hours == Approx(30.0 / 3600.0));   // 30 s of one GPU
 }
 
-TEST_CASE("Strict FIFO keeps a small job behind the big one that does not fit; greedy lets it pass", "[scenario][policies][backfill]") {
+TEST_CASE("Strict FIFO keeps a small job behind the big one that does not fit, greedy lets it pass", "[scenario][policies][backfill]") {
   // One node, 4 GPUs: 'running' holds 2 until t=100; 'big' needs 4; 'small' needs 1 for 10 s.
   const std::string jobs = R"({"id": "running", "submit_time": 0, "duration": 100, "requests": {"cpu": 1, "nvidia.com/gpu": 2}},
                               {"id": "big", "submit_time": 1, "duration": 50, "requests": {"cpu": 1, "nvidia.com/gpu": 4}},

@@ -111,7 +111,7 @@ TEST_CASE("A pending job gets a node after scan + provisioning delay, removed wh
   CHECK(r["peak_up"] == 1);
 }
 
-TEST_CASE("Three full-node jobs get three nodes; a fourth waits because the group is at max", "[sim][autoscaler]") {
+TEST_CASE("Three full-node jobs get three nodes, a fourth waits because the group is at max", "[sim][autoscaler]") {
   Workload w;
   for (int i = 0; i < 4; ++i) w.push_back(gpu_job(t::numbered("j", i), 0, 1000, "8"));
   Scaled sim(nodes("a100-", 3), std::move(w), {{group("a100", 0, 3)}});
@@ -172,7 +172,7 @@ TEST_CASE("A node above min is removed even while the min nodes stay", "[sim][au
   CHECK(sim.scaler.up(0) == 1);
 }
 
-TEST_CASE("least-waste picks the T4 group for a T4-sized job; first picks by group order", "[sim][autoscaler]") {
+TEST_CASE("least-waste picks the T4 group for a T4-sized job, first picks by group order", "[sim][autoscaler]") {
   // Group order: A100 first, so least-waste's choice is not the order's.
   // One 8-core, 1-GPU job: T4 node (32 cores, 4 GPUs) waste 24/32 + 3/4 = 1.5; A100 node
   // (128 cores, 8 GPUs) waste 120/128 + 7/8 = 1.81.

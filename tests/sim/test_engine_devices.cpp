@@ -78,7 +78,7 @@ TEST_CASE("An MPS client is bounded by its 1/replicas share of the SMs even alon
   CHECK(r.at("light").second == Approx(1100.0));  // wants half: its share is enough
 }
 
-TEST_CASE("A vGPU stretches the runtime by the configured factor; bare metal does not", "[sim][devices]") {
+TEST_CASE("A vGPU stretches the runtime by the configured factor, bare metal does not", "[sim][devices]") {
   const std::string nodes = R"([
     {"name": "v", "cpu": 16, "memory": "64Gi", "gpus": 1, "gpu_model": "A100-40GB", "gpu_partition": {"mode": "vgpu"}},
     {"name": "b", "cpu": 16, "memory": "64Gi", "gpus": 1, "gpu_model": "A100-40GB"}])";
@@ -106,7 +106,7 @@ TEST_CASE("A 4-GPU task across two PCIe sockets runs slower than on an NVSwitch 
   CHECK(r.at("pair").second == Approx(200.0 + 120.0));   // GPUs 0-1 share a PCIe switch on socket 0
 }
 
-TEST_CASE("A task on a newly created MIG instance starts after the reconfiguration delay; reuse has none", "[sim][devices]") {
+TEST_CASE("A task on a newly created MIG instance starts after the reconfiguration delay, reuse has none", "[sim][devices]") {
   const std::string nodes = R"([{"name": "h", "cpu": 16, "memory": "64Gi", "gpus": 1, "gpu_model": "H100-80GB",
                                  "gpu_partition": {"mode": "mig", "dynamic": true}}])";
   const auto r = run_jobs(nodes, R"([
