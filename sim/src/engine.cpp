@@ -258,6 +258,19 @@ void Engine::evict(JobId j, const std::string& why, bool released) {
   }
 }
 
+void Engine::start_placed(JobId j) {
+  if (!hook_->last_victims().empty()) {
+    // Copied: evicting tells the hook, which may reuse its victim list.
+    const std::vector<JobId> victims(hook_->last_victims().begin(), hook_->last_victims().end());
+    for (JobId v : victims) {
+      ++preemptions_;
+      evict(v, "preempted by " + workload_[j.value].name, true);
+    }
+  }
+  start_job(j, scratch_);
+  announce_requeues();
+}
+
 void Engine::announce_requeues() {
   for (const auto& [j, reason] : deferred_requeues_) {
     for (auto* o : observers_) o->on_job_requeue(now_, j, reasons_[reason], *this);
@@ -524,16 +537,9 @@ void Engine::schedule_cycle(bool full) {
           }
           ++attempts_;
           if (hook_->schedule(*cluster_, spec, j, scratch_, others).ok()) {
-            if (!hook_->last_victims().empty()) {
-              // It preempted (the scheduler already released the victims): preemption, not
-              // backfill, decided this placement; keep it as the main path does.
-              const std::vector<JobId> victims(hook_->last_victims().begin(), hook_->last_victims().end());
-              for (JobId v : victims) {
-                ++preemptions_;
-                evict(v, "preempted by " + spec.name, true);
-              }
-              placed = true;
-            } else if (backfill_allowed(j, scratch_)) {
+            // A placement that preempted (the victims are already released) is kept as the main
+            // path keeps it: preemption, not backfill, decided it.
+            if (!hook_->last_victims().empty() || backfill_allowed(j, scratch_)) {
               placed = true;
             } else {
               for (auto it = scratch_.rbegin(); it != scratch_.rend(); ++it) cluster_->undo_allocate(spec.request, *it);
@@ -541,8 +547,7 @@ void Engine::schedule_cycle(bool full) {
           }
         }
         if (placed) {
-          start_job(j, scratch_);
-          announce_requeues();
+          start_placed(j);
           continue;
         }
         rt.reason = intern_reason("backfill: would delay the job holding the reservation (" +
@@ -551,13 +556,7 @@ void Engine::schedule_cycle(bool full) {
         continue;
       }
       if (s.ok()) {
-        const std::vector<JobId> victims(hook_->last_victims().begin(), hook_->last_victims().end());
-        for (JobId v : victims) {
-          ++preemptions_;
-          evict(v, "preempted by " + spec.name, true);
-        }
-        start_job(j, scratch_);
-        announce_requeues();
+        start_placed(j);
         continue;
       }
       // A narrowed attempt keeps the reason of the job's last full evaluation.

@@ -27,29 +27,12 @@ namespace t = gpusched::test;
 
 namespace {
 
-/// A scenario document: `nodes` and `jobs` are the insides of the two lists; `extra` is more
-/// top-level members, each followed by a comma (e.g. a profile or devices).
+/// A scenario with single nodes, or with node groups (see test::scenario_doc).
 std::string doc(std::string_view nodes, std::string_view jobs, std::string_view extra = "") {
-  std::string s = R"({"schema_version": 1, "name": "devices", )";
-  s += extra;
-  s += R"( "cluster": {"nodes": [)";
-  s += nodes;
-  s += R"(]}, "workload": {"jobs": [)";
-  s += jobs;
-  s += "]}}";
-  return s;
+  return t::scenario_doc("devices", "nodes", nodes, jobs, extra);
 }
-
-/// Same, with node groups instead of single nodes.
 std::string group_doc(std::string_view groups, std::string_view jobs, std::string_view extra = "") {
-  std::string s = R"({"schema_version": 1, "name": "devices", )";
-  s += extra;
-  s += R"( "cluster": {"node_groups": [)";
-  s += groups;
-  s += R"(]}, "workload": {"jobs": [)";
-  s += jobs;
-  s += "]}}";
-  return s;
+  return t::scenario_doc("devices", "node_groups", groups, jobs, extra);
 }
 
 /// A profile whose device selection puts new MIG instances at `mig_start`.

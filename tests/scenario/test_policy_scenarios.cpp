@@ -21,17 +21,9 @@ using namespace gpusched::scenario;
 
 namespace {
 
-/// A scenario with `nodes` (insides of the nodes list), `jobs` (insides of the jobs list) and
-/// `extra` top-level members, each followed by a comma.
+/// A scenario with single nodes (see test::scenario_doc).
 std::string doc(std::string_view nodes, std::string_view jobs, std::string_view extra = "") {
-  std::string s = R"({"schema_version": 1, "name": "policies", )";
-  s += extra;
-  s += R"( "cluster": {"nodes": [)";
-  s += nodes;
-  s += R"(]}, "workload": {"jobs": [)";
-  s += jobs;
-  s += "]}}";
-  return s;
+  return test::scenario_doc("policies", "nodes", nodes, jobs, extra);
 }
 
 Scenario parse(const std::string& text) { return parse_scenario(std::string_view(text), "t.json", test::source_dir()); }

@@ -189,4 +189,20 @@ bool cluster_empty(const ClusterState& c) {
   return true;
 }
 
+std::string scenario_doc(std::string_view name, std::string_view list, std::string_view nodes, std::string_view jobs,
+                         std::string_view extra) {
+  std::string s = R"({"schema_version": 1, "name": ")";
+  s += name;
+  s += R"(", )";
+  s += extra;
+  s += R"( "cluster": {")";
+  s += list;
+  s += R"(": [)";
+  s += nodes;
+  s += R"(]}, "workload": {"jobs": [)";
+  s += jobs;
+  s += "]}}";
+  return s;
+}
+
 }  // namespace gpusched::test

@@ -56,6 +56,12 @@ TaskRequest request(const Items& items, ResourceTable& resources, std::vector<st
 JobSpec job(std::string name, double submit_s, double duration_s, TaskRequest r, std::int32_t tasks = 1,
             std::int32_t min_available = -1, std::int32_t priority = 0);
 
+/// A scenario document named `name` whose cluster `list` ("nodes" or "node_groups") holds
+/// `nodes` and whose workload is the inline `jobs` (both the insides of the JSON lists);
+/// `extra` is more top-level members, each followed by a comma (a profile, devices, events).
+std::string scenario_doc(std::string_view name, std::string_view list, std::string_view nodes, std::string_view jobs,
+                         std::string_view extra = "");
+
 /// Checks every bound and aggregate of the cluster: 0 <= free <= capacity for CPU, memory, every
 /// GPU's milli and memory; per-node aggregates equal a recomputation; totals equal the sums.
 /// Returns an empty string when consistent, else a description of the first violation.

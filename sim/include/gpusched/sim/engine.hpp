@@ -195,6 +195,9 @@ class Engine final : public JobsView {
   std::vector<JobId> requeued_;                 // evicted in this cycle: tried again after it
   std::vector<std::pair<JobId, std::uint32_t>> deferred_requeues_;   // victims not yet announced
   void announce_requeues();
+  /// Starts `j` at the placements in scratch_ after a successful schedule(): evicts the
+  /// hook's victims first (already released), then announces them.
+  void start_placed(JobId j);
   std::uint64_t evictions_ = 0, preemptions_ = 0;
   double lost_gpu_hours_ = 0.0;
   std::vector<std::vector<JobId>> sharers_;   // per flat GPU (time-slicing / MPS only): running jobs
