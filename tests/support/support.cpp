@@ -1,12 +1,15 @@
 #include "support/support.hpp"
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
 
 #include <gpusched/quantity.hpp>
 
@@ -15,6 +18,17 @@ namespace gpusched::test {
 std::filesystem::path source_dir() { return std::filesystem::path(GPUSCHED_SOURCE_DIR); }
 
 std::filesystem::path example(const std::string& relative) { return source_dir() / "examples" / relative; }
+
+std::filesystem::path real_trace(const std::string& relative) {
+  const char* env = std::getenv("GPUSCHED_TRACES_DIR");
+  const std::filesystem::path dir = (env != nullptr && *env != '\0') ? std::filesystem::path(env) : source_dir().parent_path() / "shared" / "traces";
+  auto path = dir / relative;
+  if (!std::filesystem::exists(path)) {
+    WARN("skipped: real trace " << path.string() << " is absent (set GPUSCHED_TRACES_DIR to the traces folder)");
+    return {};
+  }
+  return path;
+}
 
 TempDir::TempDir() {
   static std::atomic<unsigned> counter{0};

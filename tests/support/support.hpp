@@ -21,6 +21,13 @@ std::filesystem::path source_dir();
 /// A path under examples/.
 std::filesystem::path example(const std::string& relative);
 
+/// A file of the real public traces (../shared/traces next to the repository, or
+/// $GPUSCHED_TRACES_DIR), e.g. real_trace("alibaba-gpu-v2023-openb/openb_pod_list_default.csv").
+/// Empty when the file is absent: the caller skips with a printed reason, e.g.
+///   const auto path = test::real_trace("philly/cluster_machine_list");
+///   if (path.empty()) return;   // real_trace() has already WARNed why
+std::filesystem::path real_trace(const std::string& relative);
+
 /// A fresh, empty folder under the system temp directory, removed on destruction.
 class TempDir {
  public:
