@@ -317,7 +317,8 @@ Status Scheduler::what_if(ClusterState& cluster, const JobSpec& job, JobId id, s
 
 void Scheduler::attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) {
   jobs_ = jobs;
-  for (auto* p : events_) p->attach(cluster, workload, jobs);
+  const std::span<const JobSpec> seen = target_.empty() ? workload : std::span<const JobSpec>(target_);
+  for (auto* p : events_) p->attach(cluster, seen, jobs);
 }
 
 void Scheduler::job_started(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) {

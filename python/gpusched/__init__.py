@@ -40,7 +40,7 @@ from .api import (
 )
 from .builders import Cluster, Profile, Scenario, job, jobs, synthetic, trace
 from .result import Result
-from . import mig, tpu
+from . import experiments, mig, tpu
 
 __all__ = [
     "CatalogError",
@@ -58,6 +58,7 @@ __all__ = [
     "TraceError",
     "__version__",
     "demo_scenario",
+    "experiments",
     "gpu_models",
     "plugins",
     "profiles",

@@ -16,7 +16,8 @@ from typing import List, Optional, Sequence
 from . import _core
 
 #: Options of `run` / `demo` that take a value (the rest are flags).
-_VALUE_OPTIONS = ("--out", "--seed", "--progress")
+_VALUE_OPTIONS = ("--out", "--seed", "--progress", "--traces", "--workload", "--policies", "--seeds", "--jobs",
+                  "--max-arrived", "--format", "--from", "--to")
 
 
 def _option(args: Sequence[str], name: str) -> Optional[str]:
@@ -86,6 +87,34 @@ def add_plot(out_dir: Path) -> Path:
     return png
 
 
+def _experiment_dir(args: Sequence[str]) -> Optional[Path]:
+    """Where a successful `experiment fgd` wrote its files, or None for other subcommands."""
+    pos = _positionals(args)
+    if pos[:2] != ["experiment", "fgd"]:
+        return None
+    out = _option(args, "--out")
+    if out:
+        return Path(out)
+    workload = _option(args, "--workload") or "default"
+    name = Path(workload).stem if ("/" in workload or workload.endswith(".csv")) else workload
+    return Path("out") / f"fgd-{name}"
+
+
+def add_fgd_plot(out_dir: Path) -> Path:
+    """Draws out_dir/fgd.png from curve.csv and links it from report.md. Returns the PNG path."""
+    from .experiments import read_fgd_outputs
+
+    result = read_fgd_outputs(out_dir)
+    png = out_dir / "fgd.png"
+    result.plot(png, title=f"FGD experiment ({out_dir.name}), {result.curve['seed'].nunique()} seeds")
+    report = out_dir / "report.md"
+    if report.exists():
+        text = report.read_text(encoding="utf-8")
+        if "![](fgd.png)" not in text:
+            report.write_text(text.rstrip("\n") + "\n\n## Plot\n\n![](fgd.png)\n", encoding="utf-8")
+    return png
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the command line with ``argv`` (default: sys.argv[1:]); returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -95,6 +124,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if rc != 0 or any(a in ("-h", "--help", "--version") for a in args):
         return rc
     try:
+        fgd_dir = _experiment_dir(args)
+        if fgd_dir is not None and (fgd_dir / "curve.csv").exists():
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                return rc
+            png = add_fgd_plot(fgd_dir)
+            if "--quiet" not in args:
+                print(f"  plot       {png}")
+            return rc
         out_dir = _output_dir(args)
         if out_dir is None or not (out_dir / "timeseries.csv").exists():
             return rc
@@ -106,7 +145,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if "--quiet" not in args:
             print(f"  plot       {png}")
     except Exception as exc:  # plotting is a bonus: never fail the command for it
-        print(f"gpusched: warning: could not draw timeseries.png: {exc}", file=sys.stderr)
+        print(f"gpusched: warning: could not draw the plot: {exc}", file=sys.stderr)
     return rc
 
 

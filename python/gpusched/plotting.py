@@ -50,3 +50,34 @@ def plot_timeseries(
 def read_timeseries_csv(path: Union[str, "os.PathLike[str]"]) -> pd.DataFrame:
     """Reads a timeseries.csv written by gpusched (skips the '# gpusched ...' stamp line)."""
     return pd.read_csv(Path(path), comment="#")
+
+
+def plot_fgd_curve(
+    bands: pd.DataFrame,
+    title: str = "",
+    path: Union[str, "os.PathLike[str]", None] = None,
+) -> "Figure":
+    """The FGD paper's figure: unallocated GPU % (y) against arrived GPU demand % (x), one line
+    per policy (the median over seeds) with its interquartile band. ``bands`` has columns
+    policy, arrived_pct, median, q25, q75 (``FgdResult.bands()``). Saves a PNG when ``path``
+    is given. Returns the Figure."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 5), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    for policy, g in bands.groupby("policy", sort=False):
+        g = g.sort_values("arrived_pct")
+        (line,) = ax.plot(g["arrived_pct"], g["median"], label=str(policy), linewidth=1.4)
+        ax.fill_between(g["arrived_pct"], g["q25"], g["q75"], color=line.get_color(), alpha=0.2, linewidth=0)
+    ax.set_xlabel("arrived GPU demand (% of cluster GPU capacity)")
+    ax.set_ylabel("unallocated GPU (%)")
+    ax.set_xlim(left=max(0, float(bands["arrived_pct"].min()) if len(bands) else 0))
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left")
+    if title:
+        ax.set_title(title)
+    if path is not None:
+        fig.savefig(Path(path), dpi=100, metadata={"Software": None})
+    return fig

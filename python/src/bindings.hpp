@@ -18,5 +18,7 @@ void bind_core(py::module_& m);
 void bind_policies(py::module_& m);
 /// Scenarios, runs, results, outputs and the command line.
 void bind_sim(py::module_& m);
+/// Published experiments (FGD).
+void bind_experiments(py::module_& m);
 
 }  // namespace gpusched::python

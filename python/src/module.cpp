@@ -6,4 +6,5 @@ PYBIND11_MODULE(_core, m) {
   gpusched::python::bind_core(m);
   gpusched::python::bind_policies(m);
   gpusched::python::bind_sim(m);
+  gpusched::python::bind_experiments(m);
 }

@@ -6,14 +6,18 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
 
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
+#include <gpusched/scenario/experiment.hpp>
 #include <gpusched/scenario/scenario.hpp>
+#include <gpusched/traces/import.hpp>
 #include <gpusched/traces/native.hpp>
+#include <gpusched/traces/swf.hpp>
 #include <gpusched/version.hpp>
 
 namespace gpusched::scenario {
@@ -81,14 +85,110 @@ int run_and_write(const Scenario& sc, std::optional<std::uint64_t> seed, const s
   return 0;
 }
 
-int validate(const std::string& file) {
+/// "1,213 nodes, 6,212 GPUs (G2 549 nodes, ...)"
+std::string describe_nodes(const std::vector<NodeSpec>& nodes, const GpuCatalog& catalog) {
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> by_model;   // model -> (nodes, GPUs)
+  std::int64_t gpus = 0;
+  for (const auto& n : nodes) {
+    gpus += static_cast<std::int64_t>(n.gpus.size());
+    const std::string model = n.gpus.empty() ? "no GPU" : catalog[n.gpus.front().model].name;
+    auto& e = by_model[model];
+    ++e.first;
+    e.second += static_cast<std::int64_t>(n.gpus.size());
+  }
+  std::string out = std::to_string(nodes.size()) + " nodes, " + std::to_string(gpus) + " GPUs (";
+  bool first = true;
+  for (const auto& [model, e] : by_model) {
+    out += (first ? "" : ", ") + model + ": " + std::to_string(e.first) + " nodes";
+    first = false;
+  }
+  return out + ")";
+}
+
+/// "8152 jobs, 8152 tasks, 6212.5 GPUs requested"
+std::string describe_jobs(const Workload& jobs) {
+  std::int64_t tasks = 0, milli = 0, gangs = 0;
+  for (const auto& j : jobs) {
+    tasks += j.tasks;
+    milli += j.request.gpu.total_milli() * j.tasks;
+    gangs += j.min_available > 1 ? 1 : 0;
+  }
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%zu jobs, %lld tasks, %lld gangs, %.1f GPUs requested", jobs.size(),
+                static_cast<long long>(tasks), static_cast<long long>(gangs), static_cast<double>(milli) / 1000.0);
+  return buf;
+}
+
+/// A trace or node list in any supported format: reads it through (every row checked).
+int validate_trace(const std::filesystem::path& path, const std::string& format) {
+  GpuCatalog catalog = GpuCatalog::builtin();
+  ResourceTable resources;
+  const std::string name = format.empty() ? traces::detect_format(path) : format;
+  const auto& info = traces::require_format(name, {"--format", 0, ""});
+  if (info.kind == traces::FormatKind::kCluster) {
+    const auto nodes = traces::import_nodes(path, name, catalog, resources);
+    std::cout << "OK  " << name << " node list " << path.string() << ": " << describe_nodes(nodes, catalog) << "\n";
+  } else {
+    const auto jobs = traces::import_workload(path, name, catalog, resources);
+    std::cout << "OK  " << name << " trace " << path.string() << ": " << describe_jobs(jobs) << "\n";
+  }
+  return 0;
+}
+
+/// `gpusched convert IN OUT`: a workload to a native trace (.csv, .jsonl) or SWF (.swf); a node
+/// list to a scenario cluster file (.json).
+int convert(const std::string& in_file, const std::string& out_file, const std::string& format) {
+  GpuCatalog catalog = GpuCatalog::builtin();
+  ResourceTable resources;
+  const std::filesystem::path in_path(in_file), out_path(out_file);
+  const std::string name = format.empty() ? traces::detect_format(in_path) : format;
+  const auto& info = traces::require_format(name, {"--from", 0, ""});
+  const std::string ext = out_path.extension().string();
+  std::ostringstream text;
+  std::string what;
+  if (info.kind == traces::FormatKind::kCluster) {
+    if (ext != ".json") {
+      throw_error(ErrorCode::kTraceBadValue, {out_file, 0, ""}, "a node list converts to a cluster file: name the output *.json");
+    }
+    const auto nodes = traces::import_nodes(in_path, name, catalog, resources);
+    text << traces::nodes_to_cluster_json(nodes, catalog, resources);
+    what = describe_nodes(nodes, catalog);
+  } else {
+    const auto jobs = traces::import_workload(in_path, name, catalog, resources);
+    if (ext == ".csv") traces::write_trace(text, traces::TraceFormat::kCsv, jobs, catalog, resources);
+    else if (ext == ".jsonl" || ext == ".ndjson") traces::write_trace(text, traces::TraceFormat::kJsonLines, jobs, catalog, resources);
+    else if (ext == ".swf") traces::write_swf(text, jobs, catalog, resources);
+    else throw_error(ErrorCode::kTraceBadValue, {out_file, 0, ""}, "output format from the extension: .csv or .jsonl (native trace) or .swf");
+    what = describe_jobs(jobs);
+  }
+  std::ofstream out(out_path, std::ios::binary);
+  if (!out) {
+    std::cerr << "gpusched: error: cannot write " << out_file << "\n";
+    return 3;
+  }
+  out << text.str();
+  out.flush();
+  if (!out) {
+    std::cerr << "gpusched: error: write failed: " << out_file << "\n";
+    return 3;
+  }
+  std::cout << "wrote " << out_file << " from " << name << " " << in_file << ": " << what << "\n";
+  return 0;
+}
+
+int validate(const std::string& file, const std::string& format) {
   const std::filesystem::path path(file);
   const auto ext = path.extension().string();
-  if (ext == ".csv" || ext == ".jsonl" || ext == ".ndjson") {
-    ResourceTable resources;
-    const auto jobs = traces::read_trace(path, GpuCatalog::builtin(), resources);
-    std::cout << "OK  trace " << file << ": " << jobs.size() << " jobs\n";
-    return 0;
+  if (!format.empty() || ext == ".csv" || ext == ".jsonl" || ext == ".ndjson" || ext == ".swf" || ext.empty()) {
+    return validate_trace(path, format);
+  }
+  if (ext == ".json") {
+    // A kubectl list is a trace; anything else is a scenario or profile.
+    std::ifstream probe(path, std::ios::binary);
+    std::string head(4096, '\0');
+    probe.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(probe.gcount()));
+    if (head.find("\"apiVersion\"") != std::string::npos) return validate_trace(path, format);
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_error(ErrorCode::kScenarioCannotOpen, {file, 0, ""}, "cannot open the file");
@@ -136,6 +236,26 @@ void list_policies() {
   }
 }
 
+int run_fgd(const FgdExperiment& cfg, const std::string& out_dir, ProgressMode mode, bool quiet) {
+  ProgressBar bar(mode);
+  const auto result = run_fgd_experiment(cfg, [&bar](std::size_t done, std::size_t total) {
+    bar(static_cast<double>(done) / static_cast<double>(total));
+  });
+  const std::filesystem::path dir = out_dir.empty() ? std::filesystem::path("out") / ("fgd-" + result.workload_name)
+                                                    : std::filesystem::path(out_dir);
+  try {
+    (void)write_fgd_outputs(result, dir);
+  } catch (const OutputError& e) {
+    std::cerr << "gpusched: " << e.what() << "\n";
+    return 3;
+  }
+  if (!quiet) {
+    std::cout << format_fgd_summary(result);
+    std::cout << "  report     " << (dir / "report.md").string() << "  (also curve.csv, summary.csv, runs.csv)\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int cli_main(int argc, const char* const* argv) {
@@ -164,8 +284,35 @@ int cli_main(int argc, const char* const* argv) {
       ->check(CLI::IsMember({"auto", "always", "never"}));
   demo_cmd->add_flag("--quiet", quiet, "print nothing on success");
 
-  auto* validate_cmd = app.add_subcommand("validate", "Check a scenario, trace (.csv/.jsonl) or profile file");
+  std::string trace_format, convert_in, convert_out;
+  auto* validate_cmd = app.add_subcommand("validate", "Check a scenario, profile, trace or node list (any supported format)");
   validate_cmd->add_option("file", validate_path, "file to check")->required();
+  validate_cmd->add_option("--format", trace_format, "trace format (default: detected; see `gpusched formats`)");
+
+  auto* convert_cmd = app.add_subcommand("convert", "Convert a trace to a native trace (.csv, .jsonl) or SWF (.swf), or a node list to a cluster file (.json)");
+  convert_cmd->add_option("input", convert_in, "trace or node list")->required();
+  convert_cmd->add_option("output", convert_out, "file to write; its extension picks the format")->required();
+  convert_cmd->add_option("--from", trace_format, "input format (default: detected; see `gpusched formats`)");
+
+  auto* formats_cmd = app.add_subcommand("formats", "List the trace and node-list formats convert and validate read");
+
+  auto* experiment_cmd = app.add_subcommand("experiment", "Reproduce a published experiment");
+  experiment_cmd->require_subcommand(1);
+  auto* fgd_cmd = experiment_cmd->add_subcommand(
+      "fgd", "The FGD paper (USENIX ATC'23): unallocated GPU % against arrived demand on the Alibaba openb trace");
+  std::string traces_dir, workload = "default", policies_text = "all", seeds_text = "42-51";
+  unsigned threads = 0;
+  double max_arrived = 130.0;
+  fgd_cmd->add_option("--traces", traces_dir, "folder with the openb trace (alibaba-gpu-v2023-openb or its parent)")->required();
+  fgd_cmd->add_option("--workload", workload, "pod-list variant (default, cpu050, gpushare80, gpuspec20, multigpu20, ...) or a path");
+  fgd_cmd->add_option("--policies", policies_text, "all, or a comma list of random, dotprod, clustering, packing, bestfit, fgd");
+  fgd_cmd->add_option("--seeds", seeds_text, "one seed, a range 42-51 or a comma list");
+  fgd_cmd->add_option("--max-arrived", max_arrived, "arrived GPU demand to stop at, % of capacity (default 130)");
+  fgd_cmd->add_option("--jobs", threads, "runs in parallel (default: one per core)");
+  fgd_cmd->add_option("--out", out_dir, "output folder (default: out/fgd-<workload>)");
+  fgd_cmd->add_option("--progress", progress, "progress bar on stderr: auto, always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  fgd_cmd->add_flag("--quiet", quiet, "print nothing on success");
 
   auto* policies_cmd = app.add_subcommand("policies", "List scheduling plugins, their arguments and the built-in profiles");
   auto* version_cmd = app.add_subcommand("version", "Print the version");
@@ -186,7 +333,27 @@ int cli_main(int argc, const char* const* argv) {
       if (*demo_seed) seed = seed_value;
       return run_and_write(demo_scenario(), seed, out_dir.empty() ? "out/demo" : out_dir, mode, quiet);
     }
-    if (*validate_cmd) return validate(validate_path);
+    if (*validate_cmd) return validate(validate_path, trace_format);
+    if (*convert_cmd) return convert(convert_in, convert_out, trace_format);
+    if (*formats_cmd) {
+      for (const auto kind : {traces::FormatKind::kWorkload, traces::FormatKind::kCluster}) {
+        std::cout << (kind == traces::FormatKind::kWorkload ? "Workloads:\n" : "\nNode lists (clusters):\n");
+        for (const auto& f : traces::formats()) {
+          if (f.kind == kind) std::cout << "  " << f.name << std::string(f.name.size() < 18 ? 18 - f.name.size() : 1, ' ') << f.description << "\n";
+        }
+      }
+      return 0;
+    }
+    if (*fgd_cmd) {
+      FgdExperiment cfg;
+      cfg.traces = traces_dir;
+      cfg.workload = workload;
+      cfg.policies = parse_fgd_policies(policies_text);
+      cfg.seeds = parse_seeds(seeds_text);
+      cfg.threads = threads;
+      cfg.max_arrived_pct = max_arrived;
+      return run_fgd(cfg, out_dir, mode, quiet);
+    }
     if (*policies_cmd) {
       list_policies();
       return 0;

@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -8,7 +10,9 @@
 #include <gpusched/policies/framework/scheduler.hpp>
 #include <gpusched/rng.hpp>
 #include <gpusched/scenario/scenario.hpp>
+#include <gpusched/policies/fgd/fragmentation.hpp>
 #include <gpusched/traces/native.hpp>
+#include <gpusched/traces/transforms.hpp>
 #include <gpusched/version.hpp>
 
 namespace gpusched::scenario {
@@ -21,6 +25,7 @@ struct RunResult::State {
   std::unique_ptr<sim::Autoscaler> autoscaler;   // null unless a node group autoscales
   sim::MetricsCollector metrics;
   sim::EventLog events;
+  std::unique_ptr<FragmentationRecorder> fragmentation;   // null unless enabled
   sim::RunStamp stamp;
   nlohmann::json inputs;
   std::string profile_name;
@@ -40,6 +45,10 @@ const sim::Summary& RunResult::summary() const { return state_->metrics.summary(
 const std::vector<sim::TimeSample>& RunResult::timeseries() const { return state_->metrics.samples(); }
 std::vector<sim::JobRow> RunResult::jobs() const { return sim::job_rows(*state_->engine); }
 const std::vector<std::string>& RunResult::event_log() const { return state_->events.lines(); }
+const std::vector<FragmentationSample>& RunResult::fragmentation() const {
+  static const std::vector<FragmentationSample> none;
+  return state_->fragmentation ? state_->fragmentation->samples() : none;
+}
 const sim::Engine& RunResult::engine() const { return *state_->engine; }
 const std::string& RunResult::profile_name() const { return state_->profile_name; }
 
@@ -54,6 +63,16 @@ nlohmann::json RunResult::summary_json() const {
   j["profile"] = state_->profile_name;
   j["inputs"] = state_->inputs;
   if (state_->autoscaler) j["autoscaler"] = state_->autoscaler->report();
+  if (state_->fragmentation && !state_->fragmentation->samples().empty()) {
+    const auto& last = state_->fragmentation->samples().back();
+    nlohmann::json f = {{"samples", state_->fragmentation->samples().size()},
+                        {"final", {{"arrived_pct", last.arrived_pct}, {"unallocated_pct", last.unallocated_pct},
+                                   {"frag_pct", last.frag_pct}, {"frag_ratio_pct", last.frag_ratio_pct}}}};
+    double peak = 0;
+    for (const auto& s : state_->fragmentation->samples()) peak = std::max(peak, s.frag_pct);
+    f["peak_frag_pct"] = peak;
+    j["fragmentation"] = f;
+  }
   return j;
 }
 
@@ -126,6 +145,31 @@ void check_gangs(const Workload& jobs, const ClusterState& cluster, const std::s
   }
 }
 
+Workload apply_transforms(Workload jobs, const std::vector<TransformStep>& steps, std::int64_t cluster_gpu_milli,
+                          std::uint64_t seed) {
+  const Workload original = steps.empty() ? Workload{} : jobs;
+  for (const auto& t : steps) {
+    switch (t.kind) {
+      case TransformStep::Kind::kShuffle: jobs = traces::shuffle(std::move(jobs), seed); break;
+      case TransformStep::Kind::kResample: {
+        const auto target = static_cast<std::int64_t>(std::floor(static_cast<double>(cluster_gpu_milli) * t.value / 100.0));
+        jobs = traces::resample_to_gpu_milli(std::move(jobs), original, target, seed);
+        break;
+      }
+      case TransformStep::Kind::kScaleTime: jobs = traces::scale_time(std::move(jobs), t.value); break;
+      case TransformStep::Kind::kFilter: {
+        traces::JobFilter f;
+        f.queues = t.queues;
+        for (const auto& k : t.kinds) f.kinds.push_back(*traces::parse_job_kind(k));
+        jobs = traces::filter(std::move(jobs), f);
+        break;
+      }
+      case TransformStep::Kind::kArrivalOnly: jobs = traces::arrival_only(std::move(jobs)); break;
+    }
+  }
+  return jobs;
+}
+
 namespace {
 std::string hex64(std::uint64_t v) {
   char buf[17];
@@ -149,6 +193,14 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
     if (sc.trace) workload_source = sc.trace->string();
   }
   if (sc.synthetic) apply_priority_classes(workload, sc.priority_classes, workload_source);
+  // Plugins that model demand (FGD's typical pod types) see the trace as read, not as transformed.
+  const bool transformed = !sc.transforms.empty();
+  if (transformed) {
+    scheduler->set_target_workload(workload);
+    workload = apply_transforms(std::move(workload), sc.transforms, cluster.totals().gpu_milli, seed);
+  }
+  // The engine replays jobs in submit order (importers may keep a trace's file order).
+  std::stable_sort(workload.begin(), workload.end(), [](const JobSpec& a, const JobSpec& b) { return a.submit < b.submit; });
   traces::check_placeable(workload, cluster, workload_source);
   check_gangs(workload, cluster, workload_source);
   sim::EngineConfig engine_config = sc.engine;
@@ -166,6 +218,11 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
     s.engine->add_observer(s.autoscaler.get());
   }
   if (sc.outputs.event_log) s.engine->add_observer(&s.events);
+  if (sc.outputs.fragmentation == "on" || (sc.outputs.fragmentation == "auto" && has_gpu_sharing(s.workload))) {
+    const std::span<const JobSpec> target = transformed ? std::span<const JobSpec>(sc.jobs) : std::span<const JobSpec>(s.workload);
+    s.fragmentation = std::make_unique<FragmentationRecorder>(policies::fgd::typical_pod_types(target));
+    s.engine->add_observer(s.fragmentation.get());
+  }
 
   nlohmann::json resolved = sc.document;
   resolved["seed"] = seed;
@@ -194,6 +251,9 @@ std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::
   write("summary.json", [&](std::ostream& o) { o << r.summary_json().dump(2) << '\n'; });
   write("jobs.csv", [&](std::ostream& o) { sim::write_jobs_csv(o, r.jobs(), r.stamp()); });
   write("timeseries.csv", [&](std::ostream& o) { sim::write_timeseries_csv(o, r.timeseries(), r.stamp()); });
+  if (!r.fragmentation().empty()) {
+    write("fragmentation.csv", [&](std::ostream& o) { write_fragmentation_csv(o, r.fragmentation(), r.stamp()); });
+  }
   if (!r.event_log().empty()) {
     write("events.csv", [&](std::ostream& o) {
       o << r.stamp().comment_line() << '\n' << "time_s,event,job,node,detail\n";
@@ -227,6 +287,13 @@ std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::
         << j["autoscaler"]["scale_ups"].get<std::int64_t>() << " nodes added, " << j["autoscaler"]["scale_downs"].get<std::int64_t>()
         << " removed), " << fixed(j["autoscaler"]["static_node_hours"].get<double>(), 1) << " in static nodes\n";
     }
+    if (const auto j = r.summary_json(); j.contains("fragmentation")) {
+      const auto& f = j["fragmentation"]["final"];
+      o << "- GPU fragmentation (FGD's measure, typical pod types of the trace): " << fixed(f["frag_pct"].get<double>(), 2)
+        << " % of GPU capacity at the last decision (" << fixed(f["frag_ratio_pct"].get<double>(), 2) << " % of idle GPU; peak "
+        << fixed(j["fragmentation"]["peak_frag_pct"].get<double>(), 2) << " %), with " << fixed(f["unallocated_pct"].get<double>(), 2)
+        << " % of GPU unallocated after " << fixed(f["arrived_pct"].get<double>(), 1) << " % of capacity arrived\n";
+    }
     o << "\n";
     o << "## Wait and job completion time (seconds)\n\n| | count | mean | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|---|\n";
     for (const auto& [label, d] : {std::pair{"wait", s.wait}, std::pair{"JCT", s.jct}}) {
@@ -237,6 +304,7 @@ std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::
     o << "## Files\n\n- `summary.json`: these figures, with the resolved inputs\n- `jobs.csv`: one row per job\n"
          "- `timeseries.csv`: allocation and queue length every sample interval\n";
     if (!r.event_log().empty()) o << "- `events.csv`: every submit, start, finish and failure\n";
+    if (!r.fragmentation().empty()) o << "- `fragmentation.csv`: arrived demand, unallocated GPU and fragmentation after every decision\n";
   });
   return written;
 }
@@ -261,6 +329,11 @@ std::string format_summary(const RunResult& r) {
   o << "  JCT   (s)  mean " << fixed(s.jct.mean_s, 1) << "  p50 " << fixed(s.jct.p50_s, 1) << "  p95 "
     << fixed(s.jct.p95_s, 1) << "  p99 " << fixed(s.jct.p99_s, 1) << "\n";
   o << "  makespan   " << fixed(s.makespan_s, 1) << " s\n";
+  if (!r.fragmentation().empty()) {
+    const auto& f = r.fragmentation().back();
+    o << "  GPU frag   " << fixed(f.frag_pct, 2) << "% of capacity at the last decision (" << fixed(f.frag_ratio_pct, 1)
+      << "% of idle GPU); unallocated " << fixed(f.unallocated_pct, 2) << "% after " << fixed(f.arrived_pct, 1) << "% arrived\n";
+  }
   if (s.evictions > 0) {
     o << "  evictions  " << s.evictions << " (" << s.preemptions << " preemptions), " << fixed(s.lost_gpu_hours, 2)
       << " GPU-hours lost\n";

@@ -10,7 +10,9 @@
 #include <gpusched/quantity.hpp>
 #include <gpusched/tpu.hpp>
 #include <gpusched/tpu_slice.hpp>
+#include <gpusched/traces/import.hpp>
 #include <gpusched/traces/native.hpp>
+#include <gpusched/traces/transforms.hpp>
 
 namespace gpusched::scenario {
 namespace {
@@ -460,8 +462,27 @@ void parse_cluster(const Parser& p, const nlohmann::json& j, Scenario& sc) {
         std::int64_t count = 1;
         sc.nodes.push_back(parse_node(p, v[i], "/cluster/nodes/" + std::to_string(i), sc.catalog, sc.resources, false, count));
       }
+    } else if (k == "import") {
+      // Node lists in any supported format: [{"path": "nodes.csv", "format": "openb-nodes"}].
+      if (!v.is_array()) p.fail(ErrorCode::kScenarioBadValue, "/cluster/import", "expected a list of {path, format}");
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const std::string path = "/cluster/import/" + std::to_string(i);
+        p.expect_object(v[i], path);
+        std::filesystem::path file;
+        std::string format;
+        for (const auto& [ik, iv] : v[i].items()) {
+          if (ik == "path") file = p.str(iv, path + "/path");
+          else if (ik == "format") format = p.str(iv, path + "/format");
+          else p.unknown(path + "/" + ik, "path, format");
+        }
+        if (file.empty()) p.fail(ErrorCode::kScenarioMissingField, path + "/path", "missing field 'path'");
+        if (!format.empty()) (void)traces::require_format(format, p.at(path + "/format"));
+        if (file.is_relative()) file = sc.base_dir / file;
+        auto nodes = traces::import_nodes(file, format, sc.catalog, sc.resources);
+        for (auto& n : nodes) sc.nodes.push_back(std::move(n));
+      }
     } else {
-      p.unknown("/cluster/" + k, "gpu_models, node_groups, nodes");
+      p.unknown("/cluster/" + k, "gpu_models, node_groups, nodes, import");
     }
   }
   if (sc.nodes.empty()) p.fail(ErrorCode::kScenarioMissingField, "/cluster", "the cluster has no nodes (give node_groups or nodes)");
@@ -474,6 +495,51 @@ void parse_cluster(const Parser& p, const nlohmann::json& j, Scenario& sc) {
   }
 }
 
+/// One transform step: {"shuffle": true} | {"resample_gpu_pct": 130} | {"scale_time": 0.5} |
+/// {"filter": {"queues": [...], "kinds": [...]}} | {"arrival_only": true}.
+TransformStep parse_transform(const Parser& p, const nlohmann::json& j, const std::string& path) {
+  p.expect_object(j, path);
+  if (j.size() != 1) p.fail(ErrorCode::kScenarioBadValue, path, "a step has exactly one of shuffle, resample_gpu_pct, scale_time, filter, arrival_only");
+  const std::string& k = j.begin().key();
+  const nlohmann::json& v = j.begin().value();
+  const std::string f = path + "/" + k;
+  TransformStep t;
+  auto flag = [&] {
+    if (!v.is_boolean() || !v.get<bool>()) p.fail(ErrorCode::kScenarioBadValue, f, "expected true");
+  };
+  if (k == "shuffle") { flag(); t.kind = TransformStep::Kind::kShuffle; }
+  else if (k == "arrival_only") { flag(); t.kind = TransformStep::Kind::kArrivalOnly; }
+  else if (k == "resample_gpu_pct") {
+    t.kind = TransformStep::Kind::kResample;
+    t.value = p.number(v, f, 0);
+    if (t.value <= 0 || t.value > 10000) p.fail(ErrorCode::kScenarioBadValue, f, "must be in (0, 10000] (% of the cluster's GPU capacity)");
+  } else if (k == "scale_time") {
+    t.kind = TransformStep::Kind::kScaleTime;
+    t.value = p.number(v, f, 0);
+    if (t.value <= 0) p.fail(ErrorCode::kScenarioBadValue, f, "must be > 0");
+  } else if (k == "filter") {
+    t.kind = TransformStep::Kind::kFilter;
+    p.expect_object(v, f);
+    for (const auto& [fk, fv] : v.items()) {
+      const std::string ff = f + "/" + fk;
+      if (!fv.is_array()) p.fail(ErrorCode::kScenarioBadValue, ff, "expected a list of strings");
+      for (std::size_t i = 0; i < fv.size(); ++i) {
+        const auto item = p.str(fv[i], ff + "/" + std::to_string(i));
+        if (fk == "queues") t.queues.push_back(item);
+        else if (fk == "kinds") {
+          if (!traces::parse_job_kind(item)) p.fail(ErrorCode::kScenarioBadValue, ff + "/" + std::to_string(i), "unknown kind (known: cpu, share, one-gpu, multi-gpu, other)");
+          t.kinds.push_back(item);
+        } else {
+          p.unknown(ff, "queues, kinds");
+        }
+      }
+    }
+  } else {
+    p.unknown(f, "shuffle, resample_gpu_pct, scale_time, filter, arrival_only");
+  }
+  return t;
+}
+
 void parse_workload(const Parser& p, const nlohmann::json& j, Scenario& sc) {
   p.expect_object(j, "/workload");
   if (j.size() != 1) p.fail(ErrorCode::kScenarioBadValue, "/workload", "give exactly one of synthetic, trace, jobs");
@@ -484,7 +550,27 @@ void parse_workload(const Parser& p, const nlohmann::json& j, Scenario& sc) {
   if (k == "synthetic") {
     sc.synthetic = traces::SyntheticConfig::from_json(v, p.source(), "/workload/synthetic");
   } else if (k == "trace") {
-    std::filesystem::path t = p.str(v, "/workload/trace");
+    std::filesystem::path t;
+    if (v.is_string()) {
+      t = v.get<std::string>();
+    } else {
+      // {"path": ..., "format": "openb-pods", "transforms": [{"shuffle": true}, {"resample_gpu_pct": 130}, ...]}
+      p.expect_object(v, "/workload/trace");
+      for (const auto& [tk, tv] : v.items()) {
+        const std::string f = "/workload/trace/" + tk;
+        if (tk == "path") t = p.str(tv, f);
+        else if (tk == "format") {
+          sc.trace_format = p.str(tv, f);
+          (void)traces::require_format(sc.trace_format, p.at(f));
+        } else if (tk == "transforms") {
+          if (!tv.is_array()) p.fail(ErrorCode::kScenarioBadValue, f, "expected a list of steps, e.g. [{\"shuffle\": true}, {\"resample_gpu_pct\": 130}]");
+          for (std::size_t i = 0; i < tv.size(); ++i) sc.transforms.push_back(parse_transform(p, tv[i], f + "/" + std::to_string(i)));
+        } else {
+          p.unknown(f, "path, format, transforms");
+        }
+      }
+      if (t.empty()) p.fail(ErrorCode::kScenarioMissingField, "/workload/trace/path", "missing field 'path'");
+    }
     if (t.is_relative()) t = sc.base_dir / t;
     sc.trace = t;
   } else if (k == "jobs") {
@@ -644,8 +730,12 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
         } else if (ok == "event_log") {
           if (!ov.is_boolean()) p.fail(ErrorCode::kScenarioBadValue, f + "/" + ok, "expected true or false");
           sc.outputs.event_log = ov.get<bool>();
+        } else if (ok == "fragmentation") {
+          const auto m = p.str(ov, f + "/" + ok);
+          if (m != "auto" && m != "on" && m != "off") p.fail(ErrorCode::kScenarioBadValue, f + "/" + ok, "expected \"auto\" (when jobs share GPUs), \"on\" or \"off\"");
+          sc.outputs.fragmentation = m;
         } else {
-          p.unknown(f + "/" + ok, "sample_interval_s, event_log");
+          p.unknown(f + "/" + ok, "sample_interval_s, event_log, fragmentation");
         }
       }
     } else if (k == "events") {
@@ -700,7 +790,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
   std::stable_sort(sc.engine.node_events.begin(), sc.engine.node_events.end(),
                    [](const sim::NodeEvent& a, const sim::NodeEvent& b) { return a.time < b.time; });
   if (sc.trace) {
-    sc.jobs = traces::read_trace(*sc.trace, sc.catalog, sc.resources);
+    sc.jobs = traces::import_workload(*sc.trace, sc.trace_format, sc.catalog, sc.resources);
   }
   apply_priority_classes(sc.jobs, sc.priority_classes, sc.trace ? sc.trace->string() : source + " /workload/jobs");
   return sc;

@@ -287,8 +287,8 @@ TEST_CASE("write_outputs writes every table and the report", "[scenario]") {
   t::TempDir dir;
   const auto r = run(load_scenario(t::example("small.json")));
   const auto files = write_outputs(r, dir.path() / "out");
-  CHECK(files.size() == 5);
-  for (const char* f : {"summary.json", "jobs.csv", "timeseries.csv", "events.csv", "report.md"}) {
+  CHECK(files.size() == 6);
+  for (const char* f : {"summary.json", "jobs.csv", "timeseries.csv", "events.csv", "report.md", "fragmentation.csv"}) {
     INFO(f);
     CHECK(std::filesystem::exists(dir.path() / "out" / f));
   }

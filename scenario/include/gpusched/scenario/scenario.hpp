@@ -22,6 +22,7 @@
 #include <gpusched/gpu_catalog.hpp>
 #include <gpusched/job.hpp>
 #include <gpusched/policies/framework/profile.hpp>
+#include <gpusched/scenario/fragmentation.hpp>
 #include <gpusched/sim/autoscaler.hpp>
 #include <gpusched/sim/engine.hpp>
 #include <gpusched/sim/metrics.hpp>
@@ -43,6 +44,18 @@ struct PriorityClass {
 struct OutputOptions {
   SimTime sample_interval = SimTime::from_seconds(300);
   bool event_log = false;     ///< also write events.csv (every submit/start/finish)
+  /// Fragmentation metrics (fragmentation.csv, summary "fragmentation"): "auto" = when some job
+  /// asks for a GPU share, "on", "off".
+  std::string fragmentation = "auto";
+};
+
+/// One step of `workload.trace.transforms`, applied in order at run time (with the run's seed).
+struct TransformStep {
+  enum class Kind : std::uint8_t { kShuffle, kResample, kScaleTime, kFilter, kArrivalOnly };
+  Kind kind = Kind::kShuffle;
+  double value = 0;                       ///< kResample: % of cluster GPU capacity; kScaleTime: factor
+  std::vector<std::string> queues;        ///< kFilter
+  std::vector<std::string> kinds;         ///< kFilter: cpu, share, one-gpu, multi-gpu, other
 };
 
 /// A parsed, validated scenario. The workload is materialised at run time (it may depend on
@@ -61,6 +74,8 @@ struct Scenario {
   policies::Profile profile;
   std::optional<traces::SyntheticConfig> synthetic;
   std::optional<std::filesystem::path> trace;
+  std::string trace_format;              ///< "" = detected from the file (traces/import.hpp)
+  std::vector<TransformStep> transforms; ///< applied to the trace's jobs at run time
   Workload jobs;                         ///< inline jobs (and, after load, trace jobs)
   sim::EngineConfig engine;
   OutputOptions outputs;
@@ -71,6 +86,9 @@ struct Scenario {
 /// Gives jobs their PriorityClass's value and preemption policy (the global default to jobs
 /// with neither class nor priority). Throws TraceError naming the job's line for an unknown class.
 void apply_priority_classes(Workload& jobs, const std::map<std::string, PriorityClass>& classes, const std::string& source);
+/// Applies `steps` in order: the jobs a run replays. `cluster_gpu_milli` sizes kResample.
+Workload apply_transforms(Workload jobs, const std::vector<TransformStep>& steps, std::int64_t cluster_gpu_milli,
+                          std::uint64_t seed);
 /// Rejects, before the run, a gang that needs more tasks at once than the empty cluster holds.
 void check_gangs(const Workload& jobs, const ClusterState& cluster, const std::string& source);
 
@@ -100,6 +118,8 @@ class RunResult {
   [[nodiscard]] const std::vector<sim::TimeSample>& timeseries() const;
   [[nodiscard]] std::vector<sim::JobRow> jobs() const;
   [[nodiscard]] const std::vector<std::string>& event_log() const;   ///< empty unless enabled
+  /// Fragmentation after every decision (empty unless enabled; see OutputOptions::fragmentation).
+  [[nodiscard]] const std::vector<FragmentationSample>& fragmentation() const;
   [[nodiscard]] const sim::Engine& engine() const;
   [[nodiscard]] const std::string& profile_name() const;
 

@@ -55,6 +55,11 @@ class Scheduler final : public SchedulingHook {
 
   [[nodiscard]] const Profile& profile() const { return profile_; }
 
+  /// The workload plugins model as the demand (FGD's typical pod types) from the next attach()
+  /// on, instead of the jobs being replayed: e.g. the original trace of a resampled workload
+  /// (the FGD protocol). Empty: the replayed jobs.
+  void set_target_workload(Workload target) { target_ = std::move(target); }
+
  private:
   struct Reject {
     std::string_view plugin, reason;
@@ -107,6 +112,7 @@ class Scheduler final : public SchedulingHook {
   std::size_t nodes_seen_ = 0;
   Status last_status_;
   std::vector<TpuPool> pools_;
+  Workload target_;
   const ClusterState* pools_for_ = nullptr;
   std::size_t pools_nodes_ = 0;
 };

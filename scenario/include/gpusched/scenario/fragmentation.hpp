@@ -1,0 +1,77 @@
+#pragma once
+/// Fragmentation metrics of a run (the FGD paper's measures), sampled after every scheduling
+/// decision: the GPU demand that has arrived, what is allocated, and how much of the idle GPU
+/// capacity the workload's typical pod types cannot use.
+///
+/// Definitions (fgd.md): arrived demand % = GPU milli requested by the jobs submitted so far /
+/// cluster GPU milli (finished jobs still count: it is cumulative); unallocated % = 100 -
+/// allocated milli / cluster milli; fragmentation % = sum over nodes of F_n / cluster milli;
+/// fragmentation ratio % = fragmentation / idle GPU milli (policies/fgd/fragmentation.hpp).
+///
+/// Example:
+///   FragmentationRecorder frag(policies::fgd::typical_pod_types(original_trace));
+///   engine.add_observer(&frag);
+///   engine.run();
+///   for (const auto& row : frag.curve()) ...   // one row per integer arrived %
+#include <cstdint>
+#include <ostream>
+#include <span>
+#include <vector>
+
+#include <gpusched/policies/fgd/fragmentation.hpp>
+#include <gpusched/sim/engine.hpp>
+#include <gpusched/sim/observer.hpp>
+#include <gpusched/sim/outputs.hpp>
+
+namespace gpusched::scenario {
+
+/// The state right after one decision (a job placed, or failed for good); the first sample is
+/// the starting state (decision 0).
+struct FragmentationSample {
+  SimTime t;
+  std::int64_t decisions = 0;     ///< jobs placed or failed before this state
+  double arrived_pct = 0;         ///< GPU demand submitted so far / cluster GPU capacity
+  double unallocated_pct = 0;     ///< 100 - allocated GPU %
+  double frag_pct = 0;            ///< fragmentation / cluster GPU capacity
+  double frag_ratio_pct = 0;      ///< fragmentation / idle GPU capacity (0 when nothing is idle)
+};
+
+/// One row per integer arrived % from 0 to the first integer at or above the last arrived
+/// demand: the state after the last decision whose arrived demand was at most that percentage
+/// (at the top: the final state, when arrivals stopped just short of it, as the FGD protocol's
+/// do at 130%).
+struct CurvePoint {
+  std::int32_t arrived_pct = 0;
+  double unallocated_pct = 0, frag_pct = 0, frag_ratio_pct = 0;
+};
+
+class FragmentationRecorder final : public sim::Observer {
+ public:
+  /// `types`: the target workload (typical pod types of the trace the policies see).
+  explicit FragmentationRecorder(std::vector<policies::fgd::PodType> types);
+
+  void on_start(const sim::Engine& e) override;
+  void on_submit(SimTime t, JobId j, const sim::Engine& e) override;
+  void on_job_start(SimTime t, JobId j, std::span<const TaskPlacement> p, const sim::Engine& e) override;
+  void on_job_fail(SimTime t, JobId j, std::string_view reason, const sim::Engine& e) override;
+
+  [[nodiscard]] const std::vector<FragmentationSample>& samples() const { return samples_; }
+  /// The curve (see CurvePoint).
+  [[nodiscard]] std::vector<CurvePoint> curve() const;
+  /// The curve's value at `arrived_pct` (nullopt when the run never got there).
+  [[nodiscard]] std::optional<CurvePoint> at(std::int32_t arrived_pct) const;
+
+ private:
+  void sample(SimTime t, const sim::Engine& e);
+  policies::fgd::FragmentationCache cache_;
+  std::int64_t arrived_milli_ = 0, capacity_milli_ = 0, decisions_ = 0;
+  std::vector<FragmentationSample> samples_;
+};
+
+/// fragmentation.csv: one row per decision (`t_s,decisions,arrived_pct,unallocated_pct,frag_pct,frag_ratio_pct`).
+void write_fragmentation_csv(std::ostream& out, std::span<const FragmentationSample> samples, const sim::RunStamp& stamp);
+
+/// True when some job of `workload` asks for a share of a GPU (the runs that report fragmentation).
+[[nodiscard]] bool has_gpu_sharing(std::span<const JobSpec> workload);
+
+}  // namespace gpusched::scenario

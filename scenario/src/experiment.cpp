@@ -1,0 +1,405 @@
+#include <gpusched/scenario/experiment.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <gpusched/policies/framework/registry.hpp>
+#include <gpusched/policies/framework/scheduler.hpp>
+#include <gpusched/rng.hpp>
+#include <gpusched/sim/engine.hpp>
+#include <gpusched/sim/outputs.hpp>
+#include <gpusched/traces/alibaba.hpp>
+#include <gpusched/traces/transforms.hpp>
+#include <gpusched/version.hpp>
+
+namespace gpusched::scenario {
+namespace {
+
+constexpr std::string_view kOpenbFolder = "alibaba-gpu-v2023-openb";
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return std::string(s);
+}
+
+std::vector<std::string> split(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto end = std::min(text.find(sep, start), text.size());
+    out.push_back(trim(text.substr(start, end - start)));
+    start = end + 1;
+  }
+  return out;
+}
+
+[[noreturn]] void bad(const std::string& field, const std::string& message) {
+  throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, field}, message);
+}
+
+/// The reference table of fgd.md (default workload, median of 10 seeds).
+struct PaperRow {
+  double unalloc_100, unalloc_130;
+  std::optional<double> frag_80;
+};
+const std::map<std::string, PaperRow>& paper_table() {
+  static const std::map<std::string, PaperRow> t = {
+      {"random", {13.75, 12.62, 15.89}}, {"dotprod", {9.44, 9.20, std::nullopt}},
+      {"clustering", {8.42, 8.21, std::nullopt}}, {"packing", {8.19, 7.94, std::nullopt}},
+      {"bestfit", {7.09, 6.89, 8.21}}, {"fgd", {4.77, 4.60, 5.97}}};
+  return t;
+}
+
+std::filesystem::path find_in(const std::filesystem::path& dir, const std::string& file) {
+  for (const auto& candidate : {dir / file, dir / std::string(kOpenbFolder) / file}) {
+    if (std::filesystem::is_regular_file(candidate)) return candidate;
+  }
+  return {};
+}
+
+std::ifstream open_or_throw(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw_error(ErrorCode::kTraceCannotOpen, {p.string(), 0, ""}, "cannot open the file");
+  return in;
+}
+
+}  // namespace
+
+const std::vector<std::string>& fgd_policy_names() {
+  static const std::vector<std::string> names = {"random", "dotprod", "clustering", "packing", "bestfit", "fgd"};
+  return names;
+}
+
+std::string fgd_profile_for(std::string_view policy) {
+  if (policy == "bestfit") return "best-fit";
+  return std::string(policy);
+}
+
+std::vector<std::string> parse_fgd_policies(std::string_view text) {
+  if (trim(text) == "all") return fgd_policy_names();
+  std::vector<std::string> out;
+  for (auto name : split(text, ',')) {
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (name == "best-fit") name = "bestfit";
+    const auto& known = fgd_policy_names();
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      bad("--policies", "unknown policy \"" + name + "\" (use all, or a comma list of random, dotprod, clustering, packing, bestfit, fgd)");
+    }
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> parse_seeds(std::string_view text) {
+  std::vector<std::uint64_t> out;
+  auto number = [&](const std::string& s) -> std::uint64_t {
+    if (s.empty() || !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; }) || s.size() > 19) {
+      bad("--seeds", "\"" + s + "\" is not a seed (a non-negative integer; forms: 42, 42-51, 1,5-7)");
+    }
+    return std::stoull(s);
+  };
+  for (const auto& part : split(text, ',')) {
+    const auto dash = part.find('-');
+    if (dash == std::string::npos) {
+      out.push_back(number(part));
+      continue;
+    }
+    const auto lo = number(trim(part.substr(0, dash))), hi = number(trim(part.substr(dash + 1)));
+    if (hi < lo) bad("--seeds", "range \"" + part + "\" ends before it starts");
+    if (hi - lo > 100000) bad("--seeds", "range \"" + part + "\" has more than 100,000 seeds");
+    for (auto s = lo; s <= hi; ++s) out.push_back(s);
+  }
+  return out;
+}
+
+FgdInputs load_fgd_inputs(const FgdExperiment& cfg) {
+  FgdInputs in;
+  in.catalog = GpuCatalog::builtin();
+  traces::add_undisclosed_alibaba_models(in.catalog);
+  // Node list.
+  in.node_source = cfg.node_list;
+  if (in.node_source.empty()) {
+    in.node_source = find_in(cfg.traces, "openb_node_list_gpu_node.csv");
+    if (in.node_source.empty()) {
+      throw_error(ErrorCode::kTraceCannotOpen, {cfg.traces.string(), 0, "--traces"},
+                  "no openb_node_list_gpu_node.csv in this folder or in its " + std::string(kOpenbFolder) +
+                      "/ subfolder (give the folder of the Alibaba openb 2023 trace)");
+    }
+  }
+  // Pod list: a variant name or a path.
+  const bool is_path = cfg.workload.find('/') != std::string::npos || cfg.workload.ends_with(".csv");
+  if (is_path) {
+    in.pod_source = cfg.workload;
+    in.workload_name = std::filesystem::path(cfg.workload).stem().string();
+  } else {
+    in.workload_name = cfg.workload;
+    in.pod_source = find_in(cfg.traces, "openb_pod_list_" + cfg.workload + ".csv");
+    if (in.pod_source.empty()) {
+      throw_error(ErrorCode::kTraceCannotOpen, {cfg.traces.string(), 0, "--workload"},
+                  "no openb_pod_list_" + cfg.workload + ".csv here or in " + std::string(kOpenbFolder) +
+                      "/ (variants: default, cpu050, gpushare80, gpuspec20, multigpu20, ...; or a path to a pod list)");
+    }
+  }
+  {
+    auto f = open_or_throw(in.node_source);
+    in.nodes = traces::read_openb_nodes(f, in.node_source.string(), in.catalog, in.resources);
+  }
+  {
+    auto f = open_or_throw(in.pod_source);
+    in.pods = traces::read_openb_pods(f, in.pod_source.string(), in.catalog, in.resources);
+  }
+  if (in.nodes.empty()) throw_error(ErrorCode::kTraceBadValue, {in.node_source.string(), 0, ""}, "the node list is empty");
+  if (in.pods.empty()) throw_error(ErrorCode::kTraceBadValue, {in.pod_source.string(), 0, ""}, "the pod list is empty");
+  in.types = policies::fgd::typical_pod_types(in.pods, cfg.coverage);
+  return in;
+}
+
+std::optional<CurvePoint> FgdRun::at(std::int32_t pct) const {
+  for (const auto& p : curve) {
+    if (p.arrived_pct == pct) return p;
+  }
+  return std::nullopt;
+}
+
+FgdRun run_fgd_once(const FgdInputs& in, const std::string& policy, std::uint64_t seed, double max_arrived_pct) {
+  const auto t0 = std::chrono::steady_clock::now();
+  // 1. Node order: a per-seed permutation (ties go to the first node in it).
+  std::vector<NodeSpec> nodes = in.nodes;
+  {
+    Rng rng = RngStreams(seed).stream("experiment.node_order");
+    for (std::size_t i = nodes.size(); i > 1; --i) std::swap(nodes[i - 1], nodes[rng.below(i)]);
+  }
+  ClusterState cluster(in.catalog, in.resources, std::move(nodes));
+  // 2. Workload: shuffled, then resampled up to the target demand; one pod at a time, forever.
+  const auto target = static_cast<std::int64_t>(std::floor(static_cast<double>(cluster.totals().gpu_milli) * max_arrived_pct / 100.0));
+  Workload jobs = traces::arrival_only(traces::resample_to_gpu_milli(traces::shuffle(in.pods, seed), in.pods, target, seed));
+  // 3. The policy, seeing the original pod list as its target workload.
+  policies::Scheduler scheduler(policies::builtin_profile(fgd_profile_for(policy)), policies::Registry::with_builtins(), seed);
+  scheduler.set_target_workload(in.pods);
+  sim::EngineConfig config;
+  config.fill_mode = true;
+  config.retry = false;
+  sim::Engine engine(cluster, jobs, scheduler, config);
+  FragmentationRecorder recorder(in.types);
+  engine.add_observer(&recorder);
+  engine.run();
+
+  FgdRun run;
+  run.policy = policy;
+  run.seed = seed;
+  run.pods = static_cast<std::int64_t>(jobs.size());
+  for (const auto& rt : engine.jobs()) run.failed += rt.state == sim::JobState::kFailed ? 1 : 0;
+  run.curve = recorder.curve();
+  run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return run;
+}
+
+std::optional<double> quantile(std::vector<double> values, double q) {
+  if (values.empty()) return std::nullopt;
+  std::sort(values.begin(), values.end());
+  const double pos = q * static_cast<double>(values.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
+}
+
+FgdExperimentResult run_fgd_experiment(const FgdExperiment& cfg, const ExperimentProgress& progress) {
+  if (cfg.policies.empty()) bad("--policies", "no policy to run");
+  if (cfg.seeds.empty()) bad("--seeds", "no seed to run");
+  if (!(cfg.max_arrived_pct > 0) || cfg.max_arrived_pct > 1000) bad("max_arrived_pct", "must be in (0, 1000]");
+  for (const auto& p : cfg.policies) (void)parse_fgd_policies(p);   // validates each name
+  const auto t0 = std::chrono::steady_clock::now();
+  const FgdInputs in = load_fgd_inputs(cfg);
+
+  FgdExperimentResult r;
+  r.config = cfg;
+  r.node_source = in.node_source.string();
+  r.pod_source = in.pod_source.string();
+  r.workload_name = in.workload_name;
+  r.nodes = static_cast<std::int64_t>(in.nodes.size());
+  for (const auto& n : in.nodes) r.gpus += static_cast<std::int64_t>(n.gpus.size());
+  r.trace_pods = static_cast<std::int64_t>(in.pods.size());
+
+  const std::size_t total = cfg.policies.size() * cfg.seeds.size();
+  r.runs.resize(total);
+  unsigned threads = cfg.threads != 0 ? cfg.threads : std::max(1U, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, total));
+  r.threads = threads;
+  std::mutex mu;
+  std::size_t done = 0;
+  std::exception_ptr failure;
+  {
+    boost::asio::thread_pool pool(threads);
+    for (std::size_t i = 0; i < total; ++i) {
+      boost::asio::post(pool, [&, i] {
+        {
+          std::lock_guard lock(mu);
+          if (failure) return;
+        }
+        try {
+          auto run = run_fgd_once(in, cfg.policies[i / cfg.seeds.size()], cfg.seeds[i % cfg.seeds.size()], cfg.max_arrived_pct);
+          std::lock_guard lock(mu);
+          r.runs[i] = std::move(run);
+          ++done;
+          if (progress) progress(done, total);
+        } catch (...) {
+          std::lock_guard lock(mu);
+          if (!failure) failure = std::current_exception();
+        }
+      });
+    }
+    pool.join();
+  }
+  if (failure) std::rethrow_exception(failure);
+
+  const auto& paper = paper_table();
+  const bool default_workload = in.workload_name == "default";
+  for (std::size_t p = 0; p < cfg.policies.size(); ++p) {
+    FgdSummaryRow row;
+    row.policy = cfg.policies[p];
+    row.seeds = static_cast<std::int64_t>(cfg.seeds.size());
+    std::vector<double> u100, u130, f80;
+    for (std::size_t s = 0; s < cfg.seeds.size(); ++s) {
+      const auto& run = r.runs[p * cfg.seeds.size() + s];
+      if (auto v = run.at(100)) u100.push_back(v->unallocated_pct);
+      if (auto v = run.at(130)) u130.push_back(v->unallocated_pct);
+      if (auto v = run.at(80)) f80.push_back(v->frag_pct);
+    }
+    row.unallocated_pct_100 = quantile(u100, 0.5);
+    row.unallocated_pct_130 = quantile(u130, 0.5);
+    row.frag_pct_80 = quantile(f80, 0.5);
+    if (default_workload) {
+      if (const auto it = paper.find(row.policy); it != paper.end()) {
+        row.paper_unallocated_pct_100 = it->second.unalloc_100;
+        row.paper_unallocated_pct_130 = it->second.unalloc_130;
+        row.paper_frag_pct_80 = it->second.frag_80;
+      }
+    }
+    r.summary.push_back(row);
+  }
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+namespace {
+
+std::string opt(const std::optional<double>& v, int decimals) { return v ? sim::fixed(*v, decimals) : std::string(); }
+
+std::string seeds_text(const std::vector<std::uint64_t>& seeds) {
+  std::string out;
+  for (std::size_t i = 0; i < seeds.size();) {
+    std::size_t j = i;
+    while (j + 1 < seeds.size() && seeds[j + 1] == seeds[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(seeds[i]) + (j > i ? "-" + std::to_string(seeds[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string stamp_line(const FgdExperimentResult& r) {
+  std::string policies;
+  for (const auto& p : r.config.policies) policies += (policies.empty() ? "" : ",") + p;
+  return "# gpusched " + std::string(kVersion) + " experiment fgd: workload " + r.workload_name + " (" + r.pod_source +
+         "), nodes " + r.node_source + ", policies " + policies + ", seeds " + seeds_text(r.config.seeds) +
+         ", arrived up to " + sim::fixed(r.config.max_arrived_pct, 0) + "%";
+}
+
+}  // namespace
+
+std::vector<std::filesystem::path> write_fgd_outputs(const FgdExperimentResult& r, const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw_error(ErrorCode::kOutputWrite, {dir.string(), 0, ""}, "cannot create the output folder: " + ec.message());
+  std::vector<std::filesystem::path> written;
+  auto write = [&](const std::string& name, const std::function<void(std::ostream&)>& body) {
+    const auto path = dir / name;
+    std::ofstream out(path, std::ios::binary);
+    if (!out) throw_error(ErrorCode::kOutputWrite, {path.string(), 0, ""}, "cannot write the file");
+    body(out);
+    out.flush();
+    if (!out) throw_error(ErrorCode::kOutputWrite, {path.string(), 0, ""}, "write failed (disk full?)");
+    written.push_back(path);
+  };
+  const std::string stamp = stamp_line(r);
+  write("curve.csv", [&](std::ostream& o) {
+    o << stamp << '\n' << "policy,seed,arrived_pct,unallocated_pct,frag_pct,frag_ratio_pct\n";
+    for (const auto& run : r.runs) {
+      for (const auto& p : run.curve) {
+        o << run.policy << ',' << run.seed << ',' << p.arrived_pct << ',' << sim::fixed(p.unallocated_pct, 4) << ','
+          << sim::fixed(p.frag_pct, 4) << ',' << sim::fixed(p.frag_ratio_pct, 4) << '\n';
+      }
+    }
+  });
+  write("summary.csv", [&](std::ostream& o) {
+    o << stamp << '\n'
+      << "policy,seeds,unallocated_pct_100,unallocated_pct_130,frag_pct_80,paper_unallocated_pct_100,"
+         "paper_unallocated_pct_130,paper_frag_pct_80\n";
+    for (const auto& s : r.summary) {
+      o << s.policy << ',' << s.seeds << ',' << opt(s.unallocated_pct_100, 2) << ',' << opt(s.unallocated_pct_130, 2) << ','
+        << opt(s.frag_pct_80, 2) << ',' << opt(s.paper_unallocated_pct_100, 2) << ',' << opt(s.paper_unallocated_pct_130, 2)
+        << ',' << opt(s.paper_frag_pct_80, 2) << '\n';
+    }
+  });
+  write("runs.csv", [&](std::ostream& o) {
+    o << stamp << '\n' << "policy,seed,pods,failed,unallocated_pct_100,unallocated_pct_130,frag_pct_80\n";
+    for (const auto& run : r.runs) {
+      auto u = [&](int pct) { return opt(run.at(pct) ? std::optional<double>(run.at(pct)->unallocated_pct) : std::nullopt, 4); };
+      const auto f = run.at(80);
+      o << run.policy << ',' << run.seed << ',' << run.pods << ',' << run.failed << ',' << u(100) << ',' << u(130) << ','
+        << (f ? sim::fixed(f->frag_pct, 4) : std::string()) << '\n';
+    }
+  });
+  write("report.md", [&](std::ostream& o) {
+    o << "# gpusched experiment: FGD (Weng et al., USENIX ATC'23)\n\n";
+    o << "| | |\n|---|---|\n| gpusched | " << kVersion << " |\n| pod list | " << r.pod_source << " (" << r.trace_pods
+      << " pods) |\n| node list | " << r.node_source << " (" << r.nodes << " nodes, " << r.gpus << " GPUs) |\n| seeds | "
+      << seeds_text(r.config.seeds) << " |\n| arrived demand | up to " << sim::fixed(r.config.max_arrived_pct, 0)
+      << "% of GPU capacity |\n\n";
+    o << "## Unallocated GPU % (median over seeds)\n\n";
+    o << "| policy | at 100% arrived | paper | at 130% arrived | paper | fragmentation % at 80% | paper |\n"
+         "|---|---|---|---|---|---|---|\n";
+    for (const auto& s : r.summary) {
+      o << "| " << s.policy << " | " << opt(s.unallocated_pct_100, 2) << " | " << opt(s.paper_unallocated_pct_100, 2) << " | "
+        << opt(s.unallocated_pct_130, 2) << " | " << opt(s.paper_unallocated_pct_130, 2) << " | " << opt(s.frag_pct_80, 2)
+        << " | " << opt(s.paper_frag_pct_80, 2) << " |\n";
+    }
+    o << "\nPaper figures are given for the default workload only (fgd.md). See docs/fgd.md for the protocol and "
+         "why digits differ.\n\n## Files\n\n- `curve.csv`: one row per policy, seed and integer arrived %\n"
+         "- `summary.csv`: the table above\n- `runs.csv`: one row per run (pods submitted, pods that failed)\n";
+  });
+  return written;
+}
+
+std::string format_fgd_summary(const FgdExperimentResult& r) {
+  std::ostringstream o;
+  o << "gpusched " << kVersion << "  experiment fgd: workload " << r.workload_name << ", " << r.trace_pods << " pods, "
+    << r.nodes << " nodes, " << r.gpus << " GPUs, seeds " << seeds_text(r.config.seeds) << "\n";
+  o << "  unallocated GPU % (median)   at 100%  (paper)   at 130%  (paper)\n";
+  for (const auto& s : r.summary) {
+    std::string name = s.policy;
+    name.resize(std::max<std::size_t>(name.size(), 12), ' ');
+    auto cell = [](const std::optional<double>& v, bool paren) {
+      std::string t = v ? sim::fixed(*v, 2) : "-";
+      if (paren) t = "(" + t + ")";
+      t.insert(0, t.size() < 9 ? 9 - t.size() : 0, ' ');
+      return t;
+    };
+    o << "  " << name << "                " << cell(s.unallocated_pct_100, false) << cell(s.paper_unallocated_pct_100, true)
+      << cell(s.unallocated_pct_130, false) << cell(s.paper_unallocated_pct_130, true) << "\n";
+  }
+  o << "  " << r.runs.size() << " runs on " << r.threads << " threads in " << sim::fixed(r.wall_s, 2) << " s\n";
+  return o.str();
+}
+
+}  // namespace gpusched::scenario
