@@ -60,6 +60,13 @@ class Result:
         return pd.DataFrame(self._raw.timeseries())
 
     @cached_property
+    def fragmentation(self) -> pd.DataFrame:
+        """FGD's fragmentation after every decision (placement or failure): t_s, decisions,
+        arrived_pct, unallocated_pct, frag_pct, frag_ratio_pct. The first row is the starting
+        state. Empty unless some job shares a GPU (or outputs.fragmentation is "on")."""
+        return pd.DataFrame(self._raw.fragmentation())
+
+    @cached_property
     def events(self) -> pd.DataFrame:
         """Every submit / start / finish / fail / requeue / node event (time_s, event, job, node,
         detail). Empty unless the scenario's outputs.event_log is true."""
@@ -86,7 +93,7 @@ class Result:
 
     def write(self, directory: Union[str, "os.PathLike[str]"]) -> List[Path]:
         """Writes summary.json, jobs.csv, timeseries.csv, report.md (and events.csv when the event
-        log is on) into ``directory`` (created); returns the paths. Raises OutputError."""
+        log is on, fragmentation.csv when fragmentation is recorded) into ``directory`` (created); returns the paths. Raises OutputError."""
         return [Path(p) for p in self._raw.write_outputs(Path(directory))]
 
     def format_summary(self) -> str:

@@ -131,6 +131,20 @@ py::dict timeseries_columns(const RunResult& r) {
   return d;
 }
 
+/// Fragmentation after every decision as columns (the fragmentation.csv header order).
+py::dict fragmentation_columns(const RunResult& r) {
+  const auto& s = r.fragmentation();
+  const std::size_t n = s.size();
+  py::dict d;
+  d["t_s"] = column<double>(n, [&](std::size_t i) { return s[i].t.seconds(); });
+  d["decisions"] = column<std::int64_t>(n, [&](std::size_t i) { return s[i].decisions; });
+  d["arrived_pct"] = column<double>(n, [&](std::size_t i) { return s[i].arrived_pct; });
+  d["unallocated_pct"] = column<double>(n, [&](std::size_t i) { return s[i].unallocated_pct; });
+  d["frag_pct"] = column<double>(n, [&](std::size_t i) { return s[i].frag_pct; });
+  d["frag_ratio_pct"] = column<double>(n, [&](std::size_t i) { return s[i].frag_ratio_pct; });
+  return d;
+}
+
 py::dict stamp_dict(const sim::RunStamp& st) {
   py::dict d;
   d["version"] = st.version;
@@ -220,6 +234,9 @@ void bind_sim(py::module_& m) {
       .def("timeseries", &timeseries_columns,
            "The time series as {column: numpy array}: time_s, gpu_alloc_pct, gpus_busy_pct, cpu_alloc_pct, "
            "memory_alloc_pct, pending_jobs, running_jobs.")
+      .def("fragmentation", &fragmentation_columns,
+           "Fragmentation after every decision as {column: numpy array}: t_s, decisions, arrived_pct, "
+           "unallocated_pct, frag_pct, frag_ratio_pct (empty unless the run shares GPUs or asks for it).")
       .def("jobs", &job_columns,
            "The job table as {column: numpy array or list of str}, in jobs.csv column order; NaN where a "
            "time does not apply (never started / not finished).")

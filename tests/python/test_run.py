@@ -83,7 +83,7 @@ def test_result_writes_the_cli_files_and_a_plot(small_path, tmp_path):
     r = gpusched.run(small_path)
     written = r.write(tmp_path / "out")
     names = sorted(p.name for p in written)
-    assert names == ["events.csv", "jobs.csv", "report.md", "summary.json", "timeseries.csv"]
+    assert names == ["events.csv", "fragmentation.csv", "jobs.csv", "report.md", "summary.json", "timeseries.csv"]
     assert all(p.exists() for p in written)
     on_disk = pd.read_csv(tmp_path / "out" / "jobs.csv", comment=None, skiprows=1)
     assert list(on_disk["job"]) == list(r.jobs["job"])

@@ -1,0 +1,129 @@
+"""The FGD experiment from Python and the command line, and trace conversion / validation.
+
+Tests on the real openb trace run when ../shared/traces (or $GPUSCHED_TRACES_DIR) holds it and
+are skipped with the reason otherwise."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import gpusched
+from gpusched import experiments
+
+REPO = Path(__file__).resolve().parents[2]
+TRACES = Path(os.environ.get("GPUSCHED_TRACES_DIR", REPO.parent / "shared" / "traces"))
+OPENB = TRACES / "alibaba-gpu-v2023-openb"
+needs_openb = pytest.mark.skipif(
+    not (OPENB / "openb_pod_list_default.csv").exists(),
+    reason=f"the Alibaba openb trace is not in {OPENB} (set GPUSCHED_TRACES_DIR)",
+)
+
+POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "gpusched", *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+@needs_openb
+def test_fgd_from_python_returns_the_curve_the_summary_and_a_plot(tmp_path):
+    r = experiments.fgd(TRACES, policies="bestfit,fgd", seeds="42-43", out=tmp_path / "fgd")
+    assert list(r.curve.columns) == ["policy", "seed", "arrived_pct", "unallocated_pct", "frag_pct", "frag_ratio_pct"]
+    # One row per policy, seed and integer arrived % from 0 to 130.
+    assert len(r.curve) == 2 * 2 * 131
+    assert sorted(r.curve["arrived_pct"].unique()) == list(range(0, 131))
+    by = r.summary.set_index("policy")
+    assert list(by.index) == ["bestfit", "fgd"]
+    assert by.loc["fgd", "unallocated_pct_100"] < by.loc["bestfit", "unallocated_pct_100"]
+    assert by.loc["fgd", "paper_unallocated_pct_100"] == pytest.approx(4.77)
+    # The summary is the median over seeds of the curve at 100%.
+    at100 = r.curve.query("policy == 'fgd' and arrived_pct == 100")["unallocated_pct"]
+    assert by.loc["fgd", "unallocated_pct_100"] == pytest.approx(at100.median(), abs=0.006)
+    assert set(r.runs["seed"]) == {42, 43} and (r.runs["pods"] > 8152).all()
+    bands = r.bands()
+    assert (bands["q25"] <= bands["median"] + 1e-9).all() and (bands["median"] <= bands["q75"] + 1e-9).all()
+    for name in ("curve.csv", "summary.csv", "runs.csv", "report.md", "fgd.png"):
+        assert (tmp_path / "fgd" / name).exists(), name
+    again = experiments.read_fgd_outputs(tmp_path / "fgd")
+    pd.testing.assert_frame_equal(again.curve, r.curve, check_dtype=False, atol=1e-4)
+
+
+@needs_openb
+def test_fgd_is_deterministic_whatever_the_number_of_threads():
+    a = experiments.fgd(TRACES, policies="random,fgd", seeds=[44, 45], jobs=1)
+    b = experiments.fgd(TRACES, policies="random,fgd", seeds=[44, 45], jobs=2)
+    pd.testing.assert_frame_equal(a.curve, b.curve)
+
+
+@needs_openb
+def test_experiment_fgd_on_the_command_line_writes_its_files_and_plot(tmp_path):
+    out = tmp_path / "cli"
+    p = _cli("experiment", "fgd", "--traces", TRACES, "--workload", "gpushare80", "--policies", "fgd",
+             "--seeds", "42", "--out", out)
+    assert p.returncode == 0, p.stderr
+    assert "fgd" in p.stdout and "plot" in p.stdout
+    curve = pd.read_csv(out / "curve.csv", comment="#")
+    assert (curve["policy"] == "fgd").all() and curve["arrived_pct"].max() == 130
+    first = (out / "curve.csv").read_text().splitlines()[0]
+    assert first.startswith("# gpusched ") and "gpushare80" in first and "seeds 42" in first
+    assert (out / "fgd.png").stat().st_size > 1000
+
+
+def test_experiment_fgd_rejects_bad_arguments(tmp_path):
+    p = _cli("experiment", "fgd", "--traces", tmp_path, "--policies", "fgd,tetris")
+    assert p.returncode == 1 and "tetris" in p.stderr
+    p = _cli("experiment", "fgd", "--traces", tmp_path, "--seeds", "9-3")
+    assert p.returncode == 1 and "--seeds" in p.stderr
+    p = _cli("experiment", "fgd", "--traces", tmp_path, "--seeds", "42")
+    assert p.returncode == 1 and "openb_node_list_gpu_node.csv" in p.stderr
+    with pytest.raises(gpusched.ScenarioError):
+        experiments.fgd(tmp_path, policies="nope")
+
+
+def test_convert_and_validate_an_openb_pod_list(tmp_path):
+    src = tmp_path / "pods.csv"
+    src.write_text(POD_HEADER + "p-0,4000,8192,1,500,,LS,Running,0,100,0\np-1,8000,16384,2,1000,T4,BE,Running,10,50,10\n")
+    p = _cli("validate", src)
+    assert p.returncode == 0, p.stderr
+    assert "openb-pods" in p.stdout and "2 jobs" in p.stdout
+    out = tmp_path / "native.csv"
+    p = _cli("convert", src, out)
+    assert p.returncode == 0, p.stderr
+    p = _cli("validate", out)
+    assert p.returncode == 0 and "native" in p.stdout, p.stdout + p.stderr
+    text = out.read_text()
+    assert "p-1" in text and "T4" in text
+    swf = tmp_path / "pods.swf"
+    p = _cli("convert", src, swf)
+    assert p.returncode == 1 and "p-0" in p.stderr   # a GPU share has no SWF form: named, not dropped
+
+
+def test_a_bad_trace_row_is_reported_with_its_line_and_column(tmp_path):
+    src = tmp_path / "pods.csv"
+    src.write_text(POD_HEADER + "p-0,4000,8192,1,500,,LS,Running,0,100,0\np-1,8000,16384,2,1500,,BE,Running,10,50,10\n")
+    p = _cli("validate", src)
+    assert p.returncode == 1
+    assert "pods.csv:3" in p.stderr and "gpu_milli" in p.stderr
+
+
+def test_formats_lists_every_reader():
+    p = _cli("formats")
+    assert p.returncode == 0
+    for name in ("openb-pods", "philly", "swf", "kubectl-pods", "openb-nodes", "philly-machines", "kubectl-nodes"):
+        assert name in p.stdout
+
+
+def test_a_run_with_gpu_shares_reports_fragmentation(small_path):
+    r = gpusched.run(small_path)
+    f = r.fragmentation
+    assert list(f.columns) == ["t_s", "decisions", "arrived_pct", "unallocated_pct", "frag_pct", "frag_ratio_pct"]
+    assert f["decisions"].tolist() == list(range(len(f)))
+    assert f["unallocated_pct"].iloc[0] == pytest.approx(100.0)
+    assert (f["frag_pct"] <= f["unallocated_pct"] + 1e-9).all()
+    assert r.summary["fragmentation"]["samples"] == len(f)
