@@ -22,6 +22,8 @@
 #include <gpusched/traces/transforms.hpp>
 #include <gpusched/version.hpp>
 
+#include "output_files.hpp"
+
 namespace gpusched::scenario {
 namespace {
 
@@ -318,19 +320,8 @@ std::string stamp_line(const FgdExperimentResult& r) {
 }  // namespace
 
 std::vector<std::filesystem::path> write_fgd_outputs(const FgdExperimentResult& r, const std::filesystem::path& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw_error(ErrorCode::kOutputWrite, {dir.string(), 0, ""}, "cannot create the output folder: " + ec.message());
-  std::vector<std::filesystem::path> written;
-  auto write = [&](const std::string& name, const std::function<void(std::ostream&)>& body) {
-    const auto path = dir / name;
-    std::ofstream out(path, std::ios::binary);
-    if (!out) throw_error(ErrorCode::kOutputWrite, {path.string(), 0, ""}, "cannot write the file");
-    body(out);
-    out.flush();
-    if (!out) throw_error(ErrorCode::kOutputWrite, {path.string(), 0, ""}, "write failed (disk full?)");
-    written.push_back(path);
-  };
+  detail::OutputFolder folder(dir);
+  auto write = [&](const std::string& name, const std::function<void(std::ostream&)>& body) { folder.write(name, body); };
   const std::string stamp = stamp_line(r);
   write("curve.csv", [&](std::ostream& o) {
     o << stamp << '\n' << "policy,seed,arrived_pct,unallocated_pct,frag_pct,frag_ratio_pct\n";
@@ -378,7 +369,7 @@ std::vector<std::filesystem::path> write_fgd_outputs(const FgdExperimentResult& 
          "why digits differ.\n\n## Files\n\n- `curve.csv`: one row per policy, seed and integer arrived %\n"
          "- `summary.csv`: the table above\n- `runs.csv`: one row per run (pods submitted, pods that failed)\n";
   });
-  return written;
+  return folder.written();
 }
 
 std::string format_fgd_summary(const FgdExperimentResult& r) {

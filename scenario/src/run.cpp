@@ -15,6 +15,8 @@
 #include <gpusched/traces/transforms.hpp>
 #include <gpusched/version.hpp>
 
+#include "output_files.hpp"
+
 namespace gpusched::scenario {
 
 struct RunResult::State {
@@ -235,19 +237,8 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
 }
 
 std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::filesystem::path& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw_error(ErrorCode::kOutputWrite, {dir.string(), 0, ""}, "cannot create the output folder: " + ec.message());
-  std::vector<std::filesystem::path> written;
-  auto write = [&](const std::string& name, const std::function<void(std::ostream&)>& body) {
-    const auto path = dir / name;
-    std::ofstream out(path, std::ios::binary);
-    if (!out) throw_error(ErrorCode::kOutputWrite, {path.string(), 0, ""}, "cannot write the file");
-    body(out);
-    out.flush();
-    if (!out) throw_error(ErrorCode::kOutputWrite, {path.string(), 0, ""}, "write failed (disk full?)");
-    written.push_back(path);
-  };
+  detail::OutputFolder folder(dir);
+  auto write = [&](const std::string& name, const std::function<void(std::ostream&)>& body) { folder.write(name, body); };
   write("summary.json", [&](std::ostream& o) { o << r.summary_json().dump(2) << '\n'; });
   write("jobs.csv", [&](std::ostream& o) { sim::write_jobs_csv(o, r.jobs(), r.stamp()); });
   write("timeseries.csv", [&](std::ostream& o) { sim::write_timeseries_csv(o, r.timeseries(), r.stamp()); });
@@ -306,7 +297,7 @@ std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::
     if (!r.event_log().empty()) o << "- `events.csv`: every submit, start, finish and failure\n";
     if (!r.fragmentation().empty()) o << "- `fragmentation.csv`: arrived demand, unallocated GPU and fragmentation after every decision\n";
   });
-  return written;
+  return folder.written();
 }
 
 std::string format_summary(const RunResult& r) {

@@ -189,7 +189,7 @@ TEST_CASE("EASY backfill never delays the reserved job: random workloads against
     for (int i = 0; i < n; ++i) {
       const int gpus = 1 + static_cast<int>(rng.below(4));
       const int dur = 10 + static_cast<int>(rng.below(200));
-      jobs += (i ? "," : "") + std::string(R"({"id": "j)") + std::to_string(i) + R"(", "submit_time": )" +
+      jobs += std::string(i ? "," : "") + R"({"id": "j)" + std::to_string(i) + R"(", "submit_time": )" +
               std::to_string(i * 3) + R"(, "duration": )" + std::to_string(dur) +
               R"(, "requests": {"cpu": 1, "nvidia.com/gpu": )" + std::to_string(gpus) + "}}";
     }

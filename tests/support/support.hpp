@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include <gpusched/cluster.hpp>
 #include <gpusched/gpu_catalog.hpp>
 #include <gpusched/job.hpp>
@@ -27,6 +29,22 @@ std::filesystem::path example(const std::string& relative);
 ///   const auto path = test::real_trace("philly/cluster_machine_list");
 ///   if (path.empty()) return;   // real_trace() has already WARNed why
 std::filesystem::path real_trace(const std::string& relative);
+
+/// Runs `f`, which must throw an `E` (a gpusched error class), and returns its message; fails
+/// the test when nothing or something else is thrown. Example:
+///   CHECK_THAT(t::error_message<TraceError>([&] { read(text); }), Catch::StartsWith("[gpusched.trace_error.102] a.csv:3:"));
+template <class E, class F>
+std::string error_message(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL("wrong exception type: " << e.what());
+  }
+  FAIL("no exception");
+  return {};
+}
 
 /// A fresh, empty folder under the system temp directory, removed on destruction.
 class TempDir {

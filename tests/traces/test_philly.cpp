@@ -20,18 +20,10 @@ namespace t = gpusched::test;
 
 namespace {
 
-/// Runs `read` and returns the TraceError's message (fails when nothing or something else is thrown).
+/// The TraceError's message (the test fails when nothing or something else is thrown).
 template <class F>
-std::string trace_error(F&& read) {
-  try {
-    read();
-  } catch (const TraceError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("wrong exception type: " << e.what());
-  }
-  FAIL("no exception");
-  return {};
+std::string trace_error(F&& f) {
+  return t::error_message<TraceError>(std::forward<F>(f));
 }
 
 Workload philly_jobs(const std::string& text, const PhillyJobOptions& o = {}) {

@@ -17,17 +17,10 @@ namespace t = gpusched::test;
 
 namespace {
 
+/// The TraceError's message (the test fails when nothing or something else is thrown).
 template <class F>
 std::string trace_error(F&& f) {
-  try {
-    f();
-  } catch (const TraceError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("wrong exception type: " << e.what());
-  }
-  FAIL("no exception");
-  return {};
+  return t::error_message<TraceError>(std::forward<F>(f));
 }
 
 Workload read(const std::string& text, const SwfOptions& o = {}) {
