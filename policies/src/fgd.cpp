@@ -1,12 +1,15 @@
 // The FGD family: fragmentation (fgd/fragmentation.hpp) and the plugins fgd, dotprod,
 // gpu-clustering and gpu-packing (fgd/fgd.hpp). Definitions follow the ATC'23 paper as written
-// down in the project's reference notes; nothing here is taken from the authors' code.
+// down in the project's reference notes; the `integer_scores` and `fill` options reproduce how
+// the authors' simulator scores (integer scores, its fullness measure), written from a
+// description of its behaviour, not from its code.
 #include <gpusched/policies/fgd/fgd.hpp>
 #include <gpusched/policies/fgd/fragmentation.hpp>
 
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <string>
@@ -308,6 +311,12 @@ std::vector<PodType> typical_pod_types(std::span<const JobSpec> workload, double
 
 // ============================================================================ from scratch
 
+std::int32_t integer_score(double delta_milli) {
+  // As Go computes int64(sigmoid(x) * 100): truncation towards zero.
+  const double x = -delta_milli / 1000.0;
+  return static_cast<std::int32_t>(1.0 / (1.0 + std::exp(-x)) * 100.0);
+}
+
 std::int64_t gpu_idle_milli(const ClusterState& c, NodeId node, std::uint16_t index) {
   return idle_of(c, node_mig(c, node), look_of(c, c.gpus(node)[index]));
 }
@@ -500,7 +509,7 @@ double FragmentationCache::delta(const ClusterState& c, const TaskRequest& r, No
 }
 
 std::optional<std::int64_t> FragmentationCache::greedy_units(const ClusterState& c, const TaskRequest& r, NodeId node,
-                                                             std::vector<GpuGrant>& out) {
+                                                             std::vector<GpuGrant>& out, GpuChoice choice) {
   const auto& s = c.node(node);
   const auto gpus = c.gpus(node);
   const std::int64_t cpu_after = s.cpu_free_milli - r.cpu_milli;
@@ -522,8 +531,9 @@ std::optional<std::int64_t> FragmentationCache::greedy_units(const ClusterState&
   if (need == 1) {
     // The hot path (a share): each fitting GPU alone.
     std::optional<std::int64_t> best;
-    std::int32_t best_left = 0;
+    std::int32_t best_left = 0, best_score = 0;
     GpuGrant best_grant;
+    const double weights = static_cast<double>(std::max<std::int64_t>(1, weight_total_));
     for (std::size_t i = 0; i < gpus.size(); ++i) {
       if (c.gpu_units(node, gpus[i], r) == 0) continue;
       // A GPU in the same state as an earlier candidate scores the same and loses the tie.
@@ -540,6 +550,16 @@ std::optional<std::int64_t> FragmentationCache::greedy_units(const ClusterState&
       apply_grant(c, after, grant);
       const Change ch{&before, &after, 1};
       const auto d = weighted_delta(c, node, cpu_after, &ch, 1);
+      if (choice == GpuChoice::kFirstBestScore) {
+        // The first GPU with the highest integer score (its ΔF need not be the least).
+        const auto score = integer_score(static_cast<double>(d) / weights);
+        if (!best || score > best_score) {
+          best = d;
+          best_score = score;
+          best_grant = grant;
+        }
+        continue;
+      }
       if (!best || d < *best || (d == *best && after.milli_free < best_left)) {
         best = d;
         best_left = after.milli_free;
@@ -690,7 +710,8 @@ std::optional<std::int64_t> FragmentationCache::greedy_mig(const ClusterState& c
 }
 
 std::optional<double> FragmentationCache::best_grants(const ClusterState& c, const TaskRequest& r, NodeId node,
-                                                      ClusterState::MigStartChooser mig_start, std::vector<GpuGrant>& out) {
+                                                      ClusterState::MigStartChooser mig_start, std::vector<GpuGrant>& out,
+                                                      GpuChoice choice) {
   out.clear();
   if (!c.fits(node, r)) return std::nullopt;
   std::optional<std::int64_t> w;
@@ -700,12 +721,12 @@ std::optional<double> FragmentationCache::best_grants(const ClusterState& c, con
       w = weighted_delta(c, node, s.cpu_free_milli - r.cpu_milli, nullptr, 0);
       break;
     case GpuMode::kShared:
-      w = greedy_units(c, r, node, out);
+      w = greedy_units(c, r, node, out, choice);
       break;
     case GpuMode::kWhole: {
       const auto gpus = c.gpus(node);
       const bool mig = std::any_of(gpus.begin(), gpus.end(), [](const GpuState& g) { return g.partition == GpuPartition::kMig; });
-      if (!mig) w = greedy_units(c, r, node, out);
+      if (!mig) w = greedy_units(c, r, node, out, choice);
       break;
     }
     case GpuMode::kMig:
@@ -824,12 +845,13 @@ double FgdPlugin::score(const ClusterState& cluster, const TaskContext& ctx, Nod
   use_fallback(r);
   const auto& s = cluster.node(node);
   Memo& m = memo_for(cluster, ctx).nodes[node.value];
-  if (m.generation == s.generation && m.cpu_free == s.cpu_free_milli && m.milli_free == s.gpu_milli_free) return -m.delta;
-  const auto d = cache_.best_grants(cluster, r, node, chooser_, scratch_);
+  const auto as_score = [&](double delta) { return integer_ ? static_cast<double>(fgd::integer_score(delta)) : -delta; };
+  if (m.generation == s.generation && m.cpu_free == s.cpu_free_milli && m.milli_free == s.gpu_milli_free) return as_score(m.delta);
+  const auto d = cache_.best_grants(cluster, r, node, chooser_, scratch_, choice());
   // A feasible node always has grants; should one not, it ranks last.
-  if (!d) return -std::numeric_limits<double>::max() / 4;
+  if (!d) return integer_ ? 0.0 : -std::numeric_limits<double>::max() / 4;
   m = {s.generation, s.cpu_free_milli, s.gpu_milli_free, *d};
-  return -*d;
+  return as_score(*d);
 }
 
 bool FgdPlugin::select(const ClusterState& cluster, const TaskContext& ctx, NodeId node, TaskPlacement& out) const {
@@ -839,7 +861,7 @@ bool FgdPlugin::select(const ClusterState& cluster, const TaskContext& ctx, Node
   out.tpu_chips = r.tpu.chips;
   out.gpus.clear();
   if (r.gpu.mode == GpuMode::kNone) return true;
-  return cache_.best_grants(cluster, r, node, chooser_, out.gpus).has_value();
+  return cache_.best_grants(cluster, r, node, chooser_, out.gpus, choice()).has_value();
 }
 
 // ---------------------------------------------------------------------------- dotprod
@@ -852,7 +874,8 @@ double DotProdScore::score(const ClusterState& cluster, const TaskContext& ctx, 
   const double max_gpu = std::max<double>(1.0, static_cast<double>(max.gpu_milli_free));
   const double dot = (static_cast<double>(s.cpu_free_milli) / max_cpu) * (static_cast<double>(r.cpu_milli) / max_cpu) +
                      (static_cast<double>(s.gpu_milli_free) / max_gpu) * (request_gpu_milli(cluster, node, r) / max_gpu);
-  return std::clamp(100.0 * (1.0 - dot / 2.0), 0.0, 100.0);
+  const double score = std::clamp(100.0 * (1.0 - dot / 2.0), 0.0, 100.0);
+  return integer_ ? std::trunc(score) : score;
 }
 
 // ---------------------------------------------------------------------------- gpu-clustering
@@ -927,8 +950,18 @@ double GpuClusteringScore::score(const ClusterState& cluster, const TaskContext&
   const bool gpu_used = s.gpus_fully_free < s.gpu_count || s.gpu_milli_free < capacity;
   if (same == 0 && others == 0 && gpu_used) others = 1;   // GPU pods the scheduler was not told about
   const double band = same > 0 ? (others == 0 ? 75.0 : 50.0) : (others == 0 ? 25.0 : 0.0);
-  const double used = capacity > 0 ? 1.0 - static_cast<double>(s.gpu_milli_free) / static_cast<double>(capacity) : 0.0;
-  return band + 1.0 + 24.0 * std::clamp(used, 0.0, 1.0);
+  // How full the node is, as a fraction `num / den` in [0, 1].
+  std::int64_t num = 0, den = 1;
+  if (fill_ == ClusteringFill::kFreeMilli) {
+    // Less free GPU milli than the largest node's G, whatever this node's size.
+    den = std::max<std::int64_t>(1, cluster.max_capacity().gpu_milli_free);
+    num = std::clamp<std::int64_t>(den - s.gpu_milli_free, 0, den);
+  } else if (capacity > 0) {
+    den = capacity;
+    num = std::clamp<std::int64_t>(capacity - s.gpu_milli_free, 0, capacity);
+  }
+  if (integer_) return band + static_cast<double>(25 * num / den);
+  return band + 1.0 + 24.0 * static_cast<double>(num) / static_cast<double>(den);
 }
 
 // ---------------------------------------------------------------------------- gpu-packing
@@ -944,9 +977,37 @@ std::vector<std::uint16_t> least_free_first(const ClusterState& cluster, NodeId 
 }
 }  // namespace
 
+double GpuPacking::integer_score(const ClusterState& cluster, const TaskRequest& r, NodeId node) {
+  const auto& s = cluster.node(node);
+  const auto gpus = cluster.gpus(node);
+  const std::int64_t n = s.gpu_count;
+  if (s.gpus_fully_free == s.gpu_count) return static_cast<double>(std::max<std::int64_t>(33 - n, n));   // idle node
+  // The GPUs the pod would use, least free first: fully free ones opened, free % of the others.
+  auto& order = order_;
+  order.resize(gpus.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint16_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::uint16_t a, std::uint16_t b) { return gpus[a].milli_free < gpus[b].milli_free; });
+  std::int64_t need = std::max<std::int32_t>(1, r.gpu.count), opened = 0, free_pct = 0;
+  for (const auto i : order) {
+    if (need == 0) break;
+    const auto& g = gpus[i];
+    const bool fits = r.gpu.mode == GpuMode::kShared ? ClusterState::gpu_fits_shared(g, r.gpu) && r.model_allowed(g.model)
+                                                     : g.tasks == 0 && r.model_allowed(g.model);
+    if (!fits) continue;
+    --need;
+    if (g.tasks == 0) ++opened;
+    else free_pct += std::int64_t{g.milli_free} * 100 / kMilliPerGpu;
+  }
+  if (opened > 0) return static_cast<double>(std::max<std::int64_t>(50 - opened, 33));
+  return static_cast<double>(std::max<std::int64_t>(100 - free_pct / 10, 50));
+}
+
 double GpuPacking::score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) {
   const auto& r = ctx.request();
   if (r.gpu.mode == GpuMode::kNone) return 0.0;
+  if (integer_ && (r.gpu.mode == GpuMode::kShared || r.gpu.mode == GpuMode::kWhole) && cluster.node(node).plain_gpus) {
+    return integer_score(cluster, r, node);
+  }
   const auto& s = cluster.node(node);
   const auto gpus = cluster.gpus(node);
   const auto need = static_cast<std::int64_t>(std::max<std::int32_t>(1, r.gpu.count));
@@ -991,33 +1052,60 @@ bool GpuPacking::select(const ClusterState& cluster, const TaskContext& ctx, Nod
 
 namespace detail {
 
+namespace {
+const PluginArg kIntegerScoresArg{
+    "integer_scores", "boolean",
+    "score as the authors' simulator does: an integer 0..100, truncated and not normalised, so near-equal nodes tie "
+    "and the tie goes to node order (see fgd.hpp for each plugin's formula)",
+    false};
+bool integer_scores_arg(const PluginContext& c) { return c.args.at("integer_scores").get<bool>(); }
+}  // namespace
+
 void register_fgd_plugins(Registry& r) {
   r.add({"fgd",
          "FGD (Weng et al., ATC'23): the node and GPUs where the workload's fragmentation grows least (ΔF); typical "
          "pod types from the attached workload (else the task's own shape); MIG-aware",
          {"score", "device_select"},
          {{"coverage", "number", "share of the workload's pods the typical pod types must cover, in (0, 1]", 0.95},
-          kMigStartArg},
+          kIntegerScoresArg, kMigStartArg},
          [](const PluginContext& c) {
            const double coverage = number_arg(c, "coverage", 0.0);
            if (!(coverage > 0.0 && coverage <= 1.0)) {
              throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(c.name) + "/args/coverage"},
                          std::string(c.name) + ": argument coverage must be in (0, 1]");
            }
-           return with_mig_start<FgdPlugin>(c, coverage);
+           return with_mig_start<FgdPlugin>(c, coverage, integer_scores_arg(c));
          }});
   r.add({"dotprod",
          "the FGD paper's DotProd: 100 x (1 - dot/2) of the node's free (CPU, GPU) and the request, each over the "
          "largest node: small free resources where the pod asks win",
-         {"score"}, {}, [](const PluginContext&) { return std::make_unique<DotProdScore>(); }});
+         {"score"}, {kIntegerScoresArg},
+         [](const PluginContext& c) { return std::make_unique<DotProdScore>(integer_scores_arg(c)); }});
   r.add({"gpu-clustering",
          "the FGD paper's GPU Clustering: nodes holding only pods of the new pod's kind (CPU-only, sharing, k whole "
          "GPUs) first, then mixed, then GPU-idle, then other kinds; more used GPU first within a band",
-         {"score"}, {}, [](const PluginContext&) { return std::make_unique<GpuClusteringScore>(); }});
+         {"score"},
+         {kIntegerScoresArg,
+          {"fill", "string",
+           "how full a node looks inside a band: used-share (used GPU milli / the node's GPU milli) or free-milli "
+           "(the authors' simulator: (G - free GPU milli) / G, G = the largest node's GPU milli, so small nodes look "
+           "full)",
+           "used-share"}},
+         [](const PluginContext& c) {
+           const auto& v = c.args.at("fill");
+           const std::string fill = v.is_string() ? v.get<std::string>() : std::string();
+           if (fill != "used-share" && fill != "free-milli") {
+             throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(c.name) + "/args/fill"},
+                         std::string(c.name) + ": fill must be \"used-share\" or \"free-milli\"");
+           }
+           return std::make_unique<GpuClusteringScore>(
+               integer_scores_arg(c), fill == "free-milli" ? ClusteringFill::kFreeMilli : ClusteringFill::kUsedShare);
+         }});
   r.add({"gpu-packing",
          "the FGD paper's GPU Packing: fit on GPUs in use (least free left), else open the fewest free GPUs on a node "
          "in use, else the idle node with the fewest GPUs; inside the node, the GPUs with least free milli that fit",
-         {"score", "device_select"}, {kMigStartArg}, [](const PluginContext& c) { return with_mig_start<GpuPacking>(c); }});
+         {"score", "device_select"}, {kIntegerScoresArg, kMigStartArg},
+         [](const PluginContext& c) { return with_mig_start<GpuPacking>(c, integer_scores_arg(c)); }});
 }
 
 }  // namespace detail

@@ -5,6 +5,9 @@
 namespace gpusched::policies {
 namespace {
 
+/// The FGD paper's presets score as the authors' simulator does: integers 0..100, ties to node order.
+nlohmann::json authors_scores() { return {{"integer_scores", true}}; }
+
 [[noreturn]] void bad(const std::string& source, const std::string& field, const std::string& msg) {
   throw_error(ErrorCode::kProfileBadArgs, {source, 0, field}, msg);
 }
@@ -137,23 +140,26 @@ Profile builtin_profile(const std::string& name, const std::string& source) {
     p.device_select = PluginRef{"gpu-random"};
   } else if (name == "fgd") {
     p.description = "the FGD paper's FGD: the node and GPU where fragmentation of the typical pod types grows least "
-                    "(ΔF), typical types from the attached workload (95% coverage)";
-    p.score = {PluginRef{"fgd"}};
+                    "(ΔF), typical types from the attached workload (95% coverage); integer sigmoid scores as in the "
+                    "authors' simulator, ties to node order";
+    p.score = {PluginRef{"fgd", 1.0, authors_scores()}};
     p.device_select = PluginRef{"fgd"};
   } else if (name == "dotprod") {
     p.description = "the FGD paper's DotProd baseline: least dot product of the node's free (CPU, GPU) and the request, "
-                    "normalised by the largest node; the GPUs with least free milli inside";
-    p.score = {PluginRef{"dotprod"}};
+                    "normalised by the largest node, truncated to an integer score as in the authors' simulator; the GPUs "
+                    "with least free milli inside";
+    p.score = {PluginRef{"dotprod", 1.0, authors_scores()}};
     p.device_select = PluginRef{"gpu-packing"};
   } else if (name == "clustering") {
     p.description = "the FGD paper's GPU Clustering baseline: nodes running pods of the same kind (sharing, k whole GPUs) "
-                    "first, more used GPU first; the GPUs with least free milli inside";
-    p.score = {PluginRef{"gpu-clustering"}};
+                    "first, then less free GPU milli (of the largest node's 8 GPUs) first, in integer steps as in the authors' "
+                    "simulator; the GPUs with least free milli inside";
+    p.score = {PluginRef{"gpu-clustering", 1.0, {{"integer_scores", true}, {"fill", "free-milli"}}}};
     p.device_select = PluginRef{"gpu-packing"};
   } else if (name == "packing") {
     p.description = "the FGD paper's GPU Packing baseline: GPUs in use first, then the fewest GPUs opened on a node in "
-                    "use, then the smallest idle node; the GPUs with least free milli inside";
-    p.score = {PluginRef{"gpu-packing"}};
+                    "use, then the smallest idle node (the authors' integer scores); the GPUs with least free milli inside";
+    p.score = {PluginRef{"gpu-packing", 1.0, authors_scores()}};
     p.device_select = PluginRef{"gpu-packing"};
   } else if (name == "kube-default") {
     p.description = "kube-scheduler's default plugins as they bear on accelerators: NodeResourcesFit, TaintToleration, "

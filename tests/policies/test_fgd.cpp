@@ -24,6 +24,13 @@ Scheduler make(const std::string& profile, std::uint64_t seed = 1) {
   return Scheduler(builtin_profile(profile), Registry::with_builtins(), seed);
 }
 
+/// A built-in profile with its (only) score plugin's args replaced.
+Scheduler make_with(const std::string& profile, nlohmann::json args) {
+  auto p = builtin_profile(profile);
+  p.score[0].args = std::move(args);
+  return Scheduler(p, Registry::with_builtins(), 1);
+}
+
 /// Schedules `j` (and reports it started) and returns "node[gpus]" of every task, "" when not placed.
 std::string place(Scheduler& s, ClusterState& c, const JobSpec& j, JobId id = JobId{0}) {
   std::vector<TaskPlacement> out;
@@ -297,6 +304,59 @@ TEST_CASE("FGD without a workload treats the task's own shape as the only typica
   CHECK(fgd::same_pod_type(plugin.types()[0].request, gpus(1)));
 }
 
+TEST_CASE("FGD's integer score is the authors' truncated sigmoid of the fragmentation growth", "[policies][fgd]") {
+  CHECK(fgd::integer_score(0.0) == 50);
+  CHECK(fgd::integer_score(1.0) == 49);      // any growth drops below 50 (truncation)
+  CHECK(fgd::integer_score(-39.0) == 50);    // 100 sigmoid(0.039) = 50.97
+  CHECK(fgd::integer_score(-41.0) == 51);    // 100 sigmoid(0.041) = 51.02
+  CHECK(fgd::integer_score(1000.0) == 26);   // one GPU more fragment: 100 sigmoid(-1) = 26.9
+  CHECK(fgd::integer_score(-1000.0) == 73);
+  CHECK(fgd::integer_score(1e9) == 0);
+  CHECK(fgd::integer_score(-1e9) == 100);
+}
+
+TEST_CASE("FGD with integer scores sends near-equal nodes to the first in node order", "[policies][fgd]") {
+  // Typical pods ask for 100 milli. A 500 pod strands 30 on a (ΔF 30) and 10 on b (ΔF 10):
+  // both score 49, so the preset takes a; exact scores take b.
+  auto base = t::cluster({t::node("a", 16, 64, 1), t::node("b", 16, 64, 1)});
+  base.allocate(share(470), {NodeId{0}, {{0, 470, 0}}});
+  base.allocate(share(490), {NodeId{1}, {{0, 490, 0}}});
+  const auto w = workload({{share(100), 3}});
+  auto c1 = base;
+  auto preset = make("fgd");
+  preset.attach(c1, w, nullptr);
+  CHECK(place(preset, c1, job(share(500))) == "a[0]");
+  auto c2 = base;
+  auto exact = make_with("fgd", {{"integer_scores", false}});
+  exact.attach(c2, w, nullptr);
+  CHECK(place(exact, c2, job(share(500))) == "b[0]");
+}
+
+TEST_CASE("FGD with integer scores puts a share on the first GPU with the best integer score", "[policies][fgd]") {
+  // The same two leftovers on one node: GPU 0 (ΔF 30) and GPU 1 (ΔF 10) both score 49.
+  auto base = t::cluster({t::node("n", 16, 64, 2)});
+  base.allocate(share(470), {NodeId{0}, {{0, 470, 0}}});
+  base.allocate(share(490), {NodeId{0}, {{1, 490, 0}}});
+  const auto w = workload({{share(100), 3}});
+  auto c1 = base;
+  auto preset = make("fgd");
+  preset.attach(c1, w, nullptr);
+  CHECK(place(preset, c1, job(share(500))) == "n[0]");
+  auto c2 = base;
+  auto exact = make_with("fgd", {{"integer_scores", false}});
+  exact.attach(c2, w, nullptr);
+  CHECK(place(exact, c2, job(share(500))) == "n[1]");
+
+  fgd::FragmentationCache cache(fgd::typical_pod_types(w));
+  std::vector<GpuGrant> grants;
+  CHECK(*cache.best_grants(base, share(500), NodeId{0}, nullptr, grants, fgd::GpuChoice::kFirstBestScore) == Approx(30.0));
+  REQUIRE(grants.size() == 1);
+  CHECK(grants[0].index == 0);
+  CHECK(*cache.best_grants(base, share(500), NodeId{0}, nullptr, grants) == Approx(10.0));
+  REQUIRE(grants.size() == 1);
+  CHECK(grants[0].index == 1);
+}
+
 TEST_CASE("FGD's coverage argument must lie in above 0 and at most 1", "[policies][fgd]") {
   auto p = builtin_profile("fgd");
   p.score[0].args = {{"coverage", 1.5}};
@@ -410,6 +470,19 @@ TEST_CASE("DotProd prefers the node whose free CPU and GPU are small where the p
   CHECK(place(s, c, j) == "small[0]");
   // A CPU-only pod only looks at CPU: small again (0.25 x 0.0625 < 1 x 0.0625).
   CHECK(place(s, c, job(cpus(8))) == "small");
+  DotProdScore whole(true);
+  CHECK(whole.score(c, ctx, NodeId{0}) == 90.0);
+}
+
+TEST_CASE("DotProd with integer scores sends nodes less than a point apart to the first in node order", "[policies][fgd]") {
+  // Pod: 8 cores, 1 GPU. a (128 cores): 100 x (1 - 0.1875/2) = 90.6; b (120 cores): 90.8. Both 90.
+  auto base = t::cluster({t::node("a", 128, 512, 8), t::node("b", 120, 512, 8)});
+  auto c1 = base;
+  auto preset = make("dotprod");
+  CHECK(place(preset, c1, job(gpus(1, 8))) == "a[0]");
+  auto c2 = base;
+  auto exact = make_with("dotprod", {{"integer_scores", false}});
+  CHECK(place(exact, c2, job(gpus(1, 8))) == "b[0]");
 }
 
 TEST_CASE("GPU Clustering scores nodes in four bands by the kinds of pods they run", "[policies][fgd]") {
@@ -454,6 +527,40 @@ TEST_CASE("GPU Clustering scores nodes in four bands by the kinds of pods they r
   CHECK(place(s, c, job(gpus(2)), JobId{12}) == "n3[0,1]");   // 2-GPU pods are a kind of their own
 }
 
+TEST_CASE("GPU Clustering as the paper preset measures fullness as free GPU milli below the largest node", "[policies][fgd]") {
+  // Both nodes hold only sharing pods (band 75). big: 8 GPUs, 4,000 milli used; small: 2 GPUs,
+  // 100 used. Used share says big (1/2 > 1/20); the authors' fill says small: 25 x 6,100/8,000
+  // = 19 against 25 x 4,000/8,000 = 12.
+  auto c = t::cluster({t::node("big", 64, 256, 8), t::node("small", 16, 64, 2)});
+  auto s = make("clustering");
+  GpuClusteringScore authors(true, ClusteringFill::kFreeMilli), used_share;
+  std::uint32_t id = 0;
+  auto start = [&](const TaskRequest& r, std::uint32_t node, std::uint16_t gpu, std::int32_t milli) {
+    const auto j = job(r);
+    const std::vector<TaskPlacement> p{{NodeId{node}, {{gpu, milli, 0}}}};
+    c.allocate(r, p[0]);
+    for (JobEventsPlugin* e : std::initializer_list<JobEventsPlugin*>{&authors, &used_share}) e->job_started(j, JobId{id}, p);
+    s.job_started(j, JobId{id++}, p);
+  };
+  authors.attach(c, {}, nullptr);
+  used_share.attach(c, {}, nullptr);
+  for (std::uint16_t g = 0; g < 8; ++g) start(share(500), 0, g, 500);
+  start(share(100), 1, 0, 100);
+  const auto j = job(share(300));
+  CycleState state;
+  TaskContext ctx{j, JobId{99}, 0, state};
+  CHECK(authors.score(c, ctx, NodeId{0}) == 75.0 + 12.0);
+  CHECK(authors.score(c, ctx, NodeId{1}) == 75.0 + 19.0);
+  CHECK(used_share.score(c, ctx, NodeId{0}) > used_share.score(c, ctx, NodeId{1}));
+  CHECK(place(s, c, j, JobId{100}) == "small[0]");
+}
+
+TEST_CASE("GPU Clustering's fill argument is used-share or free-milli", "[policies][fgd]") {
+  CHECK_THROWS_AS(make_with("clustering", {{"fill", "used"}}), ProfileError);
+  CHECK_THROWS_AS(make_with("clustering", {{"integer_scores", 1}}), ProfileError);
+  CHECK_NOTHROW(make_with("clustering", {{"fill", "used-share"}}));
+}
+
 TEST_CASE("GPU Clustering keeps a job's tasks together and treats untracked GPU use as other kinds", "[policies][fgd]") {
   auto c = t::cluster({t::node("n0", 16, 64, 2), t::node("n1", 16, 64, 2), t::node("n2", 16, 64, 2)});
   // n0's GPU is in use by something the scheduler was never told about.
@@ -491,6 +598,43 @@ TEST_CASE("GPU Packing prefers used GPUs, then few opened GPUs on a used node, t
     auto s = make("packing");
     CHECK(place(s, c, job(k.r)) == k.expected);
   }
+}
+
+TEST_CASE("GPU Packing with integer scores uses the authors' bands", "[policies][fgd]") {
+  // As above: p0 GPU 0 with 700 free, p1 one GPU taken whole, p2 idle 4 GPUs, p3 idle 2 GPUs.
+  auto base = t::cluster({t::node("p0", 16, 64, 2), t::node("p1", 16, 64, 2), t::node("p2", 16, 64, 4),
+                          t::node("p3", 16, 64, 2)});
+  base.allocate(share(300), {NodeId{0}, {{0, 300, 0}}});
+  base.allocate(gpus(1), {NodeId{1}, {{0, 1000, 81920}}});
+  GpuPacking packing(true);
+  CycleState state;
+  const auto half = job(share(500));
+  TaskContext ctx{half, JobId{0}, 0, state};
+  CHECK(packing.score(base, ctx, NodeId{0}) == 93.0);   // 100 - 70 % free before placing / 10
+  CHECK(packing.score(base, ctx, NodeId{1}) == 49.0);   // 50 - 1 GPU opened
+  CHECK(packing.score(base, ctx, NodeId{2}) == 29.0);   // 33 - 4 GPUs
+  CHECK(packing.score(base, ctx, NodeId{3}) == 31.0);   // 33 - 2 GPUs
+  const auto one = job(gpus(1));
+  TaskContext ctx1{one, JobId{1}, 0, state};
+  CHECK(packing.score(base, ctx1, NodeId{0}) == 49.0);   // a whole GPU always opens one
+  CHECK(packing.score(base, ctx1, NodeId{3}) == 31.0);
+  const auto cpu = job(cpus(2));
+  TaskContext ctx0{cpu, JobId{2}, 0, state};
+  CHECK(packing.score(base, ctx0, NodeId{0}) == 0.0);    // CPU-only pods score 0
+}
+
+TEST_CASE("GPU Packing with integer scores ties used GPUs within 100 milli and takes node order", "[policies][fgd]") {
+  // q0's used GPU has 790 free, q1's 720: both score 93, so the preset takes q0; exact scores take
+  // the tighter q1.
+  auto base = t::cluster({t::node("q0", 16, 64, 1), t::node("q1", 16, 64, 1)});
+  base.allocate(share(210), {NodeId{0}, {{0, 210, 0}}});
+  base.allocate(share(280), {NodeId{1}, {{0, 280, 0}}});
+  auto c1 = base;
+  auto preset = make("packing");
+  CHECK(place(preset, c1, job(share(500))) == "q0[0]");
+  auto c2 = base;
+  auto exact = make_with("packing", {{"integer_scores", false}});
+  CHECK(place(exact, c2, job(share(500))) == "q1[0]");
 }
 
 TEST_CASE("GPU Packing picks the GPU with the least free milli that fits inside the node", "[policies][fgd]") {

@@ -17,11 +17,27 @@
 ///    (25,50] no GPU pod, (0,25] only other kinds; inside a band more used GPU scores higher.
 ///    CPU-only pods score 0 everywhere. Kinds are counted from job_started / job_stopped plus
 ///    the current job's tasks already placed; a node with used GPUs but no counted GPU pod
-///    (allocated behind the scheduler's back) counts as holding other kinds.
+///    (allocated behind the scheduler's back) counts as holding other kinds. "More used"
+///    (argument `fill`): used-share (default) = used GPU milli / the node's GPU milli;
+///    free-milli (the paper preset, as the authors' simulator) = (G - free GPU milli) / G,
+///    G = the largest node's GPU milli (8,000 in the paper), so an idle 2-GPU node looks fuller
+///    (6/8) than a half-used 8-GPU node (4/8).
 ///  - `gpu-packing` (score + device select): (66,100] the pod fits on GPUs already in use (less
 ///    free milli left on them is better); (33,66] it must open free GPUs on a node with used
 ///    GPUs (fewer opened is better); (0,33] an idle node (fewer GPUs is better). CPU-only pods
 ///    score 0. Inside the node: the GPUs with the least free milli that fit.
+///
+/// Argument `integer_scores` (all four; the paper presets turn it on): score as the authors'
+/// simulator (hkust-adsl/kubernetes-scheduler-simulator) does, an integer 0..100 truncated
+/// towards zero and not normalised, so that near-equal nodes tie and the tie goes to node order:
+///  - fgd: trunc(100 sigmoid(-ΔF / 1000 milli)); inside the node a share goes to the first GPU
+///    (index order) with the highest such score, not to the least ΔF;
+///  - dotprod: trunc(100 (1 - dot/2));
+///  - gpu-clustering: band + trunc(25 x fill), fill as argument `fill` says (above);
+///  - gpu-packing: 100 - trunc(sum over the GPUs used of trunc(free% before placing) / 10),
+///    at least 50; else 50 - GPUs opened, at least 33; an idle node max(33 - GPUs, GPUs).
+/// The authors' NormalizeScore is not applied to these four plugins (their ScoreExtensions are
+/// nil), so the integers are the final scores.
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -31,13 +47,19 @@
 
 namespace gpusched::policies {
 
-/// FGD: score = -ΔF (normalised), device select = the GPUs that minimise ΔF.
+/// FGD: score = -ΔF (min-max normalised) or, with integer_scores, fgd::integer_score(ΔF) as is;
+/// device select = the GPUs that minimise ΔF (with integer_scores: fgd::GpuChoice::kFirstBestScore).
+///
+/// Example: `FgdPlugin fgd(0.95, true); fgd.attach(cluster, workload, nullptr);` then score / select.
 class FgdPlugin final : public ScorePlugin, public DeviceSelectBase, public JobEventsPlugin {
  public:
-  explicit FgdPlugin(double coverage = 0.95) : coverage_(coverage) {}
+  explicit FgdPlugin(double coverage = 0.95, bool integer_scores = false)
+      : coverage_(coverage), integer_(integer_scores) {}
   [[nodiscard]] std::string_view name() const override { return "fgd"; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
-  void normalize(std::span<double> scores) const override { normalize_min_max(scores); }
+  void normalize(std::span<double> scores) const override {
+    if (!integer_) normalize_min_max(scores);
+  }
   [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node,
                             TaskPlacement& out) const override;
   /// Computes the typical pod types of `workload` (empty workload: the fallback applies).
@@ -53,7 +75,12 @@ class FgdPlugin final : public ScorePlugin, public DeviceSelectBase, public JobE
   /// Forgets the memo of node answers (types or cluster changed).
   void forget() const;
 
+  [[nodiscard]] fgd::GpuChoice choice() const {
+    return integer_ ? fgd::GpuChoice::kFirstBestScore : fgd::GpuChoice::kLeastGrowth;
+  }
+
   double coverage_;
+  bool integer_ = false;
   bool attached_ = false;
   mutable fgd::FragmentationCache cache_;
   mutable std::vector<GpuGrant> scratch_;
@@ -80,16 +107,28 @@ class FgdPlugin final : public ScorePlugin, public DeviceSelectBase, public JobE
 
 class DotProdScore final : public ScorePlugin {
  public:
+  explicit DotProdScore(bool integer_scores = false) : integer_(integer_scores) {}
   [[nodiscard]] std::string_view name() const override { return "dotprod"; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
+
+ private:
+  bool integer_ = false;
 };
 
 /// The kind of a pod for GPU Clustering: 0 CPU-only, -1 sharing (a part of a GPU: shares, MIG
 /// instances, vGPUs), k > 0 k whole GPUs (whole, time-slicing replicas, passthrough).
 [[nodiscard]] std::int32_t pod_kind(const TaskRequest& r);
 
+/// What "more used GPU" means for GPU Clustering inside a band.
+enum class ClusteringFill {
+  kUsedShare,   ///< used GPU milli / the node's GPU milli
+  kFreeMilli,   ///< (G - free GPU milli) / G, G = the largest node's GPU milli (the authors' simulator)
+};
+
 class GpuClusteringScore final : public ScorePlugin, public JobEventsPlugin {
  public:
+  explicit GpuClusteringScore(bool integer_scores = false, ClusteringFill fill = ClusteringFill::kUsedShare)
+      : integer_(integer_scores), fill_(fill) {}
   [[nodiscard]] std::string_view name() const override { return "gpu-clustering"; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
   /// Forgets the counts; recounts the running jobs when `jobs` is given.
@@ -101,18 +140,26 @@ class GpuClusteringScore final : public ScorePlugin, public JobEventsPlugin {
 
  private:
   void add(NodeId node, std::int32_t kind, std::int32_t delta);
+  bool integer_ = false;
+  ClusteringFill fill_ = ClusteringFill::kUsedShare;
   std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> kinds_;   // per node: (kind, tasks)
 };
 
 class GpuPacking final : public ScorePlugin, public DeviceSelectBase {
  public:
+  explicit GpuPacking(bool integer_scores = false) : integer_(integer_scores) {}
   [[nodiscard]] std::string_view name() const override { return "gpu-packing"; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
   [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node,
                             TaskPlacement& out) const override;
 
  private:
+  /// The authors' integer bands (whole GPUs and shares on plain GPUs).
+  [[nodiscard]] double integer_score(const ClusterState& cluster, const TaskRequest& r, NodeId node);
+
+  bool integer_ = false;
   std::vector<std::int32_t> left_;   // scratch: free milli kept on used GPUs
+  std::vector<std::uint16_t> order_;   // scratch: GPU indices by free milli
 };
 
 }  // namespace gpusched::policies

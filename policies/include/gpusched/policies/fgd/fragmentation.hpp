@@ -75,6 +75,16 @@ struct PodType {
 /// F_n = sum_m p_m F_n(m), in milli (weights: PodType::pods). O(GPUs x types).
 [[nodiscard]] double node_fragmentation(const ClusterState& c, NodeId node, std::span<const PodType> types);
 
+/// FGD's score as the authors' simulator computes it: trunc(100 x sigmoid(-ΔF / 1000)), ΔF in
+/// milli (so one GPU of growth moves the sigmoid by one unit). 50 for ΔF = 0; higher is better.
+[[nodiscard]] std::int32_t integer_score(double delta_milli);
+
+/// How FragmentationCache::best_grants picks among the GPUs a share could go to.
+enum class GpuChoice {
+  kLeastGrowth,      ///< least ΔF, then least free milli left on the GPU, then lowest index
+  kFirstBestScore,   ///< the lowest-index GPU with the highest integer_score(ΔF) (the authors')
+};
+
 /// Fragmentation of a whole cluster.
 struct Fragmentation {
   double fragment_milli = 0.0;       ///< sum over nodes of F_n
@@ -119,9 +129,9 @@ class FragmentationCache {
   [[nodiscard]] double delta(const ClusterState& c, const TaskRequest& r, NodeId node, std::span<const GpuGrant> grants);
 
   /// FGD's choice inside a node: the grants for `r` on `node` that minimise the growth of F_n.
-  ///  - shares (and every one-unit-per-GPU mode): each fitting GPU is tried; the least growth
-  ///    wins, then the least free milli left on that GPU, then the lowest index; a task of N
-  ///    units picks them one at a time (greedy);
+  ///  - shares (and every one-unit-per-GPU mode): each fitting GPU is tried; `choice` says
+  ///    which wins (default: the least growth, then the least free milli left on that GPU, then
+  ///    the lowest index); a task of N units picks them one at a time (greedy, least growth);
   ///  - whole GPUs: the same greedy; on a node of identical plain GPUs every free GPU is alike,
   ///    so the lowest-index free GPUs are taken (O(count));
   ///  - MIG profiles (mixed strategy): an idle GI of the profile when the node has one (no
@@ -133,7 +143,8 @@ class FragmentationCache {
   /// Returns the growth (milli), or nullopt when `r` does not fit. Cost O(GPUs x types) for a
   /// share, O(count x types) for whole GPUs on an identical-GPU node.
   [[nodiscard]] std::optional<double> best_grants(const ClusterState& c, const TaskRequest& r, NodeId node,
-                                                  ClusterState::MigStartChooser mig_start, std::vector<GpuGrant>& out);
+                                                  ClusterState::MigStartChooser mig_start, std::vector<GpuGrant>& out,
+                                                  GpuChoice choice = GpuChoice::kLeastGrowth);
 
   /// Integer form of F_n: sum_m pods_m x F_n(m) (exact; F_n = this / total_weight()).
   [[nodiscard]] std::int64_t weighted_node(const ClusterState& c, NodeId n);
@@ -147,7 +158,7 @@ class FragmentationCache {
   std::int64_t weighted_delta(const ClusterState& c, NodeId n, std::int64_t cpu_after, const detail::GpuChange* changes,
                               std::size_t count);
   std::optional<std::int64_t> greedy_units(const ClusterState& c, const TaskRequest& r, NodeId node,
-                                           std::vector<GpuGrant>& out);
+                                           std::vector<GpuGrant>& out, GpuChoice choice);
   std::optional<std::int64_t> greedy_mig(const ClusterState& c, const TaskRequest& r, NodeId node,
                                          ClusterState::MigStartChooser mig_start, std::vector<GpuGrant>& out);
   std::int64_t weighted_delta_of(const ClusterState& c, const TaskRequest& r, NodeId node, std::span<const GpuGrant> grants);
