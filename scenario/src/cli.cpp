@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -303,7 +304,9 @@ int cli_main(int argc, const char* const* argv) {
   std::string traces_dir, workload = "default", policies_text = "all", seeds_text = "42-51";
   unsigned threads = 0;
   double max_arrived = 130.0;
-  fgd_cmd->add_option("--traces", traces_dir, "folder with the openb trace (alibaba-gpu-v2023-openb or its parent)")->required();
+  fgd_cmd->add_option("--traces", traces_dir,
+                      "folder with the openb trace (alibaba-gpu-v2023-openb or its parent); default $GPUSCHED_TRACES_DIR, "
+                      "else ../shared/traces");
   fgd_cmd->add_option("--workload", workload, "pod-list variant (default, cpu050, gpushare80, gpuspec20, multigpu20, ...) or a path");
   fgd_cmd->add_option("--policies", policies_text, "all, or a comma list of random, dotprod, clustering, packing, bestfit, fgd");
   fgd_cmd->add_option("--seeds", seeds_text, "one seed, a range 42-51 or a comma list");
@@ -346,6 +349,10 @@ int cli_main(int argc, const char* const* argv) {
     }
     if (*fgd_cmd) {
       FgdExperiment cfg;
+      if (traces_dir.empty()) {
+        const char* env = std::getenv("GPUSCHED_TRACES_DIR");
+        traces_dir = (env != nullptr && *env != '\0') ? env : "../shared/traces";
+      }
       cfg.traces = traces_dir;
       cfg.workload = workload;
       cfg.policies = parse_fgd_policies(policies_text);
