@@ -1,7 +1,6 @@
 #include <gpusched/scenario/experiment.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <fstream>

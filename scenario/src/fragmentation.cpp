@@ -11,6 +11,13 @@ FragmentationRecorder::FragmentationRecorder(std::vector<policies::fgd::PodType>
 
 void FragmentationRecorder::on_start(const sim::Engine& e) {
   capacity_milli_ = e.cluster().totals().gpu_milli;
+  const auto nodes = e.cluster().node_count();
+  weighted_.assign(nodes, 0);
+  idle_.assign(nodes, 0);
+  is_dirty_.assign(nodes, 0);
+  dirty_.clear();
+  weighted_sum_ = idle_sum_ = 0;
+  all_dirty_ = true;
   arrived_milli_ = 0;
   decisions_ = 0;
   samples_.clear();
@@ -22,15 +29,55 @@ void FragmentationRecorder::on_submit(SimTime, JobId j, const sim::Engine& e) {
   arrived_milli_ += traces::gpu_milli_requested(e.spec(j));
 }
 
-void FragmentationRecorder::on_job_start(SimTime t, JobId, std::span<const TaskPlacement>, const sim::Engine& e) {
+void FragmentationRecorder::on_job_start(SimTime t, JobId, std::span<const TaskPlacement> p, const sim::Engine& e) {
+  touch(p);
   sample(t, e);
+}
+
+void FragmentationRecorder::on_job_finish(SimTime, JobId j, const sim::Engine& e) { touch(e.job(j).placements); }
+
+void FragmentationRecorder::touch(std::span<const TaskPlacement> placements) {
+  for (const auto& p : placements) {
+    const auto n = p.node.value;
+    if (n < is_dirty_.size() && is_dirty_[n] == 0) {
+      is_dirty_[n] = 1;
+      dirty_.push_back(n);
+    }
+  }
+}
+
+void FragmentationRecorder::refresh(const ClusterState& c, const sim::Engine& e) {
+  auto update = [&](std::uint32_t n) {
+    const NodeId id{n};
+    const auto w = cache_.weighted_node(c, id);
+    const auto idle = policies::fgd::node_idle_milli(c, id);
+    weighted_sum_ += w - weighted_[n];
+    idle_sum_ += idle - idle_[n];
+    weighted_[n] = w;
+    idle_[n] = idle;
+  };
+  if (all_dirty_ || e.evictions() != evictions_seen_) {
+    for (std::uint32_t n = 0; n < c.node_count(); ++n) update(n);
+    all_dirty_ = false;
+    evictions_seen_ = e.evictions();
+  } else {
+    for (const auto n : dirty_) update(n);
+  }
+  for (const auto n : dirty_) is_dirty_[n] = 0;
+  dirty_.clear();
 }
 
 void FragmentationRecorder::on_job_fail(SimTime t, JobId, std::string_view, const sim::Engine& e) { sample(t, e); }
 
 void FragmentationRecorder::sample(SimTime t, const sim::Engine& e) {
   const auto& c = e.cluster();
-  const auto f = cache_.cluster(c);
+  refresh(c, e);
+  policies::fgd::Fragmentation f;
+  f.idle_milli = idle_sum_;
+  f.capacity_milli = capacity_milli_;
+  f.fragment_milli = cache_.total_weight() > 0
+                         ? static_cast<double>(weighted_sum_) / static_cast<double>(cache_.total_weight())
+                         : 0.0;
   FragmentationSample s;
   s.t = t;
   s.decisions = decisions_;

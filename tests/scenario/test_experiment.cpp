@@ -10,6 +10,7 @@
 
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
+#include <gpusched/rng.hpp>
 #include <gpusched/scenario/experiment.hpp>
 #include <gpusched/scenario/fragmentation.hpp>
 #include <gpusched/sim/engine.hpp>
@@ -134,4 +135,42 @@ TEST_CASE("one FGD-protocol run on the openb trace is deterministic and its curv
   CHECK(a.at(50)->unallocated_pct == Approx(50.0).margin(1.5));
   const auto c = scenario::run_fgd_once(in, "fgd", 43);
   CHECK(c.at(100)->unallocated_pct != a.at(100)->unallocated_pct);
+}
+
+TEST_CASE("fragmentation kept incrementally through finishes and preemptions equals a recomputation", "[experiment][fragmentation]") {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < 3; ++i) nodes.push_back(t::node(t::numbered("n", i), 8, 64, 2, "T4"));
+  ClusterState cluster = t::cluster(nodes);
+  Workload jobs;
+  Rng rng(7);
+  for (int i = 0; i < 60; ++i) {
+    const auto milli = std::to_string(100 * (1 + rng.below(9)));
+    auto r = i % 4 == 0 ? t::request({{"cpu", "1"}, {"nvidia.com/gpu", "1"}})
+                        : t::request({{"cpu", "1"}, {"nvidia.com/gpu", "1"}, {"gpusched.io/gpu-milli", milli}});
+    jobs.push_back(t::job(t::numbered("j", i), i * 5.0, 20.0 + static_cast<double>(rng.below(60)), r, 1, -1,
+                          static_cast<std::int32_t>(rng.below(3)) * 100));
+  }
+  const auto types = policies::fgd::typical_pod_types(jobs);
+  policies::Scheduler sched(policies::builtin_profile("kube-default"), policies::Registry::with_builtins(), 3);
+  sim::Engine engine(cluster, jobs, sched, {});
+  scenario::FragmentationRecorder rec(types);
+  engine.add_observer(&rec);
+  // Checks every sample against a from-scratch recomputation as it is taken.
+  struct Check final : sim::Observer {
+    const scenario::FragmentationRecorder* rec;
+    std::vector<policies::fgd::PodType> types;
+    int checked = 0;
+    void on_job_start(SimTime, JobId, std::span<const TaskPlacement>, const sim::Engine& e) override {
+      const auto f = policies::fgd::cluster_fragmentation(e.cluster(), types);
+      CHECK(rec->samples().back().frag_pct == Approx(100.0 * f.fragment_milli / static_cast<double>(f.capacity_milli)));
+      CHECK(rec->samples().back().frag_ratio_pct == Approx(100.0 * f.ratio()));
+      ++checked;
+    }
+  } check;
+  check.rec = &rec;
+  check.types = types;
+  engine.add_observer(&check);   // after the recorder: it sees the recorder's sample of this start
+  engine.run();
+  CHECK(check.checked > 40);
+  CHECK(engine.preemptions() > 0);   // the case exercises evictions
 }

@@ -54,6 +54,9 @@ class FragmentationRecorder final : public sim::Observer {
   void on_submit(SimTime t, JobId j, const sim::Engine& e) override;
   void on_job_start(SimTime t, JobId j, std::span<const TaskPlacement> p, const sim::Engine& e) override;
   void on_job_fail(SimTime t, JobId j, std::string_view reason, const sim::Engine& e) override;
+  void on_job_finish(SimTime t, JobId j, const sim::Engine& e) override;
+  void on_job_requeue(SimTime, JobId, std::string_view, const sim::Engine&) override { all_dirty_ = true; }
+  void on_node(SimTime, NodeId, bool, const sim::Engine&) override { all_dirty_ = true; }
 
   [[nodiscard]] const std::vector<FragmentationSample>& samples() const { return samples_; }
   /// The curve (see CurvePoint).
@@ -63,7 +66,18 @@ class FragmentationRecorder final : public sim::Observer {
 
  private:
   void sample(SimTime t, const sim::Engine& e);
+  void touch(std::span<const TaskPlacement> placements);
+  /// Brings the per-node sums up to date: only the nodes touched since the last sample, or all
+  /// of them after an eviction, requeue or node event (which may change any node).
+  void refresh(const ClusterState& c, const sim::Engine& e);
   policies::fgd::FragmentationCache cache_;
+  // Per node: FGD's weighted fragment (integer, exact) and idle GPU milli; their sums.
+  std::vector<std::int64_t> weighted_, idle_;
+  std::int64_t weighted_sum_ = 0, idle_sum_ = 0;
+  std::vector<std::uint32_t> dirty_;
+  std::vector<std::uint8_t> is_dirty_;
+  bool all_dirty_ = true;
+  std::uint64_t evictions_seen_ = 0;
   std::int64_t arrived_milli_ = 0, capacity_milli_ = 0, decisions_ = 0;
   std::vector<FragmentationSample> samples_;
 };
