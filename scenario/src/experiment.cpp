@@ -167,10 +167,9 @@ FgdInputs load_fgd_inputs(const FgdExperiment& cfg) {
 }
 
 std::optional<CurvePoint> FgdRun::at(std::int32_t pct) const {
-  for (const auto& p : curve) {
-    if (p.arrived_pct == pct) return p;
-  }
-  return std::nullopt;
+  // The curve is dense from 0 % (FragmentationRecorder::curve), so row k is k %.
+  if (pct < 0 || static_cast<std::size_t>(pct) >= curve.size()) return std::nullopt;
+  return curve[static_cast<std::size_t>(pct)];
 }
 
 FgdRun run_fgd_once(const FgdInputs& in, const std::string& policy, std::uint64_t seed, double max_arrived_pct) {

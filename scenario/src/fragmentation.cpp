@@ -108,13 +108,6 @@ std::vector<CurvePoint> FragmentationRecorder::curve() const {
   return out;
 }
 
-std::optional<CurvePoint> FragmentationRecorder::at(std::int32_t arrived_pct) const {
-  for (const auto& p : curve()) {
-    if (p.arrived_pct == arrived_pct) return p;
-  }
-  return std::nullopt;
-}
-
 void write_fragmentation_csv(std::ostream& out, std::span<const FragmentationSample> samples, const sim::RunStamp& stamp) {
   out << stamp.comment_line() << '\n' << "t_s,decisions,arrived_pct,unallocated_pct,frag_pct,frag_ratio_pct\n";
   for (const auto& s : samples) {

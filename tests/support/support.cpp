@@ -19,6 +19,30 @@ std::filesystem::path source_dir() { return std::filesystem::path(GPUSCHED_SOURC
 
 std::filesystem::path example(const std::string& relative) { return source_dir() / "examples" / relative; }
 
+void check_same_jobs(const Workload& a, const Workload& b) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    INFO("job " << a[i].name);
+    CHECK(a[i].name == b[i].name);
+    CHECK(a[i].submit == b[i].submit);
+    CHECK(a[i].duration == b[i].duration);
+    CHECK(a[i].tasks == b[i].tasks);
+    CHECK(a[i].min_available == b[i].min_available);
+    CHECK(a[i].priority == b[i].priority);
+    CHECK(a[i].queue == b[i].queue);
+    const auto &ra = a[i].request, &rb = b[i].request;
+    CHECK(ra.cpu_milli == rb.cpu_milli);
+    CHECK(ra.memory_mib == rb.memory_mib);
+    CHECK(ra.gpu.mode == rb.gpu.mode);
+    CHECK(ra.gpu.count == rb.gpu.count);
+    CHECK(ra.gpu.milli == rb.gpu.milli);
+    CHECK(ra.gpu.memory_mib == rb.gpu.memory_mib);
+    CHECK(ra.allowed_models == rb.allowed_models);
+    CHECK(ra.extended == rb.extended);
+    CHECK(a[i].constraints == b[i].constraints);
+  }
+}
+
 std::filesystem::path real_trace(const std::string& relative) {
   const char* env = std::getenv("GPUSCHED_TRACES_DIR");
   const std::filesystem::path dir = (env != nullptr && *env != '\0') ? std::filesystem::path(env) : source_dir().parent_path() / "shared" / "traces";

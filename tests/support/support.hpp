@@ -46,6 +46,11 @@ std::string error_message(F&& f) {
   return {};
 }
 
+/// Checks that two workloads hold the same jobs in the same order: everything a native trace
+/// carries (names, times, tasks, gang size, priority, queue, requests, constraints), not the
+/// source line. Round-trip tests of the trace readers and writers use it.
+void check_same_jobs(const Workload& a, const Workload& b);
+
 /// A fresh, empty folder under the system temp directory, removed on destruction.
 class TempDir {
  public:

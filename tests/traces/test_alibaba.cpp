@@ -103,25 +103,6 @@ void expect_error(const std::function<void()>& fn, ErrorCode code, const std::st
 const std::string kPodHeader =
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n";
 
-void check_same_requests(const Workload& a, const Workload& b) {
-  REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    INFO("job " << a[i].name);
-    CHECK(a[i].name == b[i].name);
-    CHECK(a[i].submit == b[i].submit);
-    CHECK(a[i].duration == b[i].duration);
-    CHECK(a[i].queue == b[i].queue);
-    const auto &ra = a[i].request, &rb = b[i].request;
-    CHECK(ra.cpu_milli == rb.cpu_milli);
-    CHECK(ra.memory_mib == rb.memory_mib);
-    CHECK(ra.gpu.mode == rb.gpu.mode);
-    CHECK(ra.gpu.count == rb.gpu.count);
-    CHECK(ra.gpu.milli == rb.gpu.milli);
-    CHECK(ra.allowed_models == rb.allowed_models);
-    CHECK(ra.extended == rb.extended);
-    CHECK(a[i].constraints == b[i].constraints);
-  }
-}
 
 /// Writes `jobs` as a native trace in `format` and reads it back, in the same order.
 void check_round_trip(const Workload& jobs, const GpuCatalog& catalog, const ResourceTable& resources, TraceFormat format) {
@@ -131,7 +112,7 @@ void check_round_trip(const Workload& jobs, const GpuCatalog& catalog, const Res
   const auto back = read_trace(buf, format, "roundtrip", catalog, back_resources);
   Workload sorted = jobs;
   std::stable_sort(sorted.begin(), sorted.end(), [](const JobSpec& a, const JobSpec& b) { return a.submit < b.submit; });
-  check_same_requests(sorted, back);
+  t::check_same_jobs(sorted, back);
 }
 
 }  // namespace

@@ -34,30 +34,6 @@ const JobSpec& by_name(const Workload& w, const std::string& name) {
   throw;
 }
 
-/// Compares everything a trace carries (not the source line).
-void check_same_jobs(const Workload& a, const Workload& b) {
-  REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    INFO("job " << a[i].name);
-    CHECK(a[i].name == b[i].name);
-    CHECK(a[i].submit == b[i].submit);
-    CHECK(a[i].duration == b[i].duration);
-    CHECK(a[i].tasks == b[i].tasks);
-    CHECK(a[i].min_available == b[i].min_available);
-    CHECK(a[i].priority == b[i].priority);
-    CHECK(a[i].queue == b[i].queue);
-    const auto &ra = a[i].request, &rb = b[i].request;
-    CHECK(ra.cpu_milli == rb.cpu_milli);
-    CHECK(ra.memory_mib == rb.memory_mib);
-    CHECK(ra.gpu.mode == rb.gpu.mode);
-    CHECK(ra.gpu.count == rb.gpu.count);
-    CHECK(ra.gpu.milli == rb.gpu.milli);
-    CHECK(ra.gpu.memory_mib == rb.gpu.memory_mib);
-    CHECK(ra.allowed_models == rb.allowed_models);
-    CHECK(ra.extended == rb.extended);
-    CHECK(a[i].constraints == b[i].constraints);
-  }
-}
 
 /// Reads `text` as `name` in a temp folder and returns the gpusched::Error it throws.
 template <class E>
@@ -151,7 +127,7 @@ TEST_CASE("Writing a trace and reading it back gives the same jobs", "[traces][n
     std::stringstream buffer;
     write_trace(buffer, format, jobs, catalog(), res);
     const auto back = read_trace(buffer, format, "round-trip", catalog(), res);
-    check_same_jobs(jobs, back);
+    t::check_same_jobs(jobs, back);
     // And writing again gives the same text.
     std::stringstream again;
     write_trace(again, format, back, catalog(), res);
@@ -169,7 +145,7 @@ TEST_CASE("CSV traces with Windows line endings read like Unix ones", "[traces][
   }
   ResourceTable res;
   std::istringstream a(unix_text), b(dos_text);
-  check_same_jobs(read_trace(a, TraceFormat::kCsv, "unix.csv", catalog(), res),
+  t::check_same_jobs(read_trace(a, TraceFormat::kCsv, "unix.csv", catalog(), res),
                   read_trace(b, TraceFormat::kCsv, "dos.csv", catalog(), res));
 }
 
@@ -401,7 +377,7 @@ TEST_CASE("Scheduling constraint fields round-trip through write_trace", "[trace
   std::stringstream buffer;
   write_trace(buffer, TraceFormat::kJsonLines, jobs, catalog(), res);
   const auto back = read_trace(buffer, TraceFormat::kJsonLines, "round-trip", catalog(), res);
-  check_same_jobs(jobs, back);
+  t::check_same_jobs(jobs, back);
   std::stringstream again;
   write_trace(again, TraceFormat::kJsonLines, back, catalog(), res);
   CHECK(again.str() == buffer.str());
@@ -416,7 +392,7 @@ TEST_CASE("Scheduling constraint fields round-trip through write_trace", "[trace
   std::stringstream csv;
   write_trace(csv, TraceFormat::kCsv, scalar, catalog(), res);
   CHECK_THAT(csv.str(), Catch::Contains("app,max_per_node,priority_class,preemption_policy,preemptible,gang_timeout,walltime"));
-  check_same_jobs(scalar, read_trace(csv, TraceFormat::kCsv, "round-trip.csv", catalog(), res));
+  t::check_same_jobs(scalar, read_trace(csv, TraceFormat::kCsv, "round-trip.csv", catalog(), res));
   std::stringstream refused;
   try {
     write_trace(refused, TraceFormat::kCsv, jobs, catalog(), res);

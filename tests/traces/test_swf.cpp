@@ -47,7 +47,7 @@ const JobSpec& by_name(const Workload& w, const std::string& name) {
 }
 
 /// What SWF carries: compares those fields (names only when `names`).
-void check_same_jobs(const Workload& a, const Workload& b, bool names = true) {
+void check_same_swf_jobs(const Workload& a, const Workload& b, bool names = true) {
   REQUIRE(a.size() == b.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
     INFO("job " << a[i].name);
@@ -187,7 +187,7 @@ TEST_CASE("Writing SWF and reading it back gives the same jobs", "[traces][swf]"
   CHECK_THAT(text, Catch::StartsWith("; Version: 2.2\n"));
   CHECK_THAT(text, Catch::Contains("; gpusched: processors=gpus gpus_per_node=8 queue_field=queue"));
   const auto again = read(text);
-  check_same_jobs(jobs, again);
+  check_same_swf_jobs(jobs, again);
   CHECK(write(again) == text);  // and the text is stable
 }
 
@@ -203,7 +203,7 @@ TEST_CASE("SWF round trips keep odd memory sizes, fractional times and CPU-core 
   jobs[2].queue = "batch";
   jobs[0].constraints.app = "lammps";
   const auto again = read(write(jobs, o), o);
-  check_same_jobs(jobs, again);
+  check_same_swf_jobs(jobs, again);
 }
 
 TEST_CASE("Imported Philly jobs round-trip through SWF with their queue names", "[traces][swf]") {
@@ -217,7 +217,7 @@ TEST_CASE("Imported Philly jobs round-trip through SWF with their queue names", 
   const std::string text = write(jobs);
   CHECK_THAT(text, Catch::Contains("; gpusched: queue 8 = 6214e9\n"));  // after the literal q7
   const auto again = read(text);
-  check_same_jobs(jobs, again, false);
+  check_same_swf_jobs(jobs, again, false);
   CHECK(again[0].name == "1");  // "philly-<row>" names are not numbers: renumbered in order
 }
 
@@ -239,7 +239,7 @@ TEST_CASE("Imported Tiresias jobs round-trip through SWF", "[traces][swf][tiresi
   const std::string text = write(jobs, o);
   CHECK_THAT(text, Catch::Contains("; gpusched: executable 1 = vgg19\n"));
   const auto again = read(text, o);
-  check_same_jobs(jobs, again);
+  check_same_swf_jobs(jobs, again);
 }
 
 TEST_CASE("Writing SWF refuses jobs it cannot express, naming the job", "[traces][swf]") {
@@ -280,7 +280,7 @@ TEST_CASE("Jobs that never end round-trip as run time -1 when the options say fo
   const Workload jobs = {t::job("5", 3, -1, t::request({{"nvidia.com/gpu", "2"}}))};
   const std::string text = write(jobs, o);
   CHECK_THAT(text, Catch::Contains("5 3 -1 -1 2"));
-  check_same_jobs(jobs, read(text, o));
+  check_same_swf_jobs(jobs, read(text, o));
 }
 
 TEST_CASE("The real Philly job table round-trips through SWF", "[traces][swf][real]") {
@@ -291,5 +291,5 @@ TEST_CASE("The real Philly job table round-trips through SWF", "[traces][swf][re
   ResourceTable resources;
   const auto jobs = read_philly_jobs(in, path.string(), catalog, resources);
   const auto again = read(write(jobs));
-  check_same_jobs(jobs, again, false);
+  check_same_swf_jobs(jobs, again, false);
 }

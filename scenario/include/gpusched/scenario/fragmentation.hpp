@@ -61,8 +61,6 @@ class FragmentationRecorder final : public sim::Observer {
   [[nodiscard]] const std::vector<FragmentationSample>& samples() const { return samples_; }
   /// The curve (see CurvePoint).
   [[nodiscard]] std::vector<CurvePoint> curve() const;
-  /// The curve's value at `arrived_pct` (nullopt when the run never got there).
-  [[nodiscard]] std::optional<CurvePoint> at(std::int32_t arrived_pct) const;
 
  private:
   void sample(SimTime t, const sim::Engine& e);
