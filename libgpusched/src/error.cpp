@@ -25,6 +25,7 @@ std::string_view error_category(ErrorCode code) {
     case 3: return "profile_error";
     case 4: return "catalog_error";
     case 5: return "quantity_error";
+    case 7: return "plugin_error";
     default: return "io_error";
   }
 }
@@ -44,6 +45,7 @@ void throw_error(ErrorCode code, Location where, const std::string& message) {
     case 3: throw ProfileError(code, std::move(where), message);
     case 4: throw CatalogError(code, std::move(where), message);
     case 5: throw QuantityError(code, std::move(where), message);
+    case 7: throw PluginError(code, std::move(where), message);
     default: throw OutputError(code, std::move(where), message);
   }
 }

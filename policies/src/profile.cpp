@@ -1,5 +1,8 @@
 #include <gpusched/policies/framework/profile.hpp>
 
+#include <algorithm>
+#include <iterator>
+
 #include <gpusched/error.hpp>
 
 namespace gpusched::policies {
@@ -14,6 +17,7 @@ nlohmann::json authors_scores() { return {{"integer_scores", true}}; }
 
 PluginRef parse_ref(const nlohmann::json& j, const std::string& source, const std::string& field, bool allow_weight) {
   PluginRef ref;
+  ref.field = field;
   if (j.is_string()) {
     ref.name = j.get<std::string>();
     return ref;
@@ -52,27 +56,84 @@ nlohmann::json list_json(const std::vector<PluginRef>& l, bool weight) {
 
 }  // namespace
 
+namespace {
+
+/// The hooks that hold a list of plugins (queue_sort and device_select hold one).
+constexpr const char* kListHooks[] = {"pre_filter", "filter", "score", "reserve", "permit", "post_filter", "bind"};
+
+bool is_list_hook(const std::string& k) {
+  return std::any_of(std::begin(kListHooks), std::end(kListHooks), [&](const char* h) { return k == h; });
+}
+
+/// `child` added to `base`: an entry naming a plugin of `base` takes that entry's place (its
+/// weight and args as the child gives them); the others follow in the child's order. A plugin
+/// the child names twice is kept twice, so the scheduler reports the duplicate.
+std::vector<PluginRef> merged(std::vector<PluginRef> base, std::vector<PluginRef> child) {
+  std::vector<bool> overridden(base.size(), false);
+  const std::size_t inherited = base.size();
+  for (auto& c : child) {
+    std::size_t i = 0;
+    while (i < inherited && (overridden[i] || base[i].name != c.name)) ++i;
+    if (i < inherited) {
+      base[i] = std::move(c);
+      overridden[i] = true;
+    } else {
+      base.push_back(std::move(c));
+    }
+  }
+  return base;
+}
+
+}  // namespace
+
 Profile Profile::from_json(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object()) bad(source, "", "a profile is a name or an object");
   Profile p;
+  std::string base;
   if (j.contains("extends")) {
     if (!j["extends"].is_string()) bad(source, "extends", "expected a built-in profile name");
-    p = builtin_profile(j["extends"].get<std::string>(), source);
+    base = j["extends"].get<std::string>();
+    p = builtin_profile(base, source);
+    // The parent's description describes the parent, not this profile.
+    p.description = "extends " + base;
   }
+  // "replace": list hooks whose entries replace the parent's list instead of adding to it.
+  std::vector<std::string> replace;
+  if (j.contains("replace")) {
+    const auto& r = j["replace"];
+    if (base.empty()) bad(source, "replace", "replace needs extends: without a parent every hook given is used as written");
+    if (!r.is_array()) bad(source, "replace", "expected a list of hook names, e.g. [\"score\"]");
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const std::string f = "replace/" + std::to_string(i);
+      if (!r[i].is_string()) bad(source, f, "expected a hook name");
+      const auto h = r[i].get<std::string>();
+      if (h == "queue_sort" || h == "device_select") {
+        bad(source, f, h + " holds one plugin: giving it replaces the parent's (nothing to list in replace)");
+      }
+      if (!is_list_hook(h)) bad(source, f, "unknown hook \"" + h + "\" (list hooks: pre_filter, filter, score, reserve, permit, post_filter, bind)");
+      replace.push_back(h);
+    }
+  }
+  auto replaced = [&](const std::string& hook) { return std::find(replace.begin(), replace.end(), hook) != replace.end(); };
+  // A list hook given in a child adds to the parent's list unless the hook is named in replace.
+  auto list = [&](std::vector<PluginRef>& target, const nlohmann::json& v, const std::string& k, bool weights) {
+    auto given = parse_list(v, source, k, weights);
+    target = base.empty() || replaced(k) ? std::move(given) : merged(std::move(target), std::move(given));
+  };
   for (const auto& [k, v] : j.items()) {
     const std::string f = k;
-    if (k == "extends") continue;
+    if (k == "extends" || k == "replace") continue;
     if (k == "name") { if (!v.is_string()) bad(source, f, "expected a string"); p.name = v.get<std::string>(); }
     else if (k == "description") { if (!v.is_string()) bad(source, f, "expected a string"); p.description = v.get<std::string>(); }
     else if (k == "queue_sort") p.queue_sort = parse_ref(v, source, f, false);
-    else if (k == "pre_filter") p.pre_filter = parse_list(v, source, f, false);
-    else if (k == "filter") p.filter = parse_list(v, source, f, false);
-    else if (k == "score") p.score = parse_list(v, source, f, true);
+    else if (k == "pre_filter") list(p.pre_filter, v, k, false);
+    else if (k == "filter") list(p.filter, v, k, false);
+    else if (k == "score") list(p.score, v, k, true);
     else if (k == "device_select") p.device_select = parse_ref(v, source, f, false);
-    else if (k == "reserve") p.reserve = parse_list(v, source, f, false);
-    else if (k == "permit") p.permit = parse_list(v, source, f, false);
-    else if (k == "post_filter") p.post_filter = parse_list(v, source, f, false);
-    else if (k == "bind") p.bind = parse_list(v, source, f, false);
+    else if (k == "reserve") list(p.reserve, v, k, false);
+    else if (k == "permit") list(p.permit, v, k, false);
+    else if (k == "post_filter") list(p.post_filter, v, k, false);
+    else if (k == "bind") list(p.bind, v, k, false);
     else if (k == "queueing") {
       if (v != "greedy" && v != "strict-fifo" && v != "easy-backfill") bad(source, f, "expected \"greedy\", \"strict-fifo\" or \"easy-backfill\"");
       p.queueing = v.get<std::string>();
@@ -81,9 +142,20 @@ Profile Profile::from_json(const nlohmann::json& j, const std::string& source) {
       else if (v == "random") p.tie_break = TieBreak::kRandom;
       else bad(source, f, "expected \"node-order\" or \"random\"");
     } else {
-      bad(source, f, "unknown profile field (known: name, description, extends, queue_sort, pre_filter, filter, "
+      bad(source, f, "unknown profile field (known: name, description, extends, replace, queue_sort, pre_filter, filter, "
                      "score, device_select, reserve, permit, post_filter, bind, tie_break, queueing)");
     }
+  }
+  // A hook named in replace but not given drops the parent's list.
+  for (const auto& h : replace) {
+    if (j.contains(h)) continue;
+    if (h == "pre_filter") p.pre_filter.clear();
+    else if (h == "filter") p.filter.clear();
+    else if (h == "score") p.score.clear();
+    else if (h == "reserve") p.reserve.clear();
+    else if (h == "permit") p.permit.clear();
+    else if (h == "post_filter") p.post_filter.clear();
+    else if (h == "bind") p.bind.clear();
   }
   return p;
 }

@@ -23,6 +23,18 @@ void Registry::add(PluginInfo info) {
   else plugins_.insert(it, std::move(info));
 }
 
+bool Registry::remove(std::string_view name) {
+  const auto it = std::find_if(plugins_.begin(), plugins_.end(), [&](const PluginInfo& p) { return p.name == name; });
+  if (it == plugins_.end()) return false;
+  plugins_.erase(it);
+  return true;
+}
+
+const Registry& Registry::builtins() {
+  static const Registry registry = with_builtins();
+  return registry;
+}
+
 const PluginInfo* Registry::find(std::string_view name) const {
   for (const auto& p : plugins_) if (p.name == name) return &p;
   return nullptr;

@@ -32,6 +32,7 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
     : profile_(profile), streams_(seed), tie_rng_(streams_.stream("policy.tie-break")) {
   const std::string where = "profile '" + profile.name + "'";
   std::map<std::string, std::pair<Plugin*, nlohmann::json>> instances;  // one instance per plugin name
+  std::map<Plugin*, std::vector<std::string_view>> hooks_of;             // where each instance is listed
 
   auto build = [&](const PluginRef& ref, const char* hook, const std::string& field) -> Plugin* {
     const PluginInfo* info = registry.find(ref.name);
@@ -50,6 +51,7 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
         throw_error(ErrorCode::kProfileBadArgs, {where, 0, field},
                     "plugin \"" + ref.name + "\" appears at several hooks with different args");
       }
+      hooks_of[it->second.first].push_back(hook);
       return it->second.first;
     }
     PluginContext ctx{args, streams_, info->name};
@@ -58,12 +60,14 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
     Plugin* raw = plugin.get();
     owned_.push_back(std::move(plugin));
     instances.emplace(ref.name, std::pair{raw, args});
+    hooks_of[raw].push_back(hook);
     return raw;
   };
   auto build_list = [&](const std::vector<PluginRef>& refs, const char* hook, auto& out, auto cast) {
     std::vector<std::string> seen;
     for (std::size_t i = 0; i < refs.size(); ++i) {
-      const std::string field = std::string(hook) + "/" + std::to_string(i);
+      // Where the entry was written (an extending profile merges lists), else its position.
+      const std::string field = refs[i].field.empty() ? std::string(hook) + "/" + std::to_string(i) : refs[i].field;
       if (std::find(seen.begin(), seen.end(), refs[i].name) != seen.end()) {
         throw_error(ErrorCode::kProfileDuplicatePlugin, {where, 0, field},
                     "plugin \"" + refs[i].name + "\" is listed twice at " + hook);
@@ -75,7 +79,15 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
 
   queue_sort_ = as_hook<QueueSortPlugin>(build(profile.queue_sort, "queue_sort", "queue_sort"));
   build_list(profile.pre_filter, "pre_filter", pre_filters_, [](Plugin* p, const PluginRef&) { return as_hook<PreFilterPlugin>(p); });
-  build_list(profile.filter, "filter", filters_, [](Plugin* p, const PluginRef&) { return as_hook<FilterPlugin>(p); });
+  {
+    std::vector<Plugin*> any_filters;
+    build_list(profile.filter, "filter", any_filters, [](Plugin* p, const PluginRef&) { return p; });
+    for (auto* p : any_filters) {
+      if (auto* f = as_hook<FilterPlugin>(p)) filters_.push_back(f);
+      else if (auto* b = as_hook<BatchFilterPlugin>(p)) batch_filters_.push_back(b);
+      else GPUSCHED_ASSERT(false, "a plugin registered for the filter hook implements neither filter interface");
+    }
+  }
   // A filter plugin that also has a pre-filter runs it (Kubernetes enables both points together).
   for (auto* f : filters_) {
     if (auto* pf = dynamic_cast<PreFilterPlugin*>(f); pf && std::find(pre_filters_.begin(), pre_filters_.end(), pf) == pre_filters_.end()) {
@@ -103,13 +115,22 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
     throw_error(ErrorCode::kProfileMissingHook, {where, 0, "filter"},
                 "the filter list must include \"node-resources-fit\" (without it a placement could over-commit a node)");
   }
+  for (auto& [plugin, hooks] : hooks_of) {
+    try {
+      plugin->bound_to(hooks);
+    } catch (const ProfileError& e) {
+      throw_error(e.code(), {where, 0, e.where().field}, e.detail());
+    }
+  }
   for (auto& p : owned_) {
     if (auto* e = dynamic_cast<JobEventsPlugin*>(p.get())) events_.push_back(e);
     // The queue sort's state changes the order, not where a job fits.
     if (p.get() == dynamic_cast<Plugin*>(queue_sort_)) dynamic_order_ = dynamic_order_ || p->reads_queue();
     else reads_queue_ = reads_queue_ || p->reads_queue();
   }
-  first_feasible_wins_ = profile.tie_break == TieBreak::kNodeOrder &&
+  // A plugin outside this library (Python) may read anything about a job: no equivalence classes.
+  for (auto& p : owned_) opaque_ = opaque_ || p->opaque();
+  first_feasible_wins_ = batch_filters_.empty() && profile.tie_break == TieBreak::kNodeOrder &&
                          (scores_.empty() || (scores_.size() == 1 && scores_[0].first->orders_by_node_index()));
 }
 
@@ -119,14 +140,28 @@ bool Scheduler::before(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) c
   return queue_sort_->less(a, ia, b, ib);
 }
 
-void Scheduler::note_reject(const Status& s) {
+void Scheduler::note_reject(const Status& s, std::uint32_t count) {
   for (auto& r : rejects_) {
     if (r.reason.data() == s.reason.data() && r.plugin.data() == s.plugin.data()) {
-      ++r.count;
+      r.count += count;
       return;
     }
   }
-  rejects_.push_back({s.plugin, s.reason, 1});
+  rejects_.push_back({s.plugin, s.reason, count});
+}
+
+void Scheduler::apply_batch_filters(const ClusterState& cluster, const TaskContext& ctx, std::vector<NodeId>& nodes) {
+  for (auto* b : batch_filters_) {
+    if (nodes.empty()) return;
+    keep_.assign(nodes.size(), 1);
+    const Status reason = b->filter_all(cluster, ctx, nodes, keep_);
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (keep_[i] != 0) nodes[kept++] = nodes[i];
+    }
+    if (kept < nodes.size()) note_reject(reason, static_cast<std::uint32_t>(nodes.size() - kept));
+    nodes.resize(kept);
+  }
 }
 
 Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, TaskPlacement& out,
@@ -162,6 +197,7 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
       if (consider(node)) break;
     }
   }
+  if (!batch_filters_.empty()) apply_batch_filters(cluster, ctx, feasible_);
   if (feasible_.empty()) return Status::unschedulable("scheduler", "no feasible node");
 
   std::size_t best = 0;
@@ -170,7 +206,7 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
     total_.assign(f, 0.0);
     raw_.resize(f);
     for (auto& [plugin, weight] : scores_) {
-      for (std::size_t i = 0; i < f; ++i) raw_[i] = plugin->score(cluster, ctx, feasible_[i]);
+      plugin->score_all(cluster, ctx, feasible_, raw_);
       plugin->normalize(raw_);
       for (std::size_t i = 0; i < f; ++i) {
         GPUSCHED_ASSERT(raw_[i] >= -1e-9 && raw_[i] <= 100.0 + 1e-9, "score plugin returned a score outside [0, 100]");
@@ -330,6 +366,8 @@ void Scheduler::job_stopped(const JobSpec& job, JobId id, std::span<const TaskPl
 }
 
 std::uint64_t Scheduler::equivalence_class(const JobSpec& job) const {
+  // The job's address is unique among the jobs of a run: no two jobs share a class.
+  if (opaque_) return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&job));
   std::uint64_t h = request_class(job);
   if (reads_queue_ || !post_filters_.empty()) {
     // Quotas and preemption read who the job is, not only what it asks for.
@@ -396,6 +434,17 @@ Status Scheduler::place_slice(const ClusterState& cluster, const JobSpec& job, J
         }
       }
       free[h] = ok ? 1 : 0;
+    }
+    if (!batch_filters_.empty()) {
+      std::vector<NodeId> passed;
+      for (std::size_t h = 0; h < pool.hosts.size(); ++h) {
+        if (free[h] != 0) passed.push_back(pool.hosts[h]);
+      }
+      apply_batch_filters(cluster, ctx, passed);
+      std::sort(passed.begin(), passed.end());
+      for (std::size_t h = 0; h < pool.hosts.size(); ++h) {
+        free[h] = (free[h] != 0 && std::binary_search(passed.begin(), passed.end(), pool.hosts[h])) ? 1 : 0;
+      }
     }
     std::optional<std::vector<std::uint32_t>> block;
     if (pool.provisioned) {

@@ -21,7 +21,10 @@ from __future__ import annotations
 from ._core import (
     CatalogError,
     GpuschedError,
+    JobInfo,
+    NodeView,
     OutputError,
+    PluginError,
     ProfileError,
     QuantityError,
     ScenarioError,
@@ -38,27 +41,54 @@ from .api import (
     run,
     validate,
 )
+from .policy import plugin, register_plugin, registered_plugins, unregister_plugin
 from .builders import Cluster, Profile, Scenario, job, jobs, synthetic, trace
 from .result import Result
-from . import experiments, mig, tpu
+from .sweep import SweepResult, sweep
+from . import mig, policy, tpu
+
+#: Submodules loaded on first use (they import pandas / matplotlib): ``gpusched.experiments``,
+#: ``gpusched.plotting``. ``import gpusched`` itself imports neither pandas nor matplotlib.
+_LAZY_SUBMODULES = ("experiments", "plotting")
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES))
 
 __all__ = [
     "CatalogError",
     "Cluster",
     "GpuschedError",
     "OutputError",
+    "PluginError",
+    "JobInfo",
+    "NodeView",
+    "plugin",
+    "register_plugin",
+    "registered_plugins",
+    "unregister_plugin",
     "Profile",
     "ProfileError",
     "ProgressFn",
     "QuantityError",
     "Result",
     "Scenario",
+    "SweepResult",
     "ScenarioError",
     "ScenarioLike",
     "TraceError",
     "__version__",
     "demo_scenario",
     "experiments",
+    "plotting",
     "gpu_models",
     "plugins",
     "profiles",
@@ -66,6 +96,7 @@ __all__ = [
     "job",
     "mig",
     "jobs",
+    "sweep",
     "synthetic",
     "trace",
     "tpu",

@@ -29,6 +29,67 @@ class ProfileError(GpuschedError): ...
 class CatalogError(GpuschedError): ...
 class QuantityError(GpuschedError): ...
 class OutputError(GpuschedError): ...
+class PluginError(GpuschedError):
+    """A Python plugin raised (plugin_error.701) or returned something invalid (702)."""
+
+class JobInfo:
+    """What a Python plugin sees of the job being placed (read-only; times in seconds)."""
+
+    id: int
+    name: str
+    queue: str
+    priority: int
+    tasks: int
+    min_available: int
+    task_index: int
+    cpu_milli: int
+    memory_mib: int
+    gpu_mode: str
+    gpu_profile: str
+    gpus: int
+    gpu_milli: int
+    gpu_memory_mib: int
+    tpu_chips: int
+    submit_s: float
+    duration_s: float
+    now_s: float
+
+class NodeView:
+    """The candidate nodes of one decision, as read-only numpy arrays (one row per node)."""
+
+    index: Any
+    cpu_free_milli: Any
+    cpu_total_milli: Any
+    memory_free_mib: Any
+    memory_total_mib: Any
+    gpus_total: Any
+    gpus_free: Any
+    gpu_milli_free: Any
+    gpu_milli_free_per_gpu: Any
+    gpu_memory_free_mib: Any
+    gpu_memory_total_mib: Any
+    gpu_mask: Any
+    model: Any
+    model_names: Tuple[str, ...]
+    names: Tuple[str, ...]
+    max_cpu_milli: int
+    max_memory_mib: int
+    max_gpu_milli: int
+    label_keys: List[str]
+    def __len__(self) -> int: ...
+    def label(self, key: str) -> Any: ...
+    def label_values(self, key: str) -> List[str]: ...
+    def cluster(self) -> "NodeView": ...
+
+def register_python_plugin(
+    name: str,
+    hooks: List[str],
+    factory: Callable[[Dict[str, Any], int], Any],
+    description: str = "",
+    args: List[Tuple[str, str, str, Any]] = ...,
+    normalize: str = "min-max",
+) -> None: ...
+def unregister_python_plugin(name: str) -> bool: ...
 
 class RunResult:
     @property
@@ -41,6 +102,7 @@ class RunResult:
     def fragmentation(self) -> Dict[str, Any]: ...
     def jobs(self) -> Dict[str, Any]: ...
     def event_log(self) -> List[str]: ...
+    def placements(self) -> Dict[str, Any]: ...
     def write_outputs(self, dir: _PathLike) -> List[os.PathLike[str]]: ...
     def format_summary(self) -> str: ...
 
@@ -79,5 +141,40 @@ def fgd_experiment(
     seeds: List[int],
     threads: int = 0,
     max_arrived_pct: float = 130.0,
+    out: Optional[_PathLike] = None,
+    progress: Optional[Callable[[int, int], Any]] = None,
+) -> Dict[str, Any]: ...
+
+class FgdInputs:
+    """The FGD experiment's node and pod lists, read once, shared read-only by runs."""
+
+    def __init__(self, traces: _PathLike, workload: str = "default") -> None: ...
+    @property
+    def workload(self) -> str: ...
+    @property
+    def pod_source(self) -> str: ...
+    @property
+    def node_source(self) -> str: ...
+    @property
+    def nodes(self) -> int: ...
+    @property
+    def gpus(self) -> int: ...
+    @property
+    def trace_pods(self) -> int: ...
+
+def fgd_prepare(
+    traces: _PathLike, workload: str, policies: List[str], seeds: List[int], max_arrived_pct: float = 130.0
+) -> FgdInputs: ...
+def fgd_run(inputs: FgdInputs, policy: str, seed: int, max_arrived_pct: float = 130.0) -> Dict[str, Any]: ...
+def fgd_assemble(
+    inputs: FgdInputs,
+    traces: _PathLike,
+    workload: str,
+    policies: List[str],
+    seeds: List[int],
+    max_arrived_pct: float,
+    runs: List[Dict[str, Any]],
+    wall_s: float,
+    threads: int,
     out: Optional[_PathLike] = None,
 ) -> Dict[str, Any]: ...

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 if TYPE_CHECKING:
     from .api import ProgressFn
@@ -205,10 +205,21 @@ def _plugin_ref(name: str, args: Mapping[str, Any], weight: Optional[float] = No
 class Profile:
     """A scheduling profile: which plugin runs at which hook (see gpusched.plugins()).
 
-    ``extends`` starts from a built-in profile (gpusched.profiles()); each hook you set replaces
-    the base's list for that hook. ``filter`` lists always start with ``node-resources-fit``,
-    ``taint-toleration`` and ``node-affinity`` (the runner refuses profiles without the first;
-    the others make taints and node selectors hold). Methods chain.
+    ``extends`` starts from a built-in profile (gpusched.profiles()). Plugins you add at a list
+    hook (pre_filter, filter, score, reserve, permit, post_filter, bind) are ADDED to the base's
+    list: one the base already has takes its place there with your weight and arguments, the
+    others come after, in your order. ``replace`` names list hooks whose base list you restate
+    instead (your entries alone; none drops the base's list). ``queue_sort`` and
+    ``device_select`` hold one plugin and are replaced. ``filter`` lists always start with
+    ``node-resources-fit``, ``taint-toleration`` and ``node-affinity`` (the runner refuses
+    profiles without the first; the others make taints and node selectors hold). Methods chain.
+
+    Example::
+
+        Profile("pack", extends="default").score("gpu-binpack", weight=2)
+        # scores: least-allocated (default's, weight 1) + gpu-binpack (2)
+        Profile("pack", extends="default", replace=("score",)).score("gpu-binpack")
+        # scores: gpu-binpack alone
     """
 
     _LIST_HOOKS = ("pre_filter", "filter", "score", "reserve", "permit", "post_filter", "bind")
@@ -216,10 +227,22 @@ class Profile:
     # What every built-in profile filters with (resources, taints, node selectors and affinity).
     _DEFAULT_FILTERS = ("node-resources-fit", "taint-toleration", "node-affinity")
 
-    def __init__(self, name: str, extends: Optional[str] = None, description: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        extends: Optional[str] = None,
+        description: Optional[str] = None,
+        replace: Iterable[str] = (),
+    ) -> None:
         self.name = name
         self.extends = extends
         self.description = description
+        self.replace: Tuple[str, ...] = (replace,) if isinstance(replace, str) else tuple(replace)
+        for hook in self.replace:
+            if hook not in self._LIST_HOOKS:
+                raise ValueError(f"replace names list hooks ({', '.join(self._LIST_HOOKS)}), got {hook!r}")
+        if self.replace and extends is None:
+            raise ValueError("replace needs extends: without a base profile every hook is used as written")
         self._hooks: Dict[str, Any] = {}
         self._tie_break: Optional[str] = None
         self._queueing: Optional[str] = None
@@ -259,6 +282,13 @@ class Profile:
         """Sets the plugin that picks GPUs inside the chosen node."""
         return self.add("device_select", name, **args)
 
+    def place(self, name: str, **args: Any) -> "Profile":
+        """Lets a Python plugin with a ``place(job, nodes)`` method make the whole decision: it
+        is added as a filter (it narrows the candidates to the node it returns, or to none: the
+        job waits) and set as the device-select plugin (so the GPUs it returns are used)."""
+        self.add("filter", name, **args)
+        return self.add("device_select", name, **args)
+
     def queue_sort(self, name: str, **args: Any) -> "Profile":
         """Sets the plugin that orders the pending queue."""
         return self.add("queue_sort", name, **args)
@@ -289,6 +319,8 @@ class Profile:
         d: Dict[str, Any] = {"name": self.name}
         if self.extends is not None:
             d["extends"] = self.extends
+        if self.replace:
+            d["replace"] = list(self.replace)
         if self.description is not None:
             d["description"] = self.description
         d.update(copy.deepcopy(self._hooks))
@@ -300,6 +332,8 @@ class Profile:
 
     def __repr__(self) -> str:
         base = f" extends {self.extends!r}" if self.extends else ""
+        if self.replace:
+            base += f" replacing {', '.join(self.replace)}"
         return f"<gpusched.Profile {self.name!r}{base}: {self._hooks}>"
 
 
@@ -336,10 +370,34 @@ def synthetic(
     return {"synthetic": cfg}
 
 
-def trace(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
-    """A workload read from a native trace (.csv or .jsonl). A relative path resolves from the
-    run's base_dir (the current folder unless given)."""
-    return {"trace": os.fspath(path)}
+def trace(
+    path: Union[str, "os.PathLike[str]"],
+    *,
+    format: Optional[str] = None,
+    transforms: Optional[Sequence[Mapping[str, Any]]] = None,
+    target_load: Optional[float] = None,
+) -> Dict[str, Any]:
+    """A workload read from a trace file (a native .csv / .jsonl, or ``format`` = one of
+    ``gpusched formats``, detected when omitted). A relative path resolves from the run's
+    base_dir (the current folder unless given).
+
+    ``transforms`` are steps applied in order at run time, as in scenario files
+    (``{"shuffle": True}``, ``{"resample_gpu_pct": 130}``, ``{"scale_time": 0.5}``,
+    ``{"target_load": 0.8}``, ``{"filter": {...}}``, ``{"arrival_only": True}``).
+    ``target_load`` appends ``{"target_load": target_load}``: submit times are scaled (durations
+    kept) so the offered GPU load, GPU milli x duration summed over jobs / (cluster GPU milli x
+    arrival span), is that value (docs/traces.md)."""
+    steps = [dict(step) for step in transforms] if transforms is not None else []
+    if target_load is not None:
+        steps.append({"target_load": target_load})
+    if format is None and not steps:
+        return {"trace": os.fspath(path)}
+    spec: Dict[str, Any] = {"path": os.fspath(path)}
+    if format is not None:
+        spec["format"] = format
+    if steps:
+        spec["transforms"] = steps
+    return {"trace": spec}
 
 
 def job(

@@ -16,7 +16,7 @@ from typing import List, Optional, Sequence
 from . import _core
 
 #: Options of `run` / `demo` that take a value (the rest are flags).
-_VALUE_OPTIONS = ("--out", "--seed", "--progress", "--traces", "--workload", "--policies", "--seeds", "--jobs",
+_VALUE_OPTIONS = ("--out", "--seed", "--progress", "--profile", "--traces", "--workload", "--policies", "--seeds", "--jobs",
                   "--max-arrived", "--format", "--from", "--to")
 
 

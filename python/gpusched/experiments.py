@@ -17,13 +17,16 @@ Example::
 from __future__ import annotations
 
 import os
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Union
 
 import pandas as pd
 
 from . import _core
+from ._progress import Progress, want_progress
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -80,6 +83,9 @@ def fgd(
     jobs: int = 0,
     max_arrived_pct: float = 130.0,
     plot: bool = True,
+    *,
+    executor: Any = None,
+    progress: Optional[bool] = None,
 ) -> FgdResult:
     """Runs the FGD paper's experiment and returns DataFrames (see ``FgdResult``).
 
@@ -88,7 +94,15 @@ def fgd(
     pod-list path. policies: ``"all"``, a comma list or a list of ``FGD_POLICIES``. seeds: one
     seed, ``"42-51"``, a comma list or a list. out: also write curve.csv, summary.csv, runs.csv,
     report.md (and fgd.png when ``plot`` and matplotlib is installed) there. jobs: parallel
-    runs (0 = one per core). Bad input raises the gpusched error naming what was wrong."""
+    runs (0 = one per core). Bad input raises the gpusched error naming what was wrong.
+
+    executor: None runs the experiment in C++ on its own thread pool of ``jobs`` threads. Else
+    one task per (policy, seed) goes to ``"threads"``, ``"processes"``, a
+    ``concurrent.futures.Executor`` or a ``dask.distributed.Client`` (workers read the traces
+    from the same ``traces`` path, once per worker process); the gathered runs are assembled by
+    the same C++ as the built-in path, so curve, summary (medians) and files are identical.
+    progress: a bar with an ETA over the runs; None = only on a terminal or in a notebook,
+    True = always, False = never (see gpusched.sweep)."""
     traces_dir = Path(traces) if traces is not None else default_traces_dir()
     policy_list = list(_core.parse_fgd_policies(policies if isinstance(policies, str) else ",".join(policies)))
     if isinstance(seeds, str):
@@ -97,10 +111,17 @@ def fgd(
         seed_list = [seeds]
     else:
         seed_list = [int(s) for s in seeds]
-    raw = _core.fgd_experiment(
-        traces_dir, workload, policy_list, seed_list, int(jobs), float(max_arrived_pct),
-        None if out is None else Path(out),
-    )
+    out_dir = None if out is None else Path(out)
+    bar = Progress(len(policy_list) * len(seed_list), f"gpusched fgd {workload}", want_progress(progress))
+    with bar:
+        if executor is None:
+            raw = _core.fgd_experiment(
+                traces_dir, workload, policy_list, seed_list, int(jobs), float(max_arrived_pct), out_dir,
+                progress=(lambda done, total: bar.set_done(done)) if bar.enabled else None,
+            )
+        else:
+            raw = _fgd_fanout(traces_dir, workload, policy_list, seed_list, float(max_arrived_pct), out_dir,
+                              executor, int(jobs), bar)
     result = FgdResult(
         curve=pd.DataFrame(raw["curve"]),
         summary=pd.DataFrame(raw["summary"]),
@@ -118,10 +139,99 @@ def fgd(
     return result
 
 
+# One (policy, seed) run per task, for executors other than the built-in thread pool.
+
+#: FgdInputs read in this process, by (traces, workload): a worker reads the traces once.
+_INPUTS: Dict[Tuple[str, str], "_core.FgdInputs"] = {}
+_INPUTS_LOCK = threading.Lock()
+
+
+def _inputs(traces: str, workload: str) -> "_core.FgdInputs":
+    key = (traces, workload)
+    with _INPUTS_LOCK:
+        found = _INPUTS.get(key)
+        if found is None:
+            found = _INPUTS[key] = _core.FgdInputs(traces, workload)
+        return found
+
+
+def _fgd_task(task: Tuple[str, str, str, int, float]) -> Dict[str, Any]:
+    """One run of the protocol in a worker; plain picklable data (see _core.fgd_run)."""
+    traces, workload, policy, seed, max_arrived_pct = task
+    return _core.fgd_run(_inputs(traces, workload), policy, seed, max_arrived_pct)
+
+
+def _fgd_fanout(traces_dir: Path, workload: str, policies: List[str], seeds: List[int], max_arrived_pct: float,
+                out: Optional[Path], executor: Any, jobs: int, bar: Progress) -> Dict[str, Any]:
+    """The experiment with one task per (policy, seed) on ``executor``; assembled by the C++ of
+    the built-in path (same medians, same files)."""
+    from .sweep import _is_dask_client
+
+    import concurrent.futures as cf
+
+    dask = _is_dask_client(executor)
+    if not dask and executor not in ("threads", "processes") and not isinstance(executor, cf.Executor):
+        raise ValueError(f"executor must be None, 'threads', 'processes', a concurrent.futures.Executor or a "
+                         f"dask.distributed.Client; got {executor!r}")
+    t0 = time.monotonic()
+    traces = str(traces_dir.resolve())
+    # Checks the arguments and reads the traces here first: bad input fails before any fan-out.
+    inputs = _core.fgd_prepare(traces, workload, policies, seeds, max_arrived_pct)
+    with _INPUTS_LOCK:
+        _INPUTS.setdefault((traces, workload), inputs)
+    tasks = [(traces, workload, p, int(s), max_arrived_pct) for p in policies for s in seeds]
+    results: List[Optional[Dict[str, Any]]] = [None] * len(tasks)
+    if dask:
+        from distributed import as_completed as dask_completed
+
+        futures = executor.map(_fgd_task, tasks, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        try:
+            for fut in dask_completed(futures):
+                results[index[fut.key]] = fut.result()   # re-raises a worker's error
+                bar.update()
+        except BaseException:
+            executor.cancel(futures)
+            raise
+        threads = sum(executor.nthreads().values())
+    else:
+        import multiprocessing
+
+        workers = jobs if jobs > 0 else (os.cpu_count() or 1)
+        own = True
+        if executor == "threads":
+            pool: cf.Executor = cf.ThreadPoolExecutor(min(workers, len(tasks)), thread_name_prefix="gpusched-fgd")
+        elif executor == "processes":
+            method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+            pool = cf.ProcessPoolExecutor(min(workers, len(tasks)), mp_context=multiprocessing.get_context(method))
+        else:
+            pool, own = executor, False
+        threads = getattr(pool, "_max_workers", 0)
+        try:
+            futures_cf: Dict[cf.Future, int] = {}
+            try:
+                for i, t in enumerate(tasks):
+                    futures_cf[pool.submit(_fgd_task, t)] = i
+                for fut in cf.as_completed(futures_cf):
+                    results[futures_cf[fut]] = fut.result()
+                    bar.update()
+            except BaseException:
+                for f in futures_cf:
+                    f.cancel()
+                raise
+        finally:
+            if own:
+                pool.shutdown(wait=True, cancel_futures=True)
+    return _core.fgd_assemble(inputs, traces_dir, workload, policies, seeds, max_arrived_pct, results,
+                              time.monotonic() - t0, int(threads), out)
+
+
 def read_fgd_outputs(out: PathLike) -> FgdResult:
     """Reads curve.csv, summary.csv and runs.csv written by ``gpusched experiment fgd``."""
     d = Path(out)
-    read = lambda name: pd.read_csv(d / name, comment="#")  # noqa: E731
+    from .result import read_csv  # header first; skips an older file's '# gpusched ...' line
+
+    read = lambda name: read_csv(d / name)  # noqa: E731
     return FgdResult(curve=read("curve.csv"), summary=read("summary.csv"), runs=read("runs.csv"), wall_s=float("nan"), threads=0)
 
 

@@ -26,6 +26,7 @@ struct ExceptionClasses {
   PyObject* catalog = nullptr;
   PyObject* quantity = nullptr;
   PyObject* output = nullptr;
+  PyObject* plugin = nullptr;
 };
 
 ExceptionClasses& classes() {
@@ -99,6 +100,9 @@ void bind_core(py::module_& m) {
   c.catalog = make_class(m, "CatalogError", c.base, "Unknown GPU model or bad GPU-catalog entry.");
   c.quantity = make_class(m, "QuantityError", c.base, "A resource quantity or resource name is invalid.");
   c.output = make_class(m, "OutputError", c.base, "Output files could not be written.");
+  c.plugin = make_class(m, "PluginError", c.base,
+                        "A Python scheduling plugin raised or returned something invalid during a run; the message "
+                        "names the plugin and the job and carries the Python traceback.");
 
   py::register_exception_translator([](std::exception_ptr p) {
     if (!p) return;
@@ -117,6 +121,8 @@ void bind_core(py::module_& m) {
       raise(cls.quantity, e);
     } catch (const OutputError& e) {
       raise(cls.output, e);
+    } catch (const PluginError& e) {
+      raise(cls.plugin, e);
     } catch (const Error& e) {
       raise(cls.base, e);
     }

@@ -1,5 +1,9 @@
 // Experiment bindings: the FGD paper's experiment (GIL released while it runs; its runs use
-// their own thread pool). Results come back as plain columns for pandas.
+// their own thread pool), and its pieces for running elsewhere: the inputs (FgdInputs), one
+// (policy, seed) run (fgd_run, plain data that pickles) and the assembly of gathered runs
+// (fgd_assemble, the same medians and files as the built-in path). Results come back as plain
+// columns for pandas.
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +17,144 @@
 #include "bindings.hpp"
 
 namespace gpusched::python {
+namespace {
+
+using scenario::CurvePoint;
+using scenario::FgdExperiment;
+using scenario::FgdExperimentResult;
+using scenario::FgdInputs;
+using scenario::FgdRun;
+
+/// Thrown through the experiment's thread pool to stop it when the progress callback raised.
+struct ProgressAbort {};
+
+FgdExperiment make_config(const std::filesystem::path& traces, const std::string& workload,
+                          const std::vector<std::string>& policies, const std::vector<std::uint64_t>& seeds,
+                          unsigned threads, double max_arrived_pct) {
+  FgdExperiment cfg;
+  cfg.traces = traces;
+  cfg.workload = workload;
+  cfg.policies = policies;
+  cfg.seeds = seeds;
+  cfg.threads = threads;
+  cfg.max_arrived_pct = max_arrived_pct;
+  return cfg;
+}
+
+/// One run as plain Python data: policy, seed, pods, failed, wall_s and its curve as columns.
+py::dict run_to_py(const FgdRun& run) {
+  std::vector<std::int32_t> arrived;
+  std::vector<double> unalloc, frag, ratio;
+  for (const auto& p : run.curve) {
+    arrived.push_back(p.arrived_pct);
+    unalloc.push_back(p.unallocated_pct);
+    frag.push_back(p.frag_pct);
+    ratio.push_back(p.frag_ratio_pct);
+  }
+  py::dict curve;
+  curve["arrived_pct"] = arrived;
+  curve["unallocated_pct"] = unalloc;
+  curve["frag_pct"] = frag;
+  curve["frag_ratio_pct"] = ratio;
+  py::dict d;
+  d["policy"] = run.policy;
+  d["seed"] = run.seed;
+  d["pods"] = run.pods;
+  d["failed"] = run.failed;
+  d["wall_s"] = run.wall_s;
+  d["curve"] = curve;
+  return d;
+}
+
+/// The inverse of run_to_py (doubles round-trip exactly through Python floats).
+FgdRun run_from_py(const py::handle& h) {
+  const auto d = h.cast<py::dict>();
+  FgdRun run;
+  run.policy = d["policy"].cast<std::string>();
+  run.seed = d["seed"].cast<std::uint64_t>();
+  run.pods = d["pods"].cast<std::int64_t>();
+  run.failed = d["failed"].cast<std::int64_t>();
+  run.wall_s = d["wall_s"].cast<double>();
+  const auto curve = d["curve"].cast<py::dict>();
+  const auto arrived = curve["arrived_pct"].cast<std::vector<std::int32_t>>();
+  const auto unalloc = curve["unallocated_pct"].cast<std::vector<double>>();
+  const auto frag = curve["frag_pct"].cast<std::vector<double>>();
+  const auto ratio = curve["frag_ratio_pct"].cast<std::vector<double>>();
+  if (unalloc.size() != arrived.size() || frag.size() != arrived.size() || ratio.size() != arrived.size()) {
+    throw py::value_error("fgd_assemble: a run's curve columns differ in length");
+  }
+  run.curve.resize(arrived.size());
+  for (std::size_t i = 0; i < arrived.size(); ++i) run.curve[i] = CurvePoint{arrived[i], unalloc[i], frag[i], ratio[i]};
+  return run;
+}
+
+/// The experiment result as {'curve': columns, 'runs': [...], 'summary': [...], ...}.
+py::dict result_to_py(const FgdExperimentResult& r) {
+  py::dict curve;
+  std::vector<std::string> policy;
+  std::vector<std::uint64_t> seed;
+  std::vector<std::int32_t> arrived;
+  std::vector<double> unalloc, frag, ratio;
+  for (const auto& run : r.runs) {
+    for (const auto& p : run.curve) {
+      policy.push_back(run.policy);
+      seed.push_back(run.seed);
+      arrived.push_back(p.arrived_pct);
+      unalloc.push_back(p.unallocated_pct);
+      frag.push_back(p.frag_pct);
+      ratio.push_back(p.frag_ratio_pct);
+    }
+  }
+  curve["policy"] = policy;
+  curve["seed"] = seed;
+  curve["arrived_pct"] = arrived;
+  curve["unallocated_pct"] = unalloc;
+  curve["frag_pct"] = frag;
+  curve["frag_ratio_pct"] = ratio;
+  py::list runs;
+  for (const auto& run : r.runs) {
+    py::dict d;
+    d["policy"] = run.policy;
+    d["seed"] = run.seed;
+    d["pods"] = run.pods;
+    d["failed"] = run.failed;
+    d["wall_s"] = run.wall_s;
+    runs.append(d);
+  }
+  py::list summary;
+  for (const auto& s : r.summary) {
+    py::dict d;
+    d["policy"] = s.policy;
+    d["seeds"] = s.seeds;
+    d["unallocated_pct_100"] = s.unallocated_pct_100;
+    d["unallocated_pct_130"] = s.unallocated_pct_130;
+    d["frag_pct_80"] = s.frag_pct_80;
+    d["paper_unallocated_pct_100"] = s.paper_unallocated_pct_100;
+    d["paper_unallocated_pct_130"] = s.paper_unallocated_pct_130;
+    d["paper_frag_pct_80"] = s.paper_frag_pct_80;
+    summary.append(d);
+  }
+  py::dict result;
+  result["curve"] = curve;
+  result["runs"] = runs;
+  result["summary"] = summary;
+  result["wall_s"] = r.wall_s;
+  result["threads"] = r.threads;
+  result["workload"] = r.workload_name;
+  result["pod_source"] = r.pod_source;
+  result["node_source"] = r.node_source;
+  result["nodes"] = r.nodes;
+  result["gpus"] = r.gpus;
+  result["trace_pods"] = r.trace_pods;
+  return result;
+}
+
+std::shared_ptr<FgdInputs> load_inputs(const FgdExperiment& cfg) {
+  py::gil_scoped_release release;
+  return std::make_shared<FgdInputs>(scenario::load_fgd_inputs(cfg));
+}
+
+}  // namespace
 
 void bind_experiments(py::module_& m) {
   m.def("fgd_policy_names", [] { return scenario::fgd_policy_names(); }, "The FGD experiment's policy names, paper order.");
@@ -24,81 +166,112 @@ void bind_experiments(py::module_& m) {
       "fgd_experiment",
       [](const std::filesystem::path& traces, const std::string& workload, const std::vector<std::string>& policies,
          const std::vector<std::uint64_t>& seeds, unsigned threads, double max_arrived_pct,
-         const std::optional<std::filesystem::path>& out) {
-        scenario::FgdExperiment cfg;
-        cfg.traces = traces;
-        cfg.workload = workload;
-        cfg.policies = policies;
-        cfg.seeds = seeds;
-        cfg.threads = threads;
-        cfg.max_arrived_pct = max_arrived_pct;
-        scenario::FgdExperimentResult r;
-        {
+         const std::optional<std::filesystem::path>& out, const py::object& progress) {
+        const FgdExperiment cfg = make_config(traces, workload, policies, seeds, threads, max_arrived_pct);
+        // progress(done, total) runs on a pool thread (calls are serialised by the experiment),
+        // with the GIL taken for the call; an exception it raises stops the experiment.
+        std::optional<py::error_already_set> py_error;
+        scenario::ExperimentProgress on_progress;
+        if (!progress.is_none()) {
+          on_progress = [&](std::size_t done, std::size_t total) {
+            py::gil_scoped_acquire gil;
+            try {
+              progress(done, total);
+            } catch (py::error_already_set& e) {
+              if (!py_error) py_error.emplace(std::move(e));
+              throw ProgressAbort{};
+            }
+          };
+        }
+        FgdExperimentResult r;
+        try {
           py::gil_scoped_release release;
-          r = scenario::run_fgd_experiment(cfg);
+          r = scenario::run_fgd_experiment(cfg, on_progress);
           if (out) (void)scenario::write_fgd_outputs(r, *out);
+        } catch (const ProgressAbort&) {
+          throw std::move(*py_error);   // the GIL is held again here
         }
-        py::dict curve;
-        std::vector<std::string> policy;
-        std::vector<std::uint64_t> seed;
-        std::vector<std::int32_t> arrived;
-        std::vector<double> unalloc, frag, ratio;
-        for (const auto& run : r.runs) {
-          for (const auto& p : run.curve) {
-            policy.push_back(run.policy);
-            seed.push_back(run.seed);
-            arrived.push_back(p.arrived_pct);
-            unalloc.push_back(p.unallocated_pct);
-            frag.push_back(p.frag_pct);
-            ratio.push_back(p.frag_ratio_pct);
-          }
-        }
-        curve["policy"] = policy;
-        curve["seed"] = seed;
-        curve["arrived_pct"] = arrived;
-        curve["unallocated_pct"] = unalloc;
-        curve["frag_pct"] = frag;
-        curve["frag_ratio_pct"] = ratio;
-        py::list runs;
-        for (const auto& run : r.runs) {
-          py::dict d;
-          d["policy"] = run.policy;
-          d["seed"] = run.seed;
-          d["pods"] = run.pods;
-          d["failed"] = run.failed;
-          d["wall_s"] = run.wall_s;
-          runs.append(d);
-        }
-        py::list summary;
-        for (const auto& s : r.summary) {
-          py::dict d;
-          d["policy"] = s.policy;
-          d["seeds"] = s.seeds;
-          d["unallocated_pct_100"] = s.unallocated_pct_100;
-          d["unallocated_pct_130"] = s.unallocated_pct_130;
-          d["frag_pct_80"] = s.frag_pct_80;
-          d["paper_unallocated_pct_100"] = s.paper_unallocated_pct_100;
-          d["paper_unallocated_pct_130"] = s.paper_unallocated_pct_130;
-          d["paper_frag_pct_80"] = s.paper_frag_pct_80;
-          summary.append(d);
-        }
-        py::dict result;
-        result["curve"] = curve;
-        result["runs"] = runs;
-        result["summary"] = summary;
-        result["wall_s"] = r.wall_s;
-        result["threads"] = r.threads;
-        result["workload"] = r.workload_name;
-        result["pod_source"] = r.pod_source;
-        result["node_source"] = r.node_source;
-        result["nodes"] = r.nodes;
-        result["gpus"] = r.gpus;
-        result["trace_pods"] = r.trace_pods;
-        return result;
+        return result_to_py(r);
       },
       py::arg("traces"), py::arg("workload"), py::arg("policies"), py::arg("seeds"), py::arg("threads") = 0,
-      py::arg("max_arrived_pct") = 130.0, py::arg("out") = py::none(),
-      "Runs the FGD paper's experiment; returns {'curve': columns, 'runs': [...], 'summary': [...], ...}.");
+      py::arg("max_arrived_pct") = 130.0, py::arg("out") = py::none(), py::arg("progress") = py::none(),
+      "Runs the FGD paper's experiment; returns {'curve': columns, 'runs': [...], 'summary': [...], ...}. "
+      "`progress(done, total)` is called after each run (from a worker thread, GIL held).");
+
+  py::class_<FgdInputs, std::shared_ptr<FgdInputs>>(
+      m, "FgdInputs",
+      "The FGD experiment's node and pod lists, read once and shared read-only by runs (thread-safe).\n\n"
+      "Example: ``inp = FgdInputs('../shared/traces', 'default'); fgd_run(inp, 'fgd', 42)``")
+      .def(py::init([](const std::filesystem::path& traces, const std::string& workload) {
+             FgdExperiment cfg;
+             cfg.traces = traces;
+             cfg.workload = workload;
+             return load_inputs(cfg);
+           }),
+           py::arg("traces"), py::arg("workload") = "default",
+           "Finds and reads the openb node and pod lists (TraceError naming a missing file).")
+      .def_property_readonly("workload", [](const FgdInputs& in) { return in.workload_name; })
+      .def_property_readonly("pod_source", [](const FgdInputs& in) { return in.pod_source.string(); })
+      .def_property_readonly("node_source", [](const FgdInputs& in) { return in.node_source.string(); })
+      .def_property_readonly("nodes", [](const FgdInputs& in) { return in.nodes.size(); })
+      .def_property_readonly("gpus",
+                             [](const FgdInputs& in) {
+                               std::size_t n = 0;
+                               for (const auto& node : in.nodes) n += node.gpus.size();
+                               return n;
+                             })
+      .def_property_readonly("trace_pods", [](const FgdInputs& in) { return in.pods.size(); });
+
+  m.def(
+      "fgd_prepare",
+      [](const std::filesystem::path& traces, const std::string& workload, const std::vector<std::string>& policies,
+         const std::vector<std::uint64_t>& seeds, double max_arrived_pct) {
+        const FgdExperiment cfg = make_config(traces, workload, policies, seeds, 0, max_arrived_pct);
+        scenario::check_fgd_experiment(cfg);
+        return load_inputs(cfg);
+      },
+      py::arg("traces"), py::arg("workload"), py::arg("policies"), py::arg("seeds"), py::arg("max_arrived_pct") = 130.0,
+      "Checks an experiment's arguments as fgd_experiment does and reads its inputs (an FgdInputs).");
+
+  m.def(
+      "fgd_run",
+      [](const FgdInputs& in, const std::string& policy, std::uint64_t seed, double max_arrived_pct) {
+        const auto names = scenario::parse_fgd_policies(policy);   // ScenarioError for an unknown name
+        if (names.size() != 1) throw py::value_error("fgd_run takes one policy, got \"" + policy + "\"");
+        FgdRun run;
+        {
+          py::gil_scoped_release release;
+          run = scenario::run_fgd_once(in, names.front(), seed, max_arrived_pct);
+        }
+        return run_to_py(run);
+      },
+      py::arg("inputs"), py::arg("policy"), py::arg("seed"), py::arg("max_arrived_pct") = 130.0,
+      "One (policy, seed) run of the FGD protocol (GIL released): {'policy', 'seed', 'pods', 'failed', 'wall_s', "
+      "'curve': {'arrived_pct', 'unallocated_pct', 'frag_pct', 'frag_ratio_pct'}}, plain data that pickles.");
+
+  m.def(
+      "fgd_assemble",
+      [](const FgdInputs& in, const std::filesystem::path& traces, const std::string& workload,
+         const std::vector<std::string>& policies, const std::vector<std::uint64_t>& seeds, double max_arrived_pct,
+         const py::list& runs, double wall_s, unsigned threads, const std::optional<std::filesystem::path>& out) {
+        FgdExperiment cfg = make_config(traces, workload, policies, seeds, threads, max_arrived_pct);
+        std::vector<FgdRun> gathered;
+        gathered.reserve(runs.size());
+        for (const auto& h : runs) gathered.push_back(run_from_py(h));
+        FgdExperimentResult r;
+        {
+          py::gil_scoped_release release;
+          r = scenario::assemble_fgd_result(cfg, in, std::move(gathered));
+          r.wall_s = wall_s;
+          r.threads = threads;
+          if (out) (void)scenario::write_fgd_outputs(r, *out);
+        }
+        return result_to_py(r);
+      },
+      py::arg("inputs"), py::arg("traces"), py::arg("workload"), py::arg("policies"), py::arg("seeds"),
+      py::arg("max_arrived_pct"), py::arg("runs"), py::arg("wall_s"), py::arg("threads"), py::arg("out") = py::none(),
+      "Assembles fgd_run results (policy-major: runs[p * len(seeds) + s]) into what fgd_experiment returns: the same "
+      "medians, computed by the same C++; writes the same files to `out` when given.");
 }
 
 }  // namespace gpusched::python

@@ -17,7 +17,7 @@ void bind_policies(py::module_& m) {
   m.def(
       "plugins",
       [] {
-        const auto registry = policies::Registry::with_builtins();
+        const auto registry = current_registry();
         py::list out;
         for (const auto& info : registry.plugins()) {
           py::list args;
@@ -64,7 +64,7 @@ void bind_policies(py::module_& m) {
         const auto profile = doc.is_string() ? policies::builtin_profile(doc.get<std::string>(), source)
                                              : policies::Profile::from_json(doc, source);
         // Building the scheduler validates every plugin, hook, weight and argument.
-        const policies::Scheduler check(profile, policies::Registry::with_builtins(), 0);
+        const policies::Scheduler check(profile, current_registry(), 0);
         return json_to_py(profile.to_json());
       },
       py::arg("profile_json"), py::arg("source") = "<profile>",

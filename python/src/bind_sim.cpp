@@ -38,15 +38,16 @@ struct ProgressAbort {};
 
 /// Loads a scenario and runs it with the GIL released. The GIL is taken back only inside the
 /// progress callback, which also lets Ctrl-C (and exceptions raised by `progress`) stop the run.
-RunResult run_released(const std::function<Scenario()>& load, std::optional<std::uint64_t> seed,
+RunResult run_released(const std::function<Scenario(const policies::Registry&)>& load, std::optional<std::uint64_t> seed,
                        const py::object& progress) {
+  const policies::Registry registry = current_registry();   // this process's plugins, Python ones included
   std::optional<py::error_already_set> py_error;
   const bool has_progress = !progress.is_none();
   const scenario::ProgressFn on_progress = [&](double fraction) {
-    py::gil_scoped_acquire gil;
+    PyCallGil gil;
     try {
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      if (has_progress) progress(fraction);
+      if (has_progress) call_python(progress, py::make_tuple(fraction));
     } catch (py::error_already_set& e) {
       py_error.emplace(std::move(e));
       throw ProgressAbort{};
@@ -54,9 +55,9 @@ RunResult run_released(const std::function<Scenario()>& load, std::optional<std:
   };
   std::optional<RunResult> result;
   try {
-    py::gil_scoped_release release;
-    const Scenario sc = load();
-    result.emplace(scenario::run(sc, seed, on_progress));
+    ReleasedGil release;
+    const Scenario sc = load(registry);
+    result.emplace(scenario::run(sc, seed, on_progress, registry));
   } catch (const ProgressAbort&) {
     throw std::move(*py_error);   // the GIL is held again here
   }
@@ -152,7 +153,6 @@ py::dict stamp_dict(const sim::RunStamp& st) {
   d["source"] = st.source;
   d["digest"] = st.digest;
   d["seed"] = st.seed;
-  d["comment_line"] = st.comment_line();
   return d;
 }
 
@@ -165,9 +165,9 @@ struct Checked {
 
 /// Everything `gpusched validate` checks for a scenario: cluster, profile (scheduler built),
 /// workload (generated, or checked to fit some node). Throws gpusched errors.
-Checked check_scenario(const Scenario& sc, const std::string& source) {
+Checked check_scenario(const Scenario& sc, const std::string& source, const policies::Registry& registry) {
   ClusterState cluster(sc.catalog, sc.resources, sc.nodes);
-  const policies::Scheduler check(sc.profile, policies::Registry::with_builtins(), sc.seed);
+  const policies::Scheduler check(sc.profile, registry, sc.seed);
   std::size_t jobs = sc.jobs.size();
   if (sc.synthetic) {
     jobs = traces::generate(*sc.synthetic, cluster, RngStreams(sc.seed)).size();
@@ -179,7 +179,7 @@ Checked check_scenario(const Scenario& sc, const std::string& source) {
 
 /// Same as `gpusched validate FILE`: a trace (.csv / .jsonl / .ndjson), a profile (a JSON object
 /// without cluster and workload) or a scenario.
-Checked check_file(const std::filesystem::path& path) {
+Checked check_file(const std::filesystem::path& path, const policies::Registry& registry) {
   const std::string file = path.string();
   const auto ext = path.extension().string();
   if (ext == ".csv" || ext == ".jsonl" || ext == ".ndjson") {
@@ -196,14 +196,14 @@ Checked check_file(const std::filesystem::path& path) {
   try {
     doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error&) {
-    (void)scenario::parse_scenario(std::string_view(text), file, path.parent_path());   // reports the line
+    (void)scenario::parse_scenario(std::string_view(text), file, path.parent_path(), registry);   // reports the line
   }
   if (doc.is_object() && !doc.contains("cluster") && !doc.contains("workload")) {
     const auto profile = policies::Profile::from_json(doc, file);
-    const policies::Scheduler check(profile, policies::Registry::with_builtins(), 0);
+    const policies::Scheduler check(profile, registry, 0);
     return {"profile", profile.name, profile.name, 0, 0, 0};
   }
-  return check_scenario(scenario::parse_scenario(doc, file, path.parent_path()), file);
+  return check_scenario(scenario::parse_scenario(doc, file, path.parent_path(), registry), file, registry);
 }
 
 py::dict checked_dict(const Checked& c) {
@@ -219,13 +219,75 @@ py::dict checked_dict(const Checked& c) {
   return d;
 }
 
+/// The long-form placement table (see RunResult.placements).
+py::dict placement_columns(const RunResult& r) {
+  const auto& engine = r.engine();
+  const auto& cluster = engine.cluster();
+  std::vector<std::string> job, node, mig, vgpu;
+  std::vector<std::int32_t> task, gpu, milli, mig_start, chips;
+  std::vector<std::int64_t> memory;
+  std::vector<double> start, end;
+  const auto workload = engine.workload();
+  for (std::size_t j = 0; j < workload.size(); ++j) {
+    const auto& rt = engine.job(JobId{static_cast<std::uint32_t>(j)});
+    if (rt.state != sim::JobState::kRunning && rt.state != sim::JobState::kCompleted) continue;
+    const double st = rt.start.seconds();
+    const double en = rt.end.is_forever() ? std::numeric_limits<double>::quiet_NaN() : rt.end.seconds();
+    for (std::size_t t = 0; t < rt.placements.size(); ++t) {
+      const auto& p = rt.placements[t];
+      auto row = [&](const GpuGrant* g) {
+        job.push_back(workload[j].name);
+        task.push_back(static_cast<std::int32_t>(t));
+        node.push_back(cluster.spec(p.node).name);
+        chips.push_back(p.tpu_chips);
+        start.push_back(st);
+        end.push_back(en);
+        if (g == nullptr) {
+          gpu.push_back(-1);
+          milli.push_back(0);
+          memory.push_back(0);
+          mig.emplace_back();
+          mig_start.push_back(-1);
+          vgpu.emplace_back();
+          return;
+        }
+        const auto& gs = cluster.gpus(p.node)[g->index];
+        gpu.push_back(g->index);
+        milli.push_back(g->milli);
+        memory.push_back(g->memory_mib);
+        mig.push_back(g->mig_profile >= 0 ? cluster.mig_geometry(gs).profiles[static_cast<std::size_t>(g->mig_profile)].name
+                                          : std::string());
+        mig_start.push_back(g->mig_start);
+        vgpu.push_back(g->vgpu_profile >= 0 ? cluster.catalog()[gs.model].vgpu[static_cast<std::size_t>(g->vgpu_profile)].name
+                                            : std::string());
+      };
+      if (p.gpus.empty()) row(nullptr);
+      for (const auto& g : p.gpus) row(&g);
+    }
+  }
+  py::dict d;
+  d["job"] = job;
+  d["task"] = column<std::int32_t>(task.size(), [&](std::size_t i) { return task[i]; });
+  d["node"] = node;
+  d["gpu"] = column<std::int32_t>(gpu.size(), [&](std::size_t i) { return gpu[i]; });
+  d["milli"] = column<std::int32_t>(milli.size(), [&](std::size_t i) { return milli[i]; });
+  d["memory_mib"] = column<std::int64_t>(memory.size(), [&](std::size_t i) { return memory[i]; });
+  d["mig_profile"] = mig;
+  d["mig_start"] = column<std::int32_t>(mig_start.size(), [&](std::size_t i) { return mig_start[i]; });
+  d["vgpu_profile"] = vgpu;
+  d["tpu_chips"] = column<std::int32_t>(chips.size(), [&](std::size_t i) { return chips[i]; });
+  d["start_s"] = column<double>(start.size(), [&](std::size_t i) { return start[i]; });
+  d["end_s"] = column<double>(end.size(), [&](std::size_t i) { return end[i]; });
+  return d;
+}
+
 }  // namespace
 
 void bind_sim(py::module_& m) {
   py::class_<RunResult>(m, "RunResult",
                         "Everything a finished run produced (read-only). Build with run_json / run_file / run_demo.")
       .def_property_readonly("stamp", [](const RunResult& r) { return stamp_dict(r.stamp()); },
-                             "What produced the run: version, scenario, source, digest, seed, comment_line.")
+                             "What produced the run: version, scenario, source, digest, seed.")
       .def_property_readonly("profile_name", &RunResult::profile_name, "Name of the scheduling profile used.")
       .def("summary", [](const RunResult& r) { return json_to_py(r.summary_json()); },
            "summary.json as a dict: counts, wait / JCT distributions, allocation, stamp and resolved inputs.")
@@ -240,6 +302,10 @@ void bind_sim(py::module_& m) {
       .def("jobs", &job_columns,
            "The job table as {column: numpy array or list of str}, in jobs.csv column order; NaN where a "
            "time does not apply (never started / not finished).")
+      .def("placements", &placement_columns,
+           "Where every running or completed job ran, long form, as {column: numpy array or list}: one row per "
+           "(job, task, GPU grant), or per task without GPUs: job, task, node, gpu (-1: none), milli, memory_mib, "
+           "mig_profile, mig_start (-1), vgpu_profile ('' when none), tpu_chips, start_s, end_s (NaN: still running).")
       .def("event_log", [](const RunResult& r) { return r.event_log(); },
            "Event-log lines 'time_s,event,job,node,detail' (empty unless outputs.event_log is on).")
       .def(
@@ -261,7 +327,7 @@ void bind_sim(py::module_& m) {
       "run_json",
       [](const std::string& text, const std::string& source, const std::filesystem::path& base_dir,
          std::optional<std::uint64_t> seed, const py::object& progress) {
-        return run_released([&] { return scenario::parse_scenario(std::string_view(text), source, base_dir); }, seed,
+        return run_released([&](const policies::Registry& reg) { return scenario::parse_scenario(std::string_view(text), source, base_dir, reg); }, seed,
                             progress);
       },
       py::arg("text"), py::arg("source") = "<string>", py::arg("base_dir") = std::filesystem::path("."),
@@ -272,14 +338,14 @@ void bind_sim(py::module_& m) {
   m.def(
       "run_file",
       [](const std::filesystem::path& path, std::optional<std::uint64_t> seed, const py::object& progress) {
-        return run_released([&] { return scenario::load_scenario(path); }, seed, progress);
+        return run_released([&](const policies::Registry& reg) { return scenario::load_scenario(path, reg); }, seed, progress);
       },
       py::arg("path"), py::arg("seed") = py::none(), py::arg("progress") = py::none(),
       "Loads a scenario file and runs it (GIL released).");
   m.def(
       "run_demo",
       [](std::optional<std::uint64_t> seed, const py::object& progress) {
-        return run_released([] { return scenario::demo_scenario(); }, seed, progress);
+        return run_released([](const policies::Registry&) { return scenario::demo_scenario(); }, seed, progress);
       },
       py::arg("seed") = py::none(), py::arg("progress") = py::none(),
       "Runs the built-in demo: 1,000 nodes, 20,000 synthetic jobs (GIL released).");
@@ -290,10 +356,11 @@ void bind_sim(py::module_& m) {
       "validate_json",
       [](const std::string& text, const std::string& source, const std::filesystem::path& base_dir) {
         Checked c;
+        const auto registry = current_registry();
         {
           py::gil_scoped_release release;
-          const auto sc = scenario::parse_scenario(std::string_view(text), source, base_dir);
-          c = check_scenario(sc, source);
+          const auto sc = scenario::parse_scenario(std::string_view(text), source, base_dir, registry);
+          c = check_scenario(sc, source, registry);
         }
         return checked_dict(c);
       },
@@ -304,9 +371,10 @@ void bind_sim(py::module_& m) {
       "validate_file",
       [](const std::filesystem::path& path) {
         Checked c;
+        const auto registry = current_registry();
         {
           py::gil_scoped_release release;
-          c = check_file(path);
+          c = check_file(path, registry);
         }
         return checked_dict(c);
       },
@@ -324,9 +392,10 @@ void bind_sim(py::module_& m) {
         std::vector<const char*> argv;
         for (const auto& a : argv_store) argv.push_back(a.c_str());
         int rc = 0;
+        const auto registry = current_registry();
         {
           py::gil_scoped_release release;
-          rc = scenario::cli_main(static_cast<int>(argv.size()), argv.data());
+          rc = scenario::cli_main(static_cast<int>(argv.size()), argv.data(), registry);
           std::cout.flush();
           std::cerr.flush();
           std::fflush(stdout);

@@ -2,9 +2,11 @@
 // gpusched error with its id and location), 2 wrong usage, 3 outputs could not be written.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -61,10 +63,11 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
 };
 
-int run_and_write(const Scenario& sc, std::optional<std::uint64_t> seed, const std::string& out_dir, ProgressMode mode, bool quiet) {
+int run_and_write(const Scenario& sc, std::optional<std::uint64_t> seed, const std::string& out_dir, ProgressMode mode, bool quiet,
+                  const policies::Registry& registry) {
   ProgressBar bar(mode);
   const auto t0 = std::chrono::steady_clock::now();
-  RunResult result = run(sc, seed, [&bar](double f) { bar(f); });
+  RunResult result = run(sc, seed, [&bar](double f) { bar(f); }, registry);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::filesystem::path dir = out_dir.empty() ? std::filesystem::path("out") / sc.name : std::filesystem::path(out_dir);
   std::vector<std::filesystem::path> files;
@@ -84,6 +87,47 @@ int run_and_write(const Scenario& sc, std::optional<std::uint64_t> seed, const s
     std::cout << ")\n";
   }
   return 0;
+}
+
+/// `run --profile NAME|FILE`: a built-in profile, or a profile JSON file (an object as a
+/// scenario's "profile" holds; named after the file when it gives no name), replaces the
+/// scenario's profile. Checked as a scenario's profile is (the scheduler is built once); the
+/// scenario document records it, so summary.json's inputs and the digest name the profile used.
+void use_profile(Scenario& sc, const std::string& arg, const policies::Registry& registry) {
+  const auto names = policies::builtin_profile_names();
+  nlohmann::json given;
+  if (std::find(names.begin(), names.end(), arg) != names.end()) {
+    sc.profile = policies::builtin_profile(arg, "--profile");
+    given = arg;
+  } else {
+    const std::filesystem::path path(arg);
+    if (path.extension() != ".json" && !std::filesystem::exists(path)) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      throw_error(ErrorCode::kProfileUnknownProfile, {"--profile", 0, ""},
+                  "\"" + arg + "\" is neither a built-in profile (" + known + ") nor a profile file (*.json)");
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw_error(ErrorCode::kScenarioCannotOpen, {arg, 0, ""}, "cannot open the profile file (--profile)");
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+      given = nlohmann::json::parse(text.str());
+    } catch (const nlohmann::json::parse_error& e) {
+      throw_error(ErrorCode::kScenarioParse, {arg, 0, ""}, std::string("not valid JSON: ") + e.what());
+    }
+    sc.profile = policies::Profile::from_json(given, arg);
+    if (given.is_object() && !given.contains("name")) {
+      sc.profile.name = path.stem().string();
+      given["name"] = sc.profile.name;
+    }
+  }
+  try {
+    policies::Scheduler check(sc.profile, registry, 0);
+  } catch (const ProfileError& e) {
+    throw_error(e.code(), {given.is_string() ? "--profile" : arg, 0, e.where().field}, e.detail());
+  }
+  sc.document["profile"] = given;
 }
 
 /// "1,213 nodes, 6,212 GPUs (G2 549 nodes, ...)"
@@ -177,7 +221,7 @@ int convert(const std::string& in_file, const std::string& out_file, const std::
   return 0;
 }
 
-int validate(const std::string& file, const std::string& format) {
+int validate(const std::string& file, const std::string& format, const policies::Registry& registry) {
   const std::filesystem::path path(file);
   const auto ext = path.extension().string();
   if (!format.empty() || ext == ".csv" || ext == ".jsonl" || ext == ".ndjson" || ext == ".swf" || ext.empty()) {
@@ -200,17 +244,17 @@ int validate(const std::string& file, const std::string& format) {
     doc = nlohmann::json::parse(ss.str());
   } catch (const nlohmann::json::parse_error&) {
     const std::string text = ss.str();
-    (void)parse_scenario(std::string_view(text), file, path.parent_path());   // reports the line
+    (void)parse_scenario(std::string_view(text), file, path.parent_path(), registry);   // reports the line
   }
   if (doc.is_object() && !doc.contains("cluster") && !doc.contains("workload")) {
     const auto profile = policies::Profile::from_json(doc, file);
-    policies::Scheduler check(profile, policies::Registry::with_builtins(), 0);
+    policies::Scheduler check(profile, registry, 0);
     std::cout << "OK  profile " << file << ": " << profile.name << "\n";
     return 0;
   }
-  const Scenario sc = parse_scenario(doc, file, path.parent_path());
+  const Scenario sc = parse_scenario(doc, file, path.parent_path(), registry);
   ClusterState cluster(sc.catalog, sc.resources, sc.nodes);
-  policies::Scheduler check(sc.profile, policies::Registry::with_builtins(), sc.seed);
+  policies::Scheduler check(sc.profile, registry, sc.seed);
   std::size_t jobs = sc.jobs.size();
   if (sc.synthetic) {
     jobs = traces::generate(*sc.synthetic, cluster, RngStreams(sc.seed)).size();
@@ -222,8 +266,7 @@ int validate(const std::string& file, const std::string& format) {
   return 0;
 }
 
-void list_policies() {
-  const auto reg = policies::Registry::with_builtins();
+void list_policies(const policies::Registry& reg) {
   std::cout << "Plugins (hooks; arguments = default):\n";
   for (const auto& p : reg.plugins()) {
     std::string hooks;
@@ -259,7 +302,7 @@ int run_fgd(const FgdExperiment& cfg, const std::string& out_dir, ProgressMode m
 
 }  // namespace
 
-int cli_main(int argc, const char* const* argv) {
+int cli_main(int argc, const char* const* argv, const policies::Registry& registry) {
   CLI::App app{"gpusched: simulate accelerator clusters and scheduling policies"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("gpusched ") + kVersion);
@@ -274,6 +317,10 @@ int cli_main(int argc, const char* const* argv) {
   run_cmd->add_option("scenario", scenario_path, "scenario JSON file")->required();
   run_cmd->add_option("--out", out_dir, "output folder (default: out/<scenario name>)");
   auto* run_seed = run_cmd->add_option("--seed", seed_value, "override the scenario's seed");
+  std::string profile_arg;
+  run_cmd->add_option("--profile", profile_arg,
+                      "use this scheduling profile instead of the scenario's: a built-in name (see `gpusched policies`) "
+                      "or a profile JSON file");
   run_cmd->add_option("--progress", progress, "progress bar on stderr: auto (when a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   run_cmd->add_flag("--quiet", quiet, "print nothing on success");
@@ -330,13 +377,15 @@ int cli_main(int argc, const char* const* argv) {
   try {
     if (*run_cmd) {
       if (*run_seed) seed = seed_value;
-      return run_and_write(load_scenario(scenario_path), seed, out_dir, mode, quiet);
+      Scenario sc = load_scenario(scenario_path, registry);
+      if (!profile_arg.empty()) use_profile(sc, profile_arg, registry);
+      return run_and_write(sc, seed, out_dir, mode, quiet, registry);
     }
     if (*demo_cmd) {
       if (*demo_seed) seed = seed_value;
-      return run_and_write(demo_scenario(), seed, out_dir.empty() ? "out/demo" : out_dir, mode, quiet);
+      return run_and_write(demo_scenario(), seed, out_dir.empty() ? "out/demo" : out_dir, mode, quiet, registry);
     }
-    if (*validate_cmd) return validate(validate_path, trace_format);
+    if (*validate_cmd) return validate(validate_path, trace_format, registry);
     if (*convert_cmd) return convert(convert_in, convert_out, trace_format);
     if (*formats_cmd) {
       for (const auto kind : {traces::FormatKind::kWorkload, traces::FormatKind::kCluster}) {
@@ -362,7 +411,7 @@ int cli_main(int argc, const char* const* argv) {
       return run_fgd(cfg, out_dir, mode, quiet);
     }
     if (*policies_cmd) {
-      list_policies();
+      list_policies(registry);
       return 0;
     }
     if (*version_cmd) {

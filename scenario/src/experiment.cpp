@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -11,6 +12,7 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <nlohmann/json.hpp>
 
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
@@ -214,14 +216,11 @@ std::optional<double> quantile(std::vector<double> values, double q) {
   return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
 }
 
-FgdExperimentResult run_fgd_experiment(const FgdExperiment& cfg, const ExperimentProgress& progress) {
-  if (cfg.policies.empty()) bad("--policies", "no policy to run");
-  if (cfg.seeds.empty()) bad("--seeds", "no seed to run");
-  if (!(cfg.max_arrived_pct > 0) || cfg.max_arrived_pct > 1000) bad("max_arrived_pct", "must be in (0, 1000]");
-  for (const auto& p : cfg.policies) (void)parse_fgd_policies(p);   // validates each name
-  const auto t0 = std::chrono::steady_clock::now();
-  const FgdInputs in = load_fgd_inputs(cfg);
-
+FgdExperimentResult assemble_fgd_result(const FgdExperiment& cfg, const FgdInputs& in, std::vector<FgdRun> runs) {
+  if (runs.size() != cfg.policies.size() * cfg.seeds.size()) {
+    bad("runs", std::to_string(runs.size()) + " runs given for " + std::to_string(cfg.policies.size()) + " policies x " +
+                    std::to_string(cfg.seeds.size()) + " seeds");
+  }
   FgdExperimentResult r;
   r.config = cfg;
   r.node_source = in.node_source.string();
@@ -230,38 +229,7 @@ FgdExperimentResult run_fgd_experiment(const FgdExperiment& cfg, const Experimen
   r.nodes = static_cast<std::int64_t>(in.nodes.size());
   for (const auto& n : in.nodes) r.gpus += static_cast<std::int64_t>(n.gpus.size());
   r.trace_pods = static_cast<std::int64_t>(in.pods.size());
-
-  const std::size_t total = cfg.policies.size() * cfg.seeds.size();
-  r.runs.resize(total);
-  unsigned threads = cfg.threads != 0 ? cfg.threads : std::max(1U, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<std::size_t>(threads, total));
-  r.threads = threads;
-  std::mutex mu;
-  std::size_t done = 0;
-  std::exception_ptr failure;
-  {
-    boost::asio::thread_pool pool(threads);
-    for (std::size_t i = 0; i < total; ++i) {
-      boost::asio::post(pool, [&, i] {
-        {
-          std::lock_guard lock(mu);
-          if (failure) return;
-        }
-        try {
-          auto run = run_fgd_once(in, cfg.policies[i / cfg.seeds.size()], cfg.seeds[i % cfg.seeds.size()], cfg.max_arrived_pct);
-          std::lock_guard lock(mu);
-          r.runs[i] = std::move(run);
-          ++done;
-          if (progress) progress(done, total);
-        } catch (...) {
-          std::lock_guard lock(mu);
-          if (!failure) failure = std::current_exception();
-        }
-      });
-    }
-    pool.join();
-  }
-  if (failure) std::rethrow_exception(failure);
+  r.runs = std::move(runs);
 
   const auto& paper = paper_table();
   const bool default_workload = in.workload_name == "default";
@@ -288,6 +256,54 @@ FgdExperimentResult run_fgd_experiment(const FgdExperiment& cfg, const Experimen
     }
     r.summary.push_back(row);
   }
+  return r;
+}
+
+void check_fgd_experiment(const FgdExperiment& cfg) {
+  if (cfg.policies.empty()) bad("--policies", "no policy to run");
+  if (cfg.seeds.empty()) bad("--seeds", "no seed to run");
+  if (!(cfg.max_arrived_pct > 0) || cfg.max_arrived_pct > 1000) bad("max_arrived_pct", "must be in (0, 1000]");
+  for (const auto& p : cfg.policies) (void)parse_fgd_policies(p);   // validates each name
+}
+
+FgdExperimentResult run_fgd_experiment(const FgdExperiment& cfg, const ExperimentProgress& progress) {
+  check_fgd_experiment(cfg);
+  const auto t0 = std::chrono::steady_clock::now();
+  const FgdInputs in = load_fgd_inputs(cfg);
+
+  const std::size_t total = cfg.policies.size() * cfg.seeds.size();
+  std::vector<FgdRun> runs(total);
+  unsigned threads = cfg.threads != 0 ? cfg.threads : std::max(1U, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, total));
+  std::mutex mu;
+  std::size_t done = 0;
+  std::exception_ptr failure;
+  {
+    boost::asio::thread_pool pool(threads);
+    for (std::size_t i = 0; i < total; ++i) {
+      boost::asio::post(pool, [&, i] {
+        {
+          std::lock_guard lock(mu);
+          if (failure) return;
+        }
+        try {
+          auto run = run_fgd_once(in, cfg.policies[i / cfg.seeds.size()], cfg.seeds[i % cfg.seeds.size()], cfg.max_arrived_pct);
+          std::lock_guard lock(mu);
+          runs[i] = std::move(run);
+          ++done;
+          if (progress) progress(done, total);
+        } catch (...) {
+          std::lock_guard lock(mu);
+          if (!failure) failure = std::current_exception();
+        }
+      });
+    }
+    pool.join();
+  }
+  if (failure) std::rethrow_exception(failure);
+
+  FgdExperimentResult r = assemble_fgd_result(cfg, in, std::move(runs));
+  r.threads = threads;
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
@@ -307,12 +323,28 @@ std::string seeds_text(const std::vector<std::uint64_t>& seeds) {
   return out;
 }
 
-std::string stamp_line(const FgdExperimentResult& r) {
-  std::string policies;
-  for (const auto& p : r.config.policies) policies += (policies.empty() ? "" : ",") + p;
-  return "# gpusched " + std::string(kVersion) + " experiment fgd: workload " + r.workload_name + " (" + r.pod_source +
-         "), nodes " + r.node_source + ", policies " + policies + ", seeds " + seeds_text(r.config.seeds) +
-         ", arrived up to " + sim::fixed(r.config.max_arrived_pct, 0) + "%";
+/// meta.json of an experiment: what produced its files (the CSVs start with their header row).
+nlohmann::json experiment_meta(const FgdExperimentResult& r, const std::vector<std::filesystem::path>& written) {
+  const nlohmann::json config = {{"experiment", "fgd"},
+                                 {"workload", r.workload_name},
+                                 {"policies", r.config.policies},
+                                 {"seeds", r.config.seeds},
+                                 {"max_arrived_pct", r.config.max_arrived_pct}};
+  char digest[17];
+  std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(fnv1a64(config.dump())));
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : written) files.push_back(f.filename().string());
+  files.push_back("meta.json");
+  return {{"schema_version", 1},
+          {"kind", "gpusched.meta"},
+          {"gpusched_version", kVersion},
+          {"experiment", "fgd"},
+          {"scenario", {{"name", "fgd-" + r.workload_name}, {"source", r.pod_source}, {"digest", digest}}},
+          {"nodes", r.node_source},
+          {"policies", r.config.policies},
+          {"seeds", r.config.seeds},
+          {"max_arrived_pct", r.config.max_arrived_pct},
+          {"files", files}};
 }
 
 }  // namespace
@@ -320,9 +352,9 @@ std::string stamp_line(const FgdExperimentResult& r) {
 std::vector<std::filesystem::path> write_fgd_outputs(const FgdExperimentResult& r, const std::filesystem::path& dir) {
   detail::OutputFolder folder(dir);
   auto write = [&](const std::string& name, const std::function<void(std::ostream&)>& body) { folder.write(name, body); };
-  const std::string stamp = stamp_line(r);
+  // CSVs start with their header row; meta.json says what produced them.
   write("curve.csv", [&](std::ostream& o) {
-    o << stamp << '\n' << "policy,seed,arrived_pct,unallocated_pct,frag_pct,frag_ratio_pct\n";
+    o << "policy,seed,arrived_pct,unallocated_pct,frag_pct,frag_ratio_pct\n";
     for (const auto& run : r.runs) {
       for (const auto& p : run.curve) {
         o << run.policy << ',' << run.seed << ',' << p.arrived_pct << ',' << sim::fixed(p.unallocated_pct, 4) << ','
@@ -331,8 +363,7 @@ std::vector<std::filesystem::path> write_fgd_outputs(const FgdExperimentResult& 
     }
   });
   write("summary.csv", [&](std::ostream& o) {
-    o << stamp << '\n'
-      << "policy,seeds,unallocated_pct_100,unallocated_pct_130,frag_pct_80,paper_unallocated_pct_100,"
+    o << "policy,seeds,unallocated_pct_100,unallocated_pct_130,frag_pct_80,paper_unallocated_pct_100,"
          "paper_unallocated_pct_130,paper_frag_pct_80\n";
     for (const auto& s : r.summary) {
       o << s.policy << ',' << s.seeds << ',' << opt(s.unallocated_pct_100, 2) << ',' << opt(s.unallocated_pct_130, 2) << ','
@@ -341,7 +372,7 @@ std::vector<std::filesystem::path> write_fgd_outputs(const FgdExperimentResult& 
     }
   });
   write("runs.csv", [&](std::ostream& o) {
-    o << stamp << '\n' << "policy,seed,pods,failed,unallocated_pct_100,unallocated_pct_130,frag_pct_80\n";
+    o << "policy,seed,pods,failed,unallocated_pct_100,unallocated_pct_130,frag_pct_80\n";
     for (const auto& run : r.runs) {
       auto u = [&](int pct) { return opt(run.at(pct) ? std::optional<double>(run.at(pct)->unallocated_pct) : std::nullopt, 4); };
       const auto f = run.at(80);
@@ -365,8 +396,10 @@ std::vector<std::filesystem::path> write_fgd_outputs(const FgdExperimentResult& 
     }
     o << "\nPaper figures are given for the default workload only (fgd.md). See docs/fgd.md for the protocol and "
          "why digits differ.\n\n## Files\n\n- `curve.csv`: one row per policy, seed and integer arrived %\n"
-         "- `summary.csv`: the table above\n- `runs.csv`: one row per run (pods submitted, pods that failed)\n";
+         "- `summary.csv`: the table above\n- `runs.csv`: one row per run (pods submitted, pods that failed)\n"
+         "- `meta.json`: what produced these files (version, workload, node list, policies, seeds)\n";
   });
+  write("meta.json", [&](std::ostream& o) { o << experiment_meta(r, folder.written()).dump(2) << '\n'; });
   return folder.written();
 }
 

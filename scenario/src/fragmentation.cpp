@@ -108,8 +108,8 @@ std::vector<CurvePoint> FragmentationRecorder::curve() const {
   return out;
 }
 
-void write_fragmentation_csv(std::ostream& out, std::span<const FragmentationSample> samples, const sim::RunStamp& stamp) {
-  out << stamp.comment_line() << '\n' << "t_s,decisions,arrived_pct,unallocated_pct,frag_pct,frag_ratio_pct\n";
+void write_fragmentation_csv(std::ostream& out, std::span<const FragmentationSample> samples) {
+  out << "t_s,decisions,arrived_pct,unallocated_pct,frag_pct,frag_ratio_pct\n";
   for (const auto& s : samples) {
     out << sim::fixed(s.t.seconds(), 6) << ',' << s.decisions << ',' << sim::fixed(s.arrived_pct, 4) << ','
         << sim::fixed(s.unallocated_pct, 4) << ',' << sim::fixed(s.frag_pct, 4) << ',' << sim::fixed(s.frag_ratio_pct, 4)

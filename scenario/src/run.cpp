@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
@@ -148,25 +149,32 @@ void check_gangs(const Workload& jobs, const ClusterState& cluster, const std::s
 }
 
 Workload apply_transforms(Workload jobs, const std::vector<TransformStep>& steps, std::int64_t cluster_gpu_milli,
-                          std::uint64_t seed) {
+                          std::uint64_t seed, const std::string& source) {
   const Workload original = steps.empty() ? Workload{} : jobs;
   for (const auto& t : steps) {
-    switch (t.kind) {
-      case TransformStep::Kind::kShuffle: jobs = traces::shuffle(std::move(jobs), seed); break;
-      case TransformStep::Kind::kResample: {
-        const auto target = static_cast<std::int64_t>(std::floor(static_cast<double>(cluster_gpu_milli) * t.value / 100.0));
-        jobs = traces::resample_to_gpu_milli(std::move(jobs), original, target, seed);
-        break;
+    try {
+      switch (t.kind) {
+        case TransformStep::Kind::kShuffle: jobs = traces::shuffle(std::move(jobs), seed); break;
+        case TransformStep::Kind::kResample: {
+          const auto target = static_cast<std::int64_t>(std::floor(static_cast<double>(cluster_gpu_milli) * t.value / 100.0));
+          jobs = traces::resample_to_gpu_milli(std::move(jobs), original, target, seed);
+          break;
+        }
+        case TransformStep::Kind::kScaleTime: jobs = traces::scale_time(std::move(jobs), t.value); break;
+        case TransformStep::Kind::kFilter: {
+          traces::JobFilter f;
+          f.queues = t.queues;
+          for (const auto& k : t.kinds) f.kinds.push_back(*traces::parse_job_kind(k));
+          jobs = traces::filter(std::move(jobs), f);
+          break;
+        }
+        case TransformStep::Kind::kArrivalOnly: jobs = traces::arrival_only(std::move(jobs)); break;
+        case TransformStep::Kind::kTargetLoad:
+          jobs = traces::scale_to_gpu_load(std::move(jobs), cluster_gpu_milli, t.value);
+          break;
       }
-      case TransformStep::Kind::kScaleTime: jobs = traces::scale_time(std::move(jobs), t.value); break;
-      case TransformStep::Kind::kFilter: {
-        traces::JobFilter f;
-        f.queues = t.queues;
-        for (const auto& k : t.kinds) f.kinds.push_back(*traces::parse_job_kind(k));
-        jobs = traces::filter(std::move(jobs), f);
-        break;
-      }
-      case TransformStep::Kind::kArrivalOnly: jobs = traces::arrival_only(std::move(jobs)); break;
+    } catch (const std::invalid_argument& e) {
+      throw_error(ErrorCode::kScenarioBadValue, {source, 0, t.path}, e.what());
     }
   }
   return jobs;
@@ -180,12 +188,13 @@ std::string hex64(std::uint64_t v) {
 }
 }  // namespace
 
-RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, const ProgressFn& progress) {
+RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, const ProgressFn& progress,
+              const policies::Registry& registry) {
   const std::uint64_t seed = seed_override.value_or(sc.seed);
   ClusterState cluster(sc.catalog, sc.resources, sc.nodes);
   cluster.set_device_options(sc.devices);
   // The scheduler is built (and its profile validated) before any workload is generated.
-  auto scheduler = std::make_unique<policies::Scheduler>(sc.profile, policies::Registry::with_builtins(), seed);
+  auto scheduler = std::make_unique<policies::Scheduler>(sc.profile, registry, seed);
   Workload workload;
   std::string workload_source = sc.source;
   if (sc.synthetic) {
@@ -199,7 +208,7 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
   const bool transformed = !sc.transforms.empty();
   if (transformed) {
     scheduler->set_target_workload(workload);
-    workload = apply_transforms(std::move(workload), sc.transforms, cluster.totals().gpu_milli, seed);
+    workload = apply_transforms(std::move(workload), sc.transforms, cluster.totals().gpu_milli, seed, sc.source);
   }
   // The engine replays jobs in submit order (importers may keep a trace's file order).
   std::stable_sort(workload.begin(), workload.end(), [](const JobSpec& a, const JobSpec& b) { return a.submit < b.submit; });
@@ -240,14 +249,16 @@ std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::
   detail::OutputFolder folder(dir);
   auto write = [&](const std::string& name, const std::function<void(std::ostream&)>& body) { folder.write(name, body); };
   write("summary.json", [&](std::ostream& o) { o << r.summary_json().dump(2) << '\n'; });
-  write("jobs.csv", [&](std::ostream& o) { sim::write_jobs_csv(o, r.jobs(), r.stamp()); });
-  write("timeseries.csv", [&](std::ostream& o) { sim::write_timeseries_csv(o, r.timeseries(), r.stamp()); });
+  // CSVs start with their header row (pandas.read_csv(path) reads them as they are); what
+  // produced them is in summary.json and meta.json.
+  write("jobs.csv", [&](std::ostream& o) { sim::write_jobs_csv(o, r.jobs()); });
+  write("timeseries.csv", [&](std::ostream& o) { sim::write_timeseries_csv(o, r.timeseries()); });
   if (!r.fragmentation().empty()) {
-    write("fragmentation.csv", [&](std::ostream& o) { write_fragmentation_csv(o, r.fragmentation(), r.stamp()); });
+    write("fragmentation.csv", [&](std::ostream& o) { write_fragmentation_csv(o, r.fragmentation()); });
   }
   if (!r.event_log().empty()) {
     write("events.csv", [&](std::ostream& o) {
-      o << r.stamp().comment_line() << '\n' << "time_s,event,job,node,detail\n";
+      o << "time_s,event,job,node,detail\n";
       for (const auto& l : r.event_log()) o << l << '\n';
     });
   }
@@ -296,6 +307,21 @@ std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::
          "- `timeseries.csv`: allocation and queue length every sample interval\n";
     if (!r.event_log().empty()) o << "- `events.csv`: every submit, start, finish and failure\n";
     if (!r.fragmentation().empty()) o << "- `fragmentation.csv`: arrived demand, unallocated GPU and fragmentation after every decision\n";
+    o << "- `meta.json`: what produced these files (version, scenario, digest, seed, profile)\n";
+  });
+  write("meta.json", [&](std::ostream& o) {
+    const auto& st = r.stamp();
+    nlohmann::json files = nlohmann::json::array();
+    for (const auto& f : folder.written()) files.push_back(f.filename().string());
+    files.push_back("meta.json");
+    const nlohmann::json meta = {{"schema_version", 1},
+                                 {"kind", "gpusched.meta"},
+                                 {"gpusched_version", st.version},
+                                 {"scenario", {{"name", st.scenario}, {"source", st.source}, {"digest", st.digest}}},
+                                 {"seed", st.seed},
+                                 {"profile", r.profile_name()},
+                                 {"files", files}};
+    o << meta.dump(2) << '\n';
   });
   return folder.written();
 }

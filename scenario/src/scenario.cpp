@@ -1,6 +1,7 @@
 #include <gpusched/scenario/scenario.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -496,14 +497,15 @@ void parse_cluster(const Parser& p, const nlohmann::json& j, Scenario& sc) {
 }
 
 /// One transform step: {"shuffle": true} | {"resample_gpu_pct": 130} | {"scale_time": 0.5} |
-/// {"filter": {"queues": [...], "kinds": [...]}} | {"arrival_only": true}.
+/// {"target_load": 0.8} | {"filter": {"queues": [...], "kinds": [...]}} | {"arrival_only": true}.
 TransformStep parse_transform(const Parser& p, const nlohmann::json& j, const std::string& path) {
   p.expect_object(j, path);
-  if (j.size() != 1) p.fail(ErrorCode::kScenarioBadValue, path, "a step has exactly one of shuffle, resample_gpu_pct, scale_time, filter, arrival_only");
+  if (j.size() != 1) p.fail(ErrorCode::kScenarioBadValue, path, "a step has exactly one of shuffle, resample_gpu_pct, scale_time, target_load, filter, arrival_only");
   const std::string& k = j.begin().key();
   const nlohmann::json& v = j.begin().value();
   const std::string f = path + "/" + k;
   TransformStep t;
+  t.path = f;
   auto flag = [&] {
     if (!v.is_boolean() || !v.get<bool>()) p.fail(ErrorCode::kScenarioBadValue, f, "expected true");
   };
@@ -517,6 +519,13 @@ TransformStep parse_transform(const Parser& p, const nlohmann::json& j, const st
     t.kind = TransformStep::Kind::kScaleTime;
     t.value = p.number(v, f, 0);
     if (t.value <= 0) p.fail(ErrorCode::kScenarioBadValue, f, "must be > 0");
+  } else if (k == "target_load") {
+    t.kind = TransformStep::Kind::kTargetLoad;
+    if (!v.is_number()) p.fail(ErrorCode::kScenarioBadValue, f, "expected a number");
+    t.value = v.get<double>();
+    if (!(t.value > 0) || !std::isfinite(t.value)) {
+      p.fail(ErrorCode::kScenarioBadValue, f, "must be > 0 (the offered GPU load, e.g. 0.8 = GPU work for 80% of the cluster's GPUs while jobs arrive)");
+    }
   } else if (k == "filter") {
     t.kind = TransformStep::Kind::kFilter;
     p.expect_object(v, f);
@@ -535,7 +544,7 @@ TransformStep parse_transform(const Parser& p, const nlohmann::json& j, const st
       }
     }
   } else {
-    p.unknown(f, "shuffle, resample_gpu_pct, scale_time, filter, arrival_only");
+    p.unknown(f, "shuffle, resample_gpu_pct, scale_time, target_load, filter, arrival_only");
   }
   return t;
 }
@@ -613,7 +622,8 @@ void parse_devices(const Parser& p, const nlohmann::json& j, DeviceOptions& o) {
 
 }  // namespace
 
-Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, const std::filesystem::path& base_dir) {
+Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, const std::filesystem::path& base_dir,
+                        const policies::Registry& registry) {
   Parser p(source);
   Scenario sc;
   sc.source = source;
@@ -653,7 +663,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
         sc.profile = v.is_string() ? policies::builtin_profile(v.get<std::string>(), source)
                                    : policies::Profile::from_json(v, source);
         // Build it once now, so a bad profile is reported with this file before anything runs.
-        policies::Scheduler check(sc.profile, policies::Registry::with_builtins(), 0);
+        policies::Scheduler check(sc.profile, registry, 0);
       } catch (const ProfileError& e) {
         const auto& inner = e.where().field;
         throw_error(e.code(), {source, 0, inner.empty() || inner == "profile" ? "/profile" : "/profile/" + inner}, e.detail());
@@ -796,7 +806,8 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
   return sc;
 }
 
-Scenario parse_scenario(std::string_view text, const std::string& source, const std::filesystem::path& base_dir) {
+Scenario parse_scenario(std::string_view text, const std::string& source, const std::filesystem::path& base_dir,
+                        const policies::Registry& registry) {
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
@@ -805,16 +816,26 @@ Scenario parse_scenario(std::string_view text, const std::string& source, const 
     const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(upto > 0 ? upto - 1 : 0), '\n');
     throw_error(ErrorCode::kScenarioParse, {source, static_cast<std::int64_t>(line), ""}, std::string("not valid JSON: ") + ex.what());
   }
-  return parse_scenario(doc, source, base_dir);
+  return parse_scenario(doc, source, base_dir, registry);
 }
 
-Scenario load_scenario(const std::filesystem::path& path) {
+Scenario parse_scenario(const char* text, const std::string& source, const std::filesystem::path& base_dir,
+                        const policies::Registry& registry) {
+  return parse_scenario(std::string_view(text), source, base_dir, registry);
+}
+
+Scenario parse_scenario(const std::string& text, const std::string& source, const std::filesystem::path& base_dir,
+                        const policies::Registry& registry) {
+  return parse_scenario(std::string_view(text), source, base_dir, registry);
+}
+
+Scenario load_scenario(const std::filesystem::path& path, const policies::Registry& registry) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_error(ErrorCode::kScenarioCannotOpen, {path.string(), 0, ""}, "cannot open the scenario file");
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
-  return parse_scenario(std::string_view(text), path.string(), path.parent_path());
+  return parse_scenario(std::string_view(text), path.string(), path.parent_path(), registry);
 }
 
 std::string_view demo_scenario_text() { return embedded::kDemoScenarioJson; }

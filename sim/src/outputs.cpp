@@ -4,11 +4,6 @@
 
 namespace gpusched::sim {
 
-std::string RunStamp::comment_line() const {
-  return "# gpusched " + version + " scenario=" + scenario + " source=" + source + " digest=" + digest +
-         " seed=" + std::to_string(seed);
-}
-
 std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
@@ -106,8 +101,7 @@ std::vector<JobRow> job_rows(const Engine& engine) {
   return rows;
 }
 
-void write_jobs_csv(std::ostream& out, const std::vector<JobRow>& rows, const RunStamp& stamp) {
-  out << stamp.comment_line() << '\n';
+void write_jobs_csv(std::ostream& out, const std::vector<JobRow>& rows) {
   out << "job,queue,priority,tasks,cpu_milli,memory_mib,gpus,gpu_milli,gpu_memory_mib,submit_s,start_s,end_s,wait_s,"
          "jct_s,state,attempts,evictions,lost_gpu_hours,placement,reason\n";
   auto opt = [](const std::optional<double>& v) { return v ? fixed(*v, 6) : std::string(); };
@@ -121,8 +115,7 @@ void write_jobs_csv(std::ostream& out, const std::vector<JobRow>& rows, const Ru
   }
 }
 
-void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples, const RunStamp& stamp) {
-  out << stamp.comment_line() << '\n';
+void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples) {
   out << "time_s,gpu_alloc_pct,gpus_busy_pct,cpu_alloc_pct,memory_alloc_pct,pending_jobs,running_jobs\n";
   for (const auto& s : samples) {
     out << fixed(s.t.seconds(), 6) << ',' << fixed(s.gpu_alloc_pct, 4) << ',' << fixed(s.gpus_busy_pct, 4) << ','
@@ -155,8 +148,8 @@ void EventLog::on_job_requeue(SimTime t, JobId j, std::string_view reason, const
 void EventLog::on_node(SimTime t, NodeId n, bool up, const Engine& e) {
   lines_.push_back(line(t, up ? "node_up" : "node_down", "", e.cluster().spec(n).name, ""));
 }
-void EventLog::write(std::ostream& out, const RunStamp& stamp) const {
-  out << stamp.comment_line() << '\n' << "time_s,event,job,node,detail\n";
+void EventLog::write(std::ostream& out) const {
+  out << "time_s,event,job,node,detail\n";
   for (const auto& l : lines_) out << l << '\n';
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -78,3 +79,32 @@ def test_version_and_policies():
     assert p.returncode == 0 and p.stdout.startswith("gpusched ")
     p = _run(MODULE + ["policies"])
     assert p.returncode == 0 and "node-resources-fit" in p.stdout
+
+
+def test_run_profile_overrides_the_scenarios_profile(tmp_path, small_path):
+    # --profile before the scenario: the wrapper must still find the scenario (and draw its plot).
+    p = _run(MODULE + ["run", "--profile", "first-fit", str(small_path), "--progress", "never"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "profile first-fit" in p.stdout and "warning" not in p.stderr
+    out = tmp_path / "out" / "small"
+    summary = json.loads((out / "summary.json").read_text())
+    meta = json.loads((out / "meta.json").read_text())
+    assert summary["profile"] == meta["profile"] == "first-fit"
+    assert summary["inputs"]["scenario"]["profile"] == "first-fit"
+    assert "| profile | first-fit |" in (out / "report.md").read_text()
+    # A profile file, named after the file; the scenario's own profile gives other placements.
+    prof = tmp_path / "spread-gpus.json"
+    prof.write_text(json.dumps({"extends": "default", "device_select": "gpu-spread"}))
+    p = _run(_script() + ["run", str(small_path), "--out", str(tmp_path / "f"), "--profile", str(prof), "--quiet"])
+    assert p.returncode == 0, p.stderr
+    resolved = json.loads((tmp_path / "f" / "summary.json").read_text())["inputs"]["profile"]
+    assert resolved["name"] == "spread-gpus" and resolved["device_select"]["name"] == "gpu-spread"
+    assert resolved["description"] == "extends default"
+    plain = _run(_script() + ["run", str(small_path), "--out", str(tmp_path / "p"), "--quiet"])
+    assert plain.returncode == 0
+    assert (tmp_path / "p" / "jobs.csv").read_text() != (out / "jobs.csv").read_text()
+    # Errors: exit 1 with the id, nothing written.
+    p = _run(MODULE + ["run", str(small_path), "--out", str(tmp_path / "bad"), "--profile", "fastest"])
+    assert p.returncode == 1 and "[gpusched.profile_error.306] --profile" in p.stderr
+    assert not (tmp_path / "bad").exists()
+    assert "--profile" in _run(MODULE + ["run", "--help"]).stdout

@@ -22,7 +22,7 @@ def test_the_same_scenario_and_seed_give_identical_tables_and_files(tmp_path):
     a.write(tmp_path / "a")
     b.write(tmp_path / "b")
     fa, fb = _files(tmp_path / "a"), _files(tmp_path / "b")
-    assert sorted(fa) == ["fragmentation.csv", "jobs.csv", "report.md", "summary.json", "timeseries.csv"]
+    assert sorted(fa) == ["fragmentation.csv", "jobs.csv", "meta.json", "report.md", "summary.json", "timeseries.csv"]
     assert fa == fb
 
 

@@ -5,6 +5,7 @@ are skipped with the reason otherwise."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -68,10 +69,15 @@ def test_experiment_fgd_on_the_command_line_writes_its_files_and_plot(tmp_path):
              "--seeds", "42", "--out", out)
     assert p.returncode == 0, p.stderr
     assert "fgd" in p.stdout and "plot" in p.stdout
-    curve = pd.read_csv(out / "curve.csv", comment="#")
+    curve = pd.read_csv(out / "curve.csv")   # the header row comes first: no options needed
     assert (curve["policy"] == "fgd").all() and curve["arrived_pct"].max() == 130
-    first = (out / "curve.csv").read_text().splitlines()[0]
-    assert first.startswith("# gpusched ") and "gpushare80" in first and "seeds 42" in first
+    for name in ("curve.csv", "summary.csv", "runs.csv"):
+        assert (out / name).read_text().splitlines()[0].startswith("policy,"), name
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["schema_version"] == 1 and meta["experiment"] == "fgd" and meta["seeds"] == [42]
+    assert meta["scenario"]["name"] == "fgd-gpushare80" and "gpushare80" in meta["scenario"]["source"]
+    assert meta["policies"] == ["fgd"] and meta["gpusched_version"] == gpusched.__version__
+    assert meta["files"] == ["curve.csv", "summary.csv", "runs.csv", "report.md", "meta.json"]
     assert (out / "fgd.png").stat().st_size > 1000
 
 
@@ -127,3 +133,33 @@ def test_a_run_with_gpu_shares_reports_fragmentation(small_path):
     assert f["unallocated_pct"].iloc[0] == pytest.approx(100.0)
     assert (f["frag_pct"] <= f["unallocated_pct"] + 1e-9).all()
     assert r.summary["fragmentation"]["samples"] == len(f)
+
+
+@needs_openb
+def test_fgd_on_a_dask_cluster_or_threads_gives_the_built_in_numbers_and_files(tmp_path, capsys):
+    import distributed  # installed by tools/install-deps.sh: a missing one fails, never skips
+    kw = dict(policies="random,fgd", seeds=[42, 43], max_arrived_pct=70.0, plot=False)
+    built_in = experiments.fgd(TRACES, out=tmp_path / "built-in", progress=False, **kw)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  host="127.0.0.1") as cluster, distributed.Client(cluster) as client:
+        fanned = experiments.fgd(TRACES, out=tmp_path / "dask", executor=client, progress=True, **kw)
+    assert "4/4" in capsys.readouterr().err   # the progress bar reached the end
+    pd.testing.assert_frame_equal(fanned.curve, built_in.curve)
+    pd.testing.assert_frame_equal(fanned.summary, built_in.summary)   # medians computed by the same C++
+    pd.testing.assert_frame_equal(fanned.runs.drop(columns="wall_s"), built_in.runs.drop(columns="wall_s"))
+    assert fanned.info == built_in.info
+    assert fanned.curve["arrived_pct"].max() == 70 and len(fanned.curve) == 2 * 2 * 71
+    for name in ("curve.csv", "summary.csv", "runs.csv", "report.md"):
+        assert (tmp_path / "dask" / name).read_bytes() == (tmp_path / "built-in" / name).read_bytes(), name
+    one = experiments.fgd(TRACES, policies="fgd", seeds=[43], max_arrived_pct=70.0, plot=False, executor="threads",
+                          progress=False)
+    pd.testing.assert_frame_equal(one.curve, built_in.curve.query("policy == 'fgd' and seed == 43").reset_index(drop=True))
+
+
+def test_fgd_with_an_executor_checks_its_arguments_before_fanning_out(tmp_path):
+    with pytest.raises(gpusched.ScenarioError, match="max_arrived_pct"):
+        experiments.fgd(tmp_path, policies="fgd", seeds=[1], max_arrived_pct=0, executor="threads")
+    with pytest.raises(gpusched.TraceError, match="openb_node_list_gpu_node.csv"):
+        experiments.fgd(tmp_path, policies="fgd", seeds=[1], executor="threads")
+    with pytest.raises(ValueError, match="executor"):
+        experiments.fgd(tmp_path, policies="fgd", seeds=[1], executor="gpus")

@@ -83,12 +83,21 @@ def test_result_writes_the_cli_files_and_a_plot(small_path, tmp_path):
     r = gpusched.run(small_path)
     written = r.write(tmp_path / "out")
     names = sorted(p.name for p in written)
-    assert names == ["events.csv", "fragmentation.csv", "jobs.csv", "report.md", "summary.json", "timeseries.csv"]
+    assert names == ["events.csv", "fragmentation.csv", "jobs.csv", "meta.json", "report.md", "summary.json", "timeseries.csv"]
     assert all(p.exists() for p in written)
-    on_disk = pd.read_csv(tmp_path / "out" / "jobs.csv", comment=None, skiprows=1)
+    # Every CSV starts with its header row: pandas reads it with no options.
+    on_disk = pd.read_csv(tmp_path / "out" / "jobs.csv")
     assert list(on_disk["job"]) == list(r.jobs["job"])
+    assert list(pd.read_csv(tmp_path / "out" / "timeseries.csv").columns) == list(r.timeseries.columns)
+    assert list(pd.read_csv(tmp_path / "out" / "events.csv")["event"]) == list(r.events["event"])
+    assert len(pd.read_csv(tmp_path / "out" / "fragmentation.csv")) == len(r.fragmentation)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["jobs"] == r.summary["jobs"]
+    meta = json.loads((tmp_path / "out" / "meta.json").read_text())
+    assert meta["schema_version"] == 1 and meta["seed"] == r.stamp["seed"] == 7
+    assert meta["scenario"] == {"name": r.stamp["scenario"], "source": r.stamp["source"], "digest": r.stamp["digest"]}
+    assert meta["profile"] == summary["profile"]
+    assert sorted(meta["files"]) == names
 
     pytest.importorskip("matplotlib")
     fig = r.plot(tmp_path / "ts.png")

@@ -174,3 +174,50 @@ TEST_CASE("fragmentation kept incrementally through finishes and preemptions equ
   CHECK(check.checked > 40);
   CHECK(engine.preemptions() > 0);   // the case exercises evictions
 }
+
+TEST_CASE("FGD experiment CSVs start with their header rows and meta.json names the inputs", "[experiment]") {
+  scenario::FgdExperimentResult r;
+  r.config.policies = {"fgd", "random"};
+  r.config.seeds = {42};
+  r.workload_name = "gpushare80";
+  r.pod_source = "traces/openb_pod_list_gpushare80.csv";
+  r.node_source = "traces/openb_node_list_gpu_node.csv";
+  for (const auto* policy : {"fgd", "random"}) {
+    scenario::FgdRun run;
+    run.policy = policy;
+    run.seed = 42;
+    run.pods = 10;
+    run.curve = {{1, 99.0, 0.5, 0.5}, {2, 98.0, 0.25, 0.26}};
+    r.runs.push_back(run);
+    r.summary.push_back({policy, 1, 98.0, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
+  }
+  t::TempDir dir;
+  const auto files = scenario::write_fgd_outputs(r, dir.path() / "a");
+  (void)scenario::write_fgd_outputs(r, dir.path() / "b");
+  for (const auto& [file, header] : {std::pair{"curve.csv", "policy,seed,arrived_pct,"}, std::pair{"summary.csv", "policy,seeds,"},
+                                     std::pair{"runs.csv", "policy,seed,pods,"}}) {
+    INFO(file);
+    const auto text = t::read_file(dir.path() / "a" / file);
+    CHECK(text.rfind(header, 0) == 0);
+    CHECK(text.find('#') == std::string::npos);
+  }
+  const auto curve = t::read_file(dir.path() / "a" / "curve.csv");
+  CHECK(std::count(curve.begin(), curve.end(), '\n') == 5);   // header + 2 runs x 2 points
+  REQUIRE(files.size() == 5);
+  CHECK(files.back().filename() == "meta.json");
+  const auto meta_text = t::read_file(dir.path() / "a" / "meta.json");
+  CHECK(meta_text == t::read_file(dir.path() / "b" / "meta.json"));   // no time or folder in it
+  const auto meta = nlohmann::json::parse(meta_text);
+  CHECK(meta["schema_version"] == 1);
+  CHECK(meta["experiment"] == "fgd");
+  CHECK(meta["scenario"]["name"] == "fgd-gpushare80");
+  CHECK(meta["scenario"]["source"] == r.pod_source);
+  CHECK(meta["scenario"]["digest"].get<std::string>().size() == 16);
+  CHECK(meta["nodes"] == r.node_source);
+  CHECK(meta["policies"] == nlohmann::json({"fgd", "random"}));
+  CHECK(meta["seeds"] == nlohmann::json({42}));
+  CHECK(meta["files"] == nlohmann::json({"curve.csv", "summary.csv", "runs.csv", "report.md", "meta.json"}));
+  r.config.seeds = {43};
+  (void)scenario::write_fgd_outputs(r, dir.path() / "c");
+  CHECK(nlohmann::json::parse(t::read_file(dir.path() / "c" / "meta.json"))["scenario"]["digest"] != meta["scenario"]["digest"]);
+}

@@ -7,6 +7,7 @@
 
 #include <gpusched/scenario/scenario.hpp>
 #include <gpusched/traces/native.hpp>
+#include <gpusched/version.hpp>
 
 #include "support/support.hpp"
 
@@ -287,8 +288,8 @@ TEST_CASE("write_outputs writes every table and the report", "[scenario]") {
   t::TempDir dir;
   const auto r = run(load_scenario(t::example("small.json")));
   const auto files = write_outputs(r, dir.path() / "out");
-  CHECK(files.size() == 6);
-  for (const char* f : {"summary.json", "jobs.csv", "timeseries.csv", "events.csv", "report.md", "fragmentation.csv"}) {
+  CHECK(files.size() == 7);
+  for (const char* f : {"summary.json", "jobs.csv", "timeseries.csv", "events.csv", "report.md", "fragmentation.csv", "meta.json"}) {
     INFO(f);
     CHECK(std::filesystem::exists(dir.path() / "out" / f));
   }
@@ -296,9 +297,45 @@ TEST_CASE("write_outputs writes every table and the report", "[scenario]") {
   CHECK(summary["schema_version"] == 1);
   CHECK(summary["jobs"]["total"] == 10);
   const auto jobs_csv = t::read_file(dir.path() / "out" / "jobs.csv");
-  CHECK(jobs_csv.rfind("# gpusched ", 0) == 0);
-  CHECK(std::count(jobs_csv.begin(), jobs_csv.end(), '\n') == 12);   // stamp + header + 10 jobs
+  CHECK(jobs_csv.rfind("job,queue,priority,", 0) == 0);
+  CHECK(std::count(jobs_csv.begin(), jobs_csv.end(), '\n') == 11);   // header + 10 jobs
   CHECK_THAT(format_summary(r), Catch::Contains("completed 9"));
+}
+
+TEST_CASE("Every CSV of a run starts with its header row and meta.json says what produced it", "[scenario]") {
+  t::TempDir dir;
+  const auto r = run(load_scenario(t::example("small.json")));
+  const auto files = write_outputs(r, dir.path() / "out");
+  const std::pair<const char*, const char*> headers[] = {
+      {"jobs.csv", "job,queue,priority,tasks,"},
+      {"timeseries.csv", "time_s,gpu_alloc_pct,"},
+      {"events.csv", "time_s,event,job,node,detail\n"},
+      {"fragmentation.csv", "t_s,decisions,arrived_pct,"}};
+  for (const auto& [file, header] : headers) {
+    INFO(file);
+    const auto text = t::read_file(dir.path() / "out" / file);
+    CHECK(text.rfind(header, 0) == 0);
+    CHECK(text.find('#') == std::string::npos);
+  }
+  REQUIRE_FALSE(files.empty());
+  CHECK(files.back().filename() == "meta.json");
+  const auto meta = nlohmann::json::parse(t::read_file(dir.path() / "out" / "meta.json"));
+  CHECK(meta["schema_version"] == 1);
+  CHECK(meta["kind"] == "gpusched.meta");
+  CHECK(meta["gpusched_version"] == kVersion);
+  CHECK(meta["scenario"]["name"] == "small");
+  CHECK(meta["scenario"]["source"] == r.stamp().source);
+  CHECK(meta["scenario"]["digest"] == r.stamp().digest);
+  CHECK(meta["scenario"]["digest"].get<std::string>().size() == 16);
+  CHECK(meta["seed"] == 7);
+  CHECK(meta["profile"] == "binpack");
+  std::vector<std::string> names;
+  for (const auto& f : files) names.push_back(f.filename().string());
+  CHECK(meta["files"].get<std::vector<std::string>>() == names);
+  const auto summary = nlohmann::json::parse(t::read_file(dir.path() / "out" / "summary.json"));
+  CHECK(summary["scenario"] == meta["scenario"]);
+  CHECK(summary["seed"] == meta["seed"]);
+  CHECK(summary["gpusched_version"] == meta["gpusched_version"]);
 }
 
 TEST_CASE("Writing outputs where a file blocks the folder is an OutputError", "[scenario][errors]") {

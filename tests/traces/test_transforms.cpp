@@ -1,4 +1,4 @@
-// Tests for traces/transforms.hpp: shuffle, FGD resampling, time scaling, filters, fill form.
+// Tests for traces/transforms.hpp: shuffle, FGD resampling, time scaling, target load, filters, fill form.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -347,6 +347,101 @@ TEST_CASE("scale_time rejects a factor that is not finite and positive", "[trace
     CHECK_THROWS_AS(scale_time(w, f), std::invalid_argument);
   }
   CHECK_THROWS_WITH(scale_time(w, 0.0), Catch::Contains("factor"));
+}
+
+// ---------------------------------------------------------------- target offered load
+
+namespace {
+
+/// A mixed workload with irregular arrivals over about a day and durations from a minute to
+/// ten hours (its own stream, so it never depends on other tests): CPU-only jobs, shares,
+/// 1/2/4/8-GPU jobs and two-task gangs.
+Workload irregular_workload(std::size_t n) {
+  Rng rng = RngStreams(7).stream("test.target_load");
+  Workload w;
+  double submit = 1000.0;   // the first arrival is not at zero: it must stay where it is
+  const int shares[] = {100, 250, 500, 700};
+  const int gpus[] = {1, 2, 4, 8};
+  for (std::size_t i = 0; i < n; ++i) {
+    submit += static_cast<double>(rng.below(600));   // equal submit times happen
+    const double duration = 60.0 + static_cast<double>(rng.below(36'000));
+    const auto kind = rng.below(4);
+    const auto name = t::numbered("j", static_cast<std::int64_t>(i));
+    if (kind == 0) w.push_back(t::job(name, submit, duration, cpu_req()));
+    else if (kind == 1) w.push_back(t::job(name, submit, duration, share_req(shares[rng.below(4)])));
+    else w.push_back(t::job(name, submit, duration, whole_req(gpus[rng.below(4)]), kind == 3 ? 2 : 1));
+  }
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("offered_gpu_load is GPU milli times duration over capacity times the arrival span", "[traces][transforms]") {
+  // 1 GPU x 60 s + a 500m share x 60 s + 2 tasks x 2 GPUs x 30 s = (60 + 30 + 120) GPU-s of work,
+  // arriving over 200 s on 4 GPUs: 210 / 800.
+  Workload w{t::job("whole", 100, 60, whole_req(1)), share_job("share", 500, 0), t::job("gang", 50, 30, whole_req(2), 2),
+             cpu_job("cpu", 200)};
+  CHECK(offered_gpu_load(w, 4000) == Approx(210.0 / 800.0).epsilon(1e-15));
+  // CPU-only jobs add no work, but their arrivals count toward the span.
+  w.pop_back();
+  CHECK(offered_gpu_load(w, 4000) == Approx(210.0 / 400.0).epsilon(1e-15));
+}
+
+TEST_CASE("scale_to_gpu_load reaches the target load and changes nothing but submit times", "[traces][transforms]") {
+  const auto w = irregular_workload(2000);
+  const double before = offered_gpu_load(w, 64'000);
+  for (const double target : {0.05, 0.8, 1.0, 3.5}) {
+    INFO("target " << target << ", load before " << before);
+    const auto s = scale_to_gpu_load(w, 64'000, target);
+    CHECK(std::abs(offered_gpu_load(s, 64'000) / target - 1.0) <= 1e-9);
+    REQUIRE(s.size() == w.size());
+    CHECK(names(s) == names(w));
+    CHECK(s.front().submit == w.front().submit);   // the first arrival stays put
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      CHECK(s[i].duration == w[i].duration);
+      CHECK(s[i].constraints.walltime == w[i].constraints.walltime);
+      CHECK(s[i].request.gpu.count == w[i].request.gpu.count);
+      CHECK(s[i].tasks == w[i].tasks);
+      if (i > 0) CHECK(s[i - 1].submit <= s[i].submit);   // arrival order kept
+    }
+    // Gaps scale by one factor (up to rounding each submit to the microsecond).
+    const double factor = before / target;
+    const auto gap = [](const Workload& x, std::size_t i) { return static_cast<double>((x[i].submit - x.front().submit).us); };
+    CHECK(gap(s, w.size() / 2) == Approx(gap(w, w.size() / 2) * factor).margin(1.0));
+    // A higher load than the trace's tightens the arrivals, a lower one spreads them.
+    CHECK((target > before) == (gap(s, w.size() - 1) < gap(w, w.size() - 1)));
+  }
+  CHECK(before > 0.8);
+  CHECK(before < 3.5);
+}
+
+TEST_CASE("scale_to_gpu_load keeps submit order for jobs given out of order, and is deterministic", "[traces][transforms]") {
+  auto w = irregular_workload(300);
+  std::reverse(w.begin(), w.end());
+  const auto a = scale_to_gpu_load(w, 16'000, 0.7);
+  const auto b = scale_to_gpu_load(w, 16'000, 0.7);
+  CHECK(std::abs(offered_gpu_load(a, 16'000) / 0.7 - 1.0) <= 1e-9);
+  CHECK(names(a) == names(w));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].submit == b[i].submit);
+    if (i > 0) CHECK(a[i - 1].submit >= a[i].submit);   // still in reverse submit order
+  }
+  CHECK(a.back().submit == w.back().submit);   // the earliest arrival stays put
+}
+
+TEST_CASE("scale_to_gpu_load rejects a bad target and workloads without GPU work or arrival span", "[traces][transforms]") {
+  const Workload w{gpu_job("a", 1, 0), gpu_job("b", 1, 100)};
+  for (const double bad : {0.0, -0.5, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    CHECK_THROWS_WITH(scale_to_gpu_load(w, 8000, bad), Catch::Contains("target load must be finite and > 0"));
+  }
+  CHECK_THROWS_WITH(scale_to_gpu_load(Workload{cpu_job("a", 0), cpu_job("b", 100)}, 8000, 0.8), Catch::Contains("no job asks for GPU"));
+  CHECK_THROWS_WITH(scale_to_gpu_load(Workload{gpu_job("a", 1, 5), gpu_job("b", 2, 5)}, 8000, 0.8),
+                    Catch::Contains("arrive at the same time"));
+  CHECK_THROWS_WITH(scale_to_gpu_load(Workload{gpu_job("a", 1, 5)}, 8000, 0.8), Catch::Contains("arrive at the same time"));
+  CHECK_THROWS_WITH(scale_to_gpu_load(Workload{}, 8000, 0.8), Catch::Contains("no jobs"));
+  CHECK_THROWS_WITH(scale_to_gpu_load(w, 0, 0.8), Catch::Contains("no GPU capacity"));
+  CHECK_THROWS_WITH(scale_to_gpu_load(arrival_only(w), 8000, 0.8), Catch::Contains("job \"a\" asks for GPU and never ends"));
+  CHECK_THROWS_WITH(scale_to_gpu_load(w, 8000, 1e-12), Catch::Contains("too small"));
 }
 
 // ---------------------------------------------------------------- kinds and filter

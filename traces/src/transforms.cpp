@@ -177,6 +177,62 @@ Workload scale_time(Workload jobs, double factor) {
   return jobs;
 }
 
+double offered_gpu_load(std::span<const JobSpec> jobs, std::int64_t cluster_gpu_milli) {
+  if (cluster_gpu_milli <= 0) {
+    throw std::invalid_argument("the cluster has no GPU capacity, so there is no GPU load to aim at");
+  }
+  if (jobs.empty()) throw std::invalid_argument("the workload has no jobs");
+  std::int64_t first = jobs.front().submit.us, last = first;
+  // Work in milli x microseconds, summed in double with Neumaier's compensation: products reach
+  // 1e18 and more, past int64 once summed; the order is fixed, so the result is deterministic.
+  double work = 0, carry = 0;
+  bool gpu = false;
+  for (const auto& j : jobs) {
+    first = std::min(first, j.submit.us);
+    last = std::max(last, j.submit.us);
+    const auto milli = gpu_milli_requested(j);
+    if (milli <= 0) continue;
+    if (j.duration.is_forever()) {
+      throw std::invalid_argument("job \"" + j.name + "\" asks for GPU and never ends (no duration): the offered load needs "
+                                  "finite durations");
+    }
+    gpu = true;
+    const double term = static_cast<double>(milli) * static_cast<double>(std::max<std::int64_t>(j.duration.us, 0));
+    const double sum = work + term;
+    carry += std::abs(work) >= std::abs(term) ? (work - sum) + term : (term - sum) + work;
+    work = sum;
+  }
+  if (!gpu) throw std::invalid_argument("no job asks for GPU, so the workload offers no GPU load");
+  if (last == first) {
+    throw std::invalid_argument("all " + std::to_string(jobs.size()) + " jobs arrive at the same time, so there is no arrival "
+                                "span to scale");
+  }
+  return (work + carry) / (static_cast<double>(cluster_gpu_milli) * static_cast<double>(last - first));
+}
+
+Workload scale_to_gpu_load(Workload jobs, std::int64_t cluster_gpu_milli, double target_load) {
+  if (!std::isfinite(target_load) || target_load <= 0.0) {
+    throw std::invalid_argument("the target load must be finite and > 0, got " + std::to_string(target_load));
+  }
+  const double load = offered_gpu_load(jobs, cluster_gpu_milli);
+  std::int64_t first = jobs.front().submit.us, last = first;
+  for (const auto& j : jobs) {
+    first = std::min(first, j.submit.us);
+    last = std::max(last, j.submit.us);
+  }
+  const double span = static_cast<double>(last - first);
+  const double new_span = span * load / target_load;
+  // 2^63 is exactly representable; the last submit must stay below forever.
+  if (!(static_cast<double>(first) + new_span < 9223372036854775808.0)) {
+    throw std::invalid_argument("the target load is too small: the arrivals would spread past the simulated time range");
+  }
+  const double factor = new_span / span;
+  for (auto& j : jobs) {
+    j.submit = SimTime::from_us(first + static_cast<std::int64_t>(std::round(static_cast<double>(j.submit.us - first) * factor)));
+  }
+  return jobs;
+}
+
 JobKind kind_of(const JobSpec& job) {
   const auto& g = job.request.gpu;
   switch (g.mode) {

@@ -51,6 +51,9 @@ enum class ErrorCode : std::uint16_t {
   kResourceUnknown = 502,
   // io_error
   kOutputWrite = 601,
+  // plugin_error: a plugin written outside the library (Python) failed during a run
+  kPluginRaised = 701,       ///< the plugin raised an exception (its traceback is in the message)
+  kPluginBadResult = 702,    ///< the plugin returned something of the wrong type, shape or range
 };
 
 /// "trace_error", "scenario_error", ... for a code.
@@ -87,6 +90,7 @@ class ProfileError : public Error { using Error::Error; };
 class CatalogError : public Error { using Error::Error; };
 class QuantityError : public Error { using Error::Error; };
 class OutputError : public Error { using Error::Error; };
+class PluginError : public Error { using Error::Error; };
 
 /// Throws the exception class that matches the code's category.
 [[noreturn]] void throw_error(ErrorCode code, Location where, const std::string& message);

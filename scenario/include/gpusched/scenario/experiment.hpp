@@ -112,6 +112,18 @@ struct FgdExperimentResult {
 
 using ExperimentProgress = std::function<void(std::size_t done, std::size_t total)>;
 
+/// ScenarioError unless cfg names at least one policy (each a known one) and one seed, and
+/// max_arrived_pct is in (0, 1000]. run_fgd_experiment starts with it.
+void check_fgd_experiment(const FgdExperiment& cfg);
+
+/// The result of gathered runs: the inputs' description, `runs` (policy-major: runs[p * seeds +
+/// s], each the run_fgd_once of cfg.policies[p] and cfg.seeds[s]) and the per-policy medians
+/// (paper figures for the default workload). wall_s and threads are left for the caller. This is
+/// how run_fgd_experiment ends, and how a caller that ran the runs elsewhere (e.g. on a Dask
+/// cluster from Python) gets the same summary. ScenarioError when runs.size() is not
+/// policies x seeds.
+[[nodiscard]] FgdExperimentResult assemble_fgd_result(const FgdExperiment& cfg, const FgdInputs& in, std::vector<FgdRun> runs);
+
 /// Runs every (policy, seed) pair on a thread pool. Deterministic: the result does not depend on
 /// the number of threads (runs are independent and stored by index).
 [[nodiscard]] FgdExperimentResult run_fgd_experiment(const FgdExperiment& cfg, const ExperimentProgress& progress = {});
@@ -119,7 +131,8 @@ using ExperimentProgress = std::function<void(std::size_t done, std::size_t tota
 /// Quantile q (0..1) of `values` with linear interpolation (q = 0.5: the median). nullopt when empty.
 [[nodiscard]] std::optional<double> quantile(std::vector<double> values, double q);
 
-/// Writes curve.csv, summary.csv, runs.csv and report.md into `dir` (created); returns the paths.
+/// Writes curve.csv, summary.csv, runs.csv (each starting with its header row), report.md and
+/// meta.json (version, workload, node list, policies, seeds, files) into `dir` (created); returns the paths.
 std::vector<std::filesystem::path> write_fgd_outputs(const FgdExperimentResult& r, const std::filesystem::path& dir);
 /// The terminal summary: one line per policy against the paper.
 [[nodiscard]] std::string format_fgd_summary(const FgdExperimentResult& r);

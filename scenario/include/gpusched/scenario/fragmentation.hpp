@@ -80,8 +80,9 @@ class FragmentationRecorder final : public sim::Observer {
   std::vector<FragmentationSample> samples_;
 };
 
-/// fragmentation.csv: one row per decision (`t_s,decisions,arrived_pct,unallocated_pct,frag_pct,frag_ratio_pct`).
-void write_fragmentation_csv(std::ostream& out, std::span<const FragmentationSample> samples, const sim::RunStamp& stamp);
+/// fragmentation.csv: the header row (`t_s,decisions,arrived_pct,unallocated_pct,frag_pct,frag_ratio_pct`),
+/// then one row per decision.
+void write_fragmentation_csv(std::ostream& out, std::span<const FragmentationSample> samples);
 
 /// True when some job of `workload` asks for a share of a GPU (the runs that report fragmentation).
 [[nodiscard]] bool has_gpu_sharing(std::span<const JobSpec> workload);

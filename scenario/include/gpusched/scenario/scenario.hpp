@@ -22,6 +22,7 @@
 #include <gpusched/gpu_catalog.hpp>
 #include <gpusched/job.hpp>
 #include <gpusched/policies/framework/profile.hpp>
+#include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/scenario/fragmentation.hpp>
 #include <gpusched/sim/autoscaler.hpp>
 #include <gpusched/sim/engine.hpp>
@@ -51,11 +52,14 @@ struct OutputOptions {
 
 /// One step of `workload.trace.transforms`, applied in order at run time (with the run's seed).
 struct TransformStep {
-  enum class Kind : std::uint8_t { kShuffle, kResample, kScaleTime, kFilter, kArrivalOnly };
+  enum class Kind : std::uint8_t { kShuffle, kResample, kScaleTime, kFilter, kArrivalOnly, kTargetLoad };
   Kind kind = Kind::kShuffle;
-  double value = 0;                       ///< kResample: % of cluster GPU capacity; kScaleTime: factor
+  /// kResample: % of cluster GPU capacity; kScaleTime: factor; kTargetLoad: offered GPU load
+  /// (traces::offered_gpu_load, e.g. 0.8)
+  double value = 0;
   std::vector<std::string> queues;        ///< kFilter
   std::vector<std::string> kinds;         ///< kFilter: cpu, share, one-gpu, multi-gpu, other
+  std::string path;                       ///< JSON path of the step, for errors found at run time
 };
 
 /// A parsed, validated scenario. The workload is materialised at run time (it may depend on
@@ -86,19 +90,31 @@ struct Scenario {
 /// Gives jobs their PriorityClass's value and preemption policy (the global default to jobs
 /// with neither class nor priority). Throws TraceError naming the job's line for an unknown class.
 void apply_priority_classes(Workload& jobs, const std::map<std::string, PriorityClass>& classes, const std::string& source);
-/// Applies `steps` in order: the jobs a run replays. `cluster_gpu_milli` sizes kResample.
+/// Applies `steps` in order: the jobs a run replays. `cluster_gpu_milli` sizes kResample and
+/// kTargetLoad. A step that cannot apply to these jobs (e.g. target_load on jobs that all arrive
+/// at once) throws ScenarioError naming `source` and the step's JSON path.
 Workload apply_transforms(Workload jobs, const std::vector<TransformStep>& steps, std::int64_t cluster_gpu_milli,
-                          std::uint64_t seed);
+                          std::uint64_t seed, const std::string& source = "");
 /// Rejects, before the run, a gang that needs more tasks at once than the empty cluster holds.
 void check_gangs(const Workload& jobs, const ClusterState& cluster, const std::string& source);
 
 /// Reads and validates a scenario file. Throws gpusched::Error subclasses naming the file,
-/// line (syntax errors) and JSON path.
-Scenario load_scenario(const std::filesystem::path& path);
+/// line (syntax errors) and JSON path. The profile is checked against `registry`: pass your own
+/// (Registry::with_builtins() plus your plugins) to name custom plugins in scenarios.
+Scenario load_scenario(const std::filesystem::path& path,
+                       const policies::Registry& registry = policies::Registry::builtins());
 /// Parses scenario JSON text; `source` names it in errors; relative paths resolve from base_dir.
-Scenario parse_scenario(std::string_view text, const std::string& source, const std::filesystem::path& base_dir);
+Scenario parse_scenario(std::string_view text, const std::string& source, const std::filesystem::path& base_dir,
+                        const policies::Registry& registry = policies::Registry::builtins());
+/// Same, for a string literal or a std::string (which would otherwise convert to both text and
+/// a JSON document).
+Scenario parse_scenario(const char* text, const std::string& source, const std::filesystem::path& base_dir,
+                        const policies::Registry& registry = policies::Registry::builtins());
+Scenario parse_scenario(const std::string& text, const std::string& source, const std::filesystem::path& base_dir,
+                        const policies::Registry& registry = policies::Registry::builtins());
 /// Same, from an already-parsed document.
-Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, const std::filesystem::path& base_dir);
+Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, const std::filesystem::path& base_dir,
+                        const policies::Registry& registry = policies::Registry::builtins());
 /// The built-in demo: 1,000 nodes, 20,000 synthetic jobs (examples/demo.json, embedded).
 Scenario demo_scenario();
 /// The embedded demo scenario text.
@@ -133,16 +149,21 @@ class RunResult {
 using ProgressFn = std::function<void(double)>;
 
 /// Builds the cluster, the scheduler and the workload, and runs the simulation.
-/// `seed` overrides the scenario's seed. Bad input throws before the run starts.
-RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed = std::nullopt, const ProgressFn& progress = {});
+/// `seed` overrides the scenario's seed. Bad input throws before the run starts. The profile's
+/// plugins come from `registry` (your own plugins: Registry::with_builtins() plus yours).
+RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed = std::nullopt, const ProgressFn& progress = {},
+              const policies::Registry& registry = policies::Registry::builtins());
 
-/// Writes summary.json, jobs.csv, timeseries.csv, report.md (and events.csv when enabled)
-/// into `dir` (created). Returns the paths written. Throws OutputError.
+/// Writes summary.json, jobs.csv, timeseries.csv (fragmentation.csv, events.csv when enabled),
+/// report.md and meta.json (what produced the files: version, scenario, digest, seed, profile,
+/// the files' names) into `dir` (created). CSVs start with their header row. Returns the paths
+/// written. Throws OutputError.
 std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::filesystem::path& dir);
 /// The terminal summary (a few aligned lines).
 std::string format_summary(const RunResult& r);
 
-/// The command-line tool; returns the exit code. See README "Command line".
-int cli_main(int argc, const char* const* argv);
+/// The command-line tool; returns the exit code. See README "Command line". Profiles may name
+/// the plugins of `registry` (and `gpusched policies` lists them).
+int cli_main(int argc, const char* const* argv, const policies::Registry& registry = policies::Registry::builtins());
 
 }  // namespace gpusched::scenario

@@ -1,5 +1,6 @@
 #pragma once
-/// Output tables (CSV) stamped with version, scenario, digest and seed, and the event log.
+/// Output tables (CSV, each starting with its header row) and the event log; what produced them
+/// (version, scenario, digest, seed) goes to summary.json and meta.json, not into the CSVs.
 #include <cstdint>
 #include <optional>
 #include <ostream>
@@ -13,15 +14,13 @@
 
 namespace gpusched::sim {
 
-/// What produced an output: written as the first line of every CSV ("# gpusched ...") and in
-/// summary.json.
+/// What produced an output: recorded in summary.json and meta.json beside the CSVs.
 struct RunStamp {
   std::string version;
   std::string scenario;      ///< name
   std::string source;        ///< file path or "<built-in demo>"
   std::string digest;        ///< FNV-1a 64 of the canonical resolved scenario, hex
   std::uint64_t seed = 0;
-  [[nodiscard]] std::string comment_line() const;
 };
 
 /// "node-7[0,1]" (whole GPUs), "node-7[3:250m]" (share), "node-7[3:250m/4096Mi]", "node-7"
@@ -52,10 +51,10 @@ struct JobRow {
 
 /// The job table from the engine's final state, in workload order.
 std::vector<JobRow> job_rows(const Engine& engine);
-/// jobs.csv: one row per job.
-void write_jobs_csv(std::ostream& out, const std::vector<JobRow>& rows, const RunStamp& stamp);
-/// timeseries.csv: one row per sample.
-void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples, const RunStamp& stamp);
+/// jobs.csv: the header row, then one row per job.
+void write_jobs_csv(std::ostream& out, const std::vector<JobRow>& rows);
+/// timeseries.csv: the header row, then one row per sample.
+void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples);
 
 /// Records every submit/start/finish/fail/requeue/node event as a CSV line
 /// (`time_s,event,job,node,detail`) — the golden-test format.
@@ -68,7 +67,8 @@ class EventLog final : public Observer {
   void on_job_requeue(SimTime t, JobId j, std::string_view reason, const Engine& e) override;
   void on_node(SimTime t, NodeId n, bool up, const Engine& e) override;
   [[nodiscard]] const std::vector<std::string>& lines() const { return lines_; }
-  void write(std::ostream& out, const RunStamp& stamp) const;
+  /// events.csv: the header row, then lines().
+  void write(std::ostream& out) const;
 
  private:
   std::vector<std::string> lines_;

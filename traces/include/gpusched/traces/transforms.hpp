@@ -1,6 +1,6 @@
 #pragma once
 /// Workload transforms: shuffle, resample to a target GPU demand (the FGD "tuning"), time
-/// scaling, filtering, arrival-only (fill) form. Pure functions: same inputs and seed, same jobs.
+/// scaling, arrival scaling to a target offered load, filtering, arrival-only (fill) form. Pure functions: same inputs and seed, same jobs.
 ///
 /// Example (the FGD protocol):
 ///   Workload w = traces::shuffle(pods, seed);
@@ -54,6 +54,27 @@ namespace gpusched::traces {
 /// nearest microsecond; forever stays forever and a product past the int64 range becomes
 /// forever. Throws std::invalid_argument unless factor is finite and > 0.
 [[nodiscard]] Workload scale_time(Workload jobs, double factor);
+
+/// Offered GPU load: the share of the cluster's GPU capacity that the jobs' GPU work would fill
+/// over their arrival span,
+///   load = sum_j gpu_milli_requested(j) x duration_j / (cluster_gpu_milli x (last submit - first submit)),
+/// with durations and submit times in microseconds and gpu_milli_requested (tasks x per-task
+/// milli) as the measure, so GPU shares, MIG and vGPU count by what they take. CPU-only jobs add
+/// no work but their submit times count toward the span. Throws std::invalid_argument when
+/// cluster_gpu_milli <= 0, when the jobs have no arrival span (fewer than two distinct submit
+/// times), when no job asks for GPU, or when a job asking for GPU never ends (forever duration).
+/// O(n).
+[[nodiscard]] double offered_gpu_load(std::span<const JobSpec> jobs, std::int64_t cluster_gpu_milli);
+
+/// Arrival-only time scaling to a target offered load (the `target_load` step): every submit
+/// time t becomes first + round((t - first) x f) with f = offered_gpu_load / target_load, so the
+/// arrival span becomes GPU work / (capacity x target_load) and offered_gpu_load of the result
+/// is target_load (up to rounding the last submit to the microsecond: relative error at most
+/// 0.5 us / new span). Durations, walltimes and the jobs' order are unchanged, and submit order
+/// is kept (equal times may merge when f < 1). Throws std::invalid_argument when target_load is
+/// not finite and > 0, in offered_gpu_load's cases, and when the new span would pass the
+/// simulated time range. O(n).
+[[nodiscard]] Workload scale_to_gpu_load(Workload jobs, std::int64_t cluster_gpu_milli, double target_load);
 
 /// Kinds of job by the GPU request of one task (a pod):
 ///   kCpuOnly  no GPU and no TPU;

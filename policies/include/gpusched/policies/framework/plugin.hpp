@@ -49,6 +49,12 @@ class Plugin {
   /// equivalence classes and tells the caller decisions are not node-local. For the queue sort
   /// (fair share) it means the order changes as jobs start and stop (dynamic_order()).
   [[nodiscard]] virtual bool reads_queue() const { return false; }
+  /// True when the plugin's answers may depend on anything about a job (a plugin written in
+  /// Python): the runner then never treats two jobs as equivalent.
+  [[nodiscard]] virtual bool opaque() const { return false; }
+  /// Called once when a Scheduler is built, with every hook the profile lists this plugin at.
+  /// May throw ProfileError for a combination the plugin cannot serve.
+  virtual void bound_to(std::span<const std::string_view> /*hooks*/) {}
 };
 
 /// Sees the run's workload and every job start and stop, whatever hook the plugin sits at
@@ -79,11 +85,28 @@ class FilterPlugin : public virtual Plugin {
   [[nodiscard]] virtual Status filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const = 0;
 };
 
+/// Per task, over every candidate node at once: for plugins that pay a price per call (written
+/// in Python: one call per decision, not per node). The runner calls it, in profile order, after
+/// the per-node filters, on the nodes they accepted. Listed under "filter" in profiles.
+class BatchFilterPlugin : public virtual Plugin {
+ public:
+  /// Sets keep[i] to 0 to reject nodes[i] (keep starts all 1). Returns the reason a rejected node
+  /// is reported with (its reason must outlive the scheduler's diagnosis: keep it in the plugin).
+  virtual Status filter_all(const ClusterState& cluster, const TaskContext& ctx, std::span<const NodeId> nodes,
+                            std::span<std::uint8_t> keep) = 0;
+};
+
 /// Per feasible node: how good is it? Raw scores go through normalize(); the result must lie
 /// in [0, 100]; the runner multiplies by the profile weight and sums over plugins.
 class ScorePlugin : public virtual Plugin {
  public:
   [[nodiscard]] virtual double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) = 0;
+  /// Raw scores of all feasible nodes, into `out` (same length). The runner calls this; the
+  /// default calls score() per node. Override it when one call for all nodes is cheaper.
+  virtual void score_all(const ClusterState& cluster, const TaskContext& ctx, std::span<const NodeId> nodes,
+                         std::span<double> out) {
+    for (std::size_t i = 0; i < nodes.size(); ++i) out[i] = score(cluster, ctx, nodes[i]);
+  }
   /// Maps the raw scores of all feasible nodes onto [0, 100]. Default: they already are.
   virtual void normalize(std::span<double> /*scores*/) const {}
   /// True when the plugin prefers nodes purely by their order (first-fit): lets the runner

@@ -7,6 +7,18 @@
 ///    "score": [{"name": "gpu-binpack", "weight": 1}],
 ///    "device_select": "gpu-binpack", "tie_break": "node-order"}
 /// Plugin entries may be a bare name or {"name", "weight", "args"}.
+///
+/// `"extends": "<built-in>"` starts from a built-in profile. A list hook given in the child
+/// (pre_filter, filter, score, reserve, permit, post_filter, bind) ADDS to the parent's list: an
+/// entry naming a plugin the parent lists takes that entry's place (with the child's weight and
+/// args), the others are appended in the child's order. `"replace": ["score", ...]` makes the
+/// named hooks use the child's list as written (or drop the parent's list when the child gives
+/// none). queue_sort and device_select hold one plugin and are replaced when given. The
+/// description is the child's, else "extends <parent>"; the name is the child's, else the parent's.
+///   {"name": "pack", "extends": "kube-default", "score": [{"name": "gpu-binpack", "weight": 2}]}
+///     -> scores least-allocated (1), taint-toleration (3), node-affinity (2), gpu-binpack (2)
+///   {"name": "pack", "extends": "kube-default", "replace": ["score"], "score": ["gpu-binpack"]}
+///     -> scores gpu-binpack alone
 #include <string>
 #include <vector>
 
@@ -18,6 +30,8 @@ struct PluginRef {
   std::string name;
   double weight = 1.0;       ///< score plugins only; must be > 0
   nlohmann::json args = nlohmann::json::object();
+  /// Where the entry was written ("score/1"), for errors; empty = its position in the list.
+  std::string field;
 };
 
 enum class TieBreak { kNodeOrder, kRandom };
@@ -42,7 +56,8 @@ struct Profile {
   /// "easy-backfill" (Slurm's EASY backfill). The scheduler itself does not read it.
   std::string queueing = "greedy";
 
-  /// Parses a profile object; `source` names the file/JSON path in errors (ProfileError).
+  /// Parses a profile object (`extends` and `replace` resolved as above); `source` names the
+  /// file/JSON path in errors (ProfileError).
   static Profile from_json(const nlohmann::json& j, const std::string& source);
   [[nodiscard]] nlohmann::json to_json() const;
 };

@@ -36,10 +36,15 @@ struct PluginInfo {
 
 class Registry {
  public:
-  /// The plugins shipped with gpusched.
+  /// The plugins shipped with gpusched (a new registry: add your own plugins to it).
   static Registry with_builtins();
+  /// The plugins shipped with gpusched, built once per process (immutable; thread-safe).
+  static const Registry& builtins();
 
+  /// Adds a plugin, keeping the list sorted by name; one with the same name is replaced.
   void add(PluginInfo info);
+  /// Removes the plugin named `name`; false when there is none.
+  bool remove(std::string_view name);
   [[nodiscard]] const PluginInfo* find(std::string_view name) const;
   /// All plugins, sorted by name.
   [[nodiscard]] const std::vector<PluginInfo>& plugins() const { return plugins_; }

@@ -65,7 +65,12 @@ class Scheduler final : public SchedulingHook {
     std::string_view plugin, reason;
     std::uint32_t count;
   };
-  void note_reject(const Status& s);
+  void note_reject(const Status& s, std::uint32_t count = 1);
+  /// Runs the batch filters over `nodes` (which passed the per-node filters), keeping the
+  /// accepted ones in order and noting the rejections.
+  void apply_batch_filters(const ClusterState& cluster, const TaskContext& ctx, std::vector<NodeId>& nodes);
+  std::vector<std::uint8_t> keep_;
+  bool opaque_ = false;   // a plugin gives no equivalence guarantee: every job is its own class
   /// Places the job's tasks inside `st` (reserve + allocate) and runs the permits: Success when
   /// at least min_available tasks were placed and every permit agrees. Binds nothing.
   Status place_job(ClusterState& cluster, const JobSpec& job, JobId id, Statement& st,
@@ -89,6 +94,7 @@ class Scheduler final : public SchedulingHook {
   QueueSortPlugin* queue_sort_ = nullptr;
   std::vector<PreFilterPlugin*> pre_filters_;
   std::vector<FilterPlugin*> filters_;
+  std::vector<BatchFilterPlugin*> batch_filters_;   // after the per-node filters, on what they kept
   std::vector<std::pair<ScorePlugin*, double>> scores_;
   DeviceSelectPlugin* device_select_ = nullptr;
   std::vector<ReservePlugin*> reserves_;
