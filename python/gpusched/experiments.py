@@ -103,7 +103,9 @@ def fgd(
     the same C++ as the built-in path, so curve, summary (medians) and files are identical.
     progress: a bar with an ETA over the runs; None = only on a terminal or in a notebook,
     True = always, False = never (see gpusched.sweep)."""
-    traces_dir = Path(traces) if traces is not None else default_traces_dir()
+    # One absolute form for every executor (workers elsewhere have another working folder);
+    # symlinks are kept, so the files are named as the caller named them.
+    traces_dir = Path(os.path.normpath(os.path.abspath(traces if traces is not None else default_traces_dir())))
     policy_list = list(_core.parse_fgd_policies(policies if isinstance(policies, str) else ",".join(policies)))
     if isinstance(seeds, str):
         seed_list = list(_core.parse_seeds(seeds))
@@ -174,7 +176,7 @@ def _fgd_fanout(traces_dir: Path, workload: str, policies: List[str], seeds: Lis
         raise ValueError(f"executor must be None, 'threads', 'processes', a concurrent.futures.Executor or a "
                          f"dask.distributed.Client; got {executor!r}")
     t0 = time.monotonic()
-    traces = str(traces_dir.resolve())
+    traces = str(traces_dir)
     # Checks the arguments and reads the traces here first: bad input fails before any fan-out.
     inputs = _core.fgd_prepare(traces, workload, policies, seeds, max_arrived_pct)
     with _INPUTS_LOCK:

@@ -2,6 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -56,6 +59,16 @@ TEST_CASE("Every example scenario loads and validates", "[scenario]") {
   CHECK(files.size() >= 4);
   for (const auto& file : files) {
     INFO(file.string());
+    {
+      // Examples on the real traces (../shared/traces) load only where the traces are.
+      std::ifstream in(file);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (text.find("shared/traces/") != std::string::npos &&
+          !std::filesystem::exists(t::source_dir().parent_path() / "shared" / "traces")) {
+        WARN("skipping " << file.filename().string() << ": it reads ../shared/traces, which is absent");
+        continue;
+      }
+    }
     const auto sc = load_scenario(file);
     CHECK_FALSE(sc.nodes.empty());
     CHECK(sc.source == file.string());
