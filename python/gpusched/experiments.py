@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Un
 import pandas as pd
 
 from . import _core
+from ._fanout import check_executor, parallelism, run_tasks
 from ._progress import Progress, want_progress
 
 if TYPE_CHECKING:
@@ -165,16 +166,10 @@ def _fgd_task(task: Tuple[str, str, str, int, float]) -> Dict[str, Any]:
 
 def _fgd_fanout(traces_dir: Path, workload: str, policies: List[str], seeds: List[int], max_arrived_pct: float,
                 out: Optional[Path], executor: Any, jobs: int, bar: Progress) -> Dict[str, Any]:
-    """The experiment with one task per (policy, seed) on ``executor``; assembled by the C++ of
-    the built-in path (same medians, same files)."""
-    from .sweep import _is_dask_client
-
-    import concurrent.futures as cf
-
-    dask = _is_dask_client(executor)
-    if not dask and executor not in ("threads", "processes") and not isinstance(executor, cf.Executor):
-        raise ValueError(f"executor must be None, 'threads', 'processes', a concurrent.futures.Executor or a "
-                         f"dask.distributed.Client; got {executor!r}")
+    """The experiment with one task per (policy, seed) on ``executor`` (see
+    gpusched._fanout.run_tasks); assembled by the C++ of the built-in path (same medians, same
+    files)."""
+    check_executor(executor)
     t0 = time.monotonic()
     traces = str(traces_dir)
     # Checks the arguments and reads the traces here first: bad input fails before any fan-out.
@@ -182,48 +177,9 @@ def _fgd_fanout(traces_dir: Path, workload: str, policies: List[str], seeds: Lis
     with _INPUTS_LOCK:
         _INPUTS.setdefault((traces, workload), inputs)
     tasks = [(traces, workload, p, int(s), max_arrived_pct) for p in policies for s in seeds]
-    results: List[Optional[Dict[str, Any]]] = [None] * len(tasks)
-    if dask:
-        from distributed import as_completed as dask_completed
-
-        futures = executor.map(_fgd_task, tasks, pure=False)
-        index = {f.key: i for i, f in enumerate(futures)}
-        try:
-            for fut in dask_completed(futures):
-                results[index[fut.key]] = fut.result()   # re-raises a worker's error
-                bar.update()
-        except BaseException:
-            executor.cancel(futures)
-            raise
-        threads = sum(executor.nthreads().values())
-    else:
-        import multiprocessing
-
-        workers = jobs if jobs > 0 else (os.cpu_count() or 1)
-        own = True
-        if executor == "threads":
-            pool: cf.Executor = cf.ThreadPoolExecutor(min(workers, len(tasks)), thread_name_prefix="gpusched-fgd")
-        elif executor == "processes":
-            method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-            pool = cf.ProcessPoolExecutor(min(workers, len(tasks)), mp_context=multiprocessing.get_context(method))
-        else:
-            pool, own = executor, False
-        threads = getattr(pool, "_max_workers", 0)
-        try:
-            futures_cf: Dict[cf.Future, int] = {}
-            try:
-                for i, t in enumerate(tasks):
-                    futures_cf[pool.submit(_fgd_task, t)] = i
-                for fut in cf.as_completed(futures_cf):
-                    results[futures_cf[fut]] = fut.result()
-                    bar.update()
-            except BaseException:
-                for f in futures_cf:
-                    f.cancel()
-                raise
-        finally:
-            if own:
-                pool.shutdown(wait=True, cancel_futures=True)
+    workers = jobs if jobs > 0 else None
+    results = run_tasks(_fgd_task, tasks, executor, workers, bar, thread_name="gpusched-fgd")
+    threads = parallelism(executor, workers, len(tasks))
     return _core.fgd_assemble(inputs, traces_dir, workload, policies, seeds, max_arrived_pct, results,
                               time.monotonic() - t0, int(threads), out)
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _core
+from ._fanout import run_tasks
 from ._progress import Progress, want_progress
 
 if TYPE_CHECKING:
@@ -162,11 +163,17 @@ def _check_created(doc: Dict[str, Any], base: "_Base", created: List[str]) -> No
     try:
         _core.validate_json(json.dumps(doc, default=_json_default), source=base.source, base_dir=Path(base.base_dir))
     except _core.GpuschedError as e:
-        note = "sweep parameter(s) " + ", ".join(repr(p) for p in created) + " added key(s) the base scenario did not have"
-        add_note = getattr(e, "add_note", None)
-        if add_note is not None:
-            add_note(note)
+        _add_note(e, "sweep parameter(s) " + ", ".join(repr(p) for p in created) + " added key(s) the base scenario did not have")
         raise
+
+
+def _add_note(error: BaseException, note: str) -> None:
+    """``error.add_note(note)``, or its effect on Python < 3.11."""
+    add_note = getattr(error, "add_note", None)
+    if add_note is not None:
+        add_note(note)
+    else:
+        error.__notes__ = list(getattr(error, "__notes__", [])) + [note]  # type: ignore[attr-defined]
 
 
 def _json_default(value: Any) -> Any:
@@ -403,113 +410,13 @@ def _plugin_blob() -> Optional[bytes]:
 
 
 # --------------------------------------------------------------------------------------------
-# Executors.
-
-
-def _is_dask_client(executor: Any) -> bool:
-    return type(executor).__module__.split(".")[0] == "distributed" and hasattr(executor, "map") and hasattr(executor, "gather")
-
-
-def _default_workers() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+# Failures (the runs themselves go out through gpusched._fanout.run_tasks).
 
 
 def _annotate(error: BaseException, task: _Task, params: Mapping[str, Any]) -> BaseException:
     what = ", ".join(f"{k}={v!r}" for k, v in params.items())
-    note = f"in sweep run {task.run} ({what + ', ' if what else ''}seed={task.seed if task.seed is not None else 'scenario'})"
-    add_note = getattr(error, "add_note", None)
-    if add_note is not None:
-        add_note(note)
-    else:  # Python < 3.11
-        error.__notes__ = list(getattr(error, "__notes__", [])) + [note]  # type: ignore[attr-defined]
+    _add_note(error, f"in sweep run {task.run} ({what + ', ' if what else ''}seed={task.seed if task.seed is not None else 'scenario'})")
     return error
-
-
-def _execute(tasks: List[_Task], params: List[Dict[str, Any]], executor: Any, max_workers: Optional[int],
-             bar: Progress) -> List[Dict[str, Any]]:
-    """Runs the tasks; returns their results in task order. The first failure (lowest run
-    number among those that failed) is raised with the run's parameters added as a note."""
-    if _is_dask_client(executor):
-        return _execute_dask(tasks, params, executor, bar)
-    import concurrent.futures as cf
-
-    own = False
-    if executor is None or executor == "threads":
-        pool: cf.Executor = cf.ThreadPoolExecutor(max_workers or min(_default_workers(), len(tasks)),
-                                                  thread_name_prefix="gpusched-sweep")
-        own = True
-    elif executor == "processes":
-        import multiprocessing
-
-        # forkserver/spawn: never fork a process that has threads running (Dask, tqdm, ...).
-        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-        pool = cf.ProcessPoolExecutor(max_workers or min(_default_workers(), len(tasks)),
-                                      mp_context=multiprocessing.get_context(method))
-        own = True
-    elif isinstance(executor, cf.Executor):
-        pool = executor
-    else:
-        raise ValueError(f"executor must be None, 'threads', 'processes', a concurrent.futures.Executor or a "
-                         f"dask.distributed.Client; got {executor!r}")
-    results: List[Optional[Dict[str, Any]]] = [None] * len(tasks)
-    failures: Dict[int, BaseException] = {}
-    futures: Dict[cf.Future, int] = {}
-    try:
-        for i, t in enumerate(tasks):
-            futures[pool.submit(_run_task, t)] = i
-        for fut in cf.as_completed(futures):
-            i = futures[fut]
-            if fut.cancelled():
-                continue
-            err = fut.exception()
-            if err is not None:
-                failures[i] = err
-                for f in futures:
-                    f.cancel()
-                continue
-            results[i] = fut.result()
-            bar.update()
-    except BaseException:
-        for f in futures:
-            f.cancel()
-        raise
-    finally:
-        if own:
-            pool.shutdown(wait=True, cancel_futures=True)
-    if failures:
-        i = min(failures)
-        raise _annotate(failures[i], tasks[i], params[i])
-    return results  # type: ignore[return-value]
-
-
-def _execute_dask(tasks: List[_Task], params: List[Dict[str, Any]], client: Any, bar: Progress) -> List[Dict[str, Any]]:
-    from distributed import as_completed
-
-    futures = client.map(_run_task, tasks, pure=False)
-    index = {f.key: i for i, f in enumerate(futures)}
-    results: List[Optional[Dict[str, Any]]] = [None] * len(tasks)
-    failures: Dict[int, BaseException] = {}
-    try:
-        for fut in as_completed(futures):
-            i = index[fut.key]
-            if fut.status == "error":
-                failures[i] = fut.exception()
-                client.cancel([f for f in futures if not f.done()])
-                continue
-            if fut.status == "cancelled":
-                continue
-            results[i] = fut.result()
-            bar.update()
-    except BaseException:
-        client.cancel(futures)
-        raise
-    if failures:
-        i = min(failures)
-        raise _annotate(failures[i], tasks[i], params[i])
-    return results  # type: ignore[return-value]
 
 
 # --------------------------------------------------------------------------------------------
@@ -652,7 +559,8 @@ def sweep(
                 params.append(({"scenario": label} if many else {}) | shown)
 
     with Progress(len(tasks), "gpusched sweep", want_progress(progress)) as bar:
-        results = _execute(tasks, params, executor, max_workers, bar)
+        results = run_tasks(_run_task, tasks, executor, max_workers, bar, thread_name="gpusched-sweep",
+                            annotate=lambda i, error: _annotate(error, tasks[i], params[i]))
 
     head_cols = ["run"] + (["scenario"] if many else []) + paths + ([] if "seed" in paths else ["seed"])
     rows = []
