@@ -82,9 +82,12 @@ int run_and_write(const Scenario& sc, std::optional<std::uint64_t> seed, const s
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.2f", wall);
     std::cout << "  wall time  " << buf << " s (" << result.summary().events << " events)\n";
-    std::cout << "  report     " << (dir / "report.md").string() << "  (also summary.json, jobs.csv, timeseries.csv";
-    if (!result.event_log().empty()) std::cout << ", events.csv";
-    std::cout << ")\n";
+    // Every file written, so the list cannot fall behind the writer.
+    std::string others;
+    for (const auto& f : files) {
+      if (f.filename() != "report.md") others += (others.empty() ? "" : ", ") + f.filename().string();
+    }
+    std::cout << "  report     " << (dir / "report.md").string() << "  (also " << others << ")\n";
   }
   return 0;
 }
