@@ -624,23 +624,13 @@ CapacityQueuesPlugin::CapacityQueuesPlugin(const nlohmann::json& args, std::stri
       if (n.parent >= 0) nodes_[static_cast<std::size_t>(n.parent)].quota[k] += n.lendable[k];
     }
   }
-  // Ceilings (usage is zero now) and borrowing limits the cohort tree could never honour.
+  // Ceilings (usage is zero now). A borrowing limit above what the cohort could ever lend is
+  // valid, as in Kueue: it is a cap, not a promise (Kueue's ClusterQueue webhook checks only that
+  // it is non-negative and that the queue has a cohort; see docs/policies.md).
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     auto& n = nodes_[i];
     if (!n.is_queue) continue;
     for (std::size_t k = 0; k < frs; ++k) n.ceiling[k] = available_at(static_cast<int>(i), k);
-    for (const auto& rq : raw[i]) {
-      if (rq.borrowing < 0) continue;
-      const auto k = fr(rq.flavor, rq.resource);
-      const auto lendable_elsewhere = available_at(n.parent, k) - n.lendable[k];
-      if (rq.borrowing > lendable_elsewhere) {
-        bad_arg(name, rq.path + "/borrowing_limit",
-                "borrowing_limit " + resources_.format(rq.resource, rq.borrowing) + " of ClusterQueue " + n.name + " for " +
-                    resources_.name(rq.resource) + " in flavor " + flavor_names_[rq.flavor] + " exceeds what cohort " +
-                    nodes_[static_cast<std::size_t>(n.parent)].name + " could ever lend (" +
-                    resources_.format(rq.resource, lendable_elsewhere) + ")");
-      }
-    }
   }
 
   // LocalQueues -> ClusterQueues.
