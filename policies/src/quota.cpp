@@ -1047,6 +1047,15 @@ DrfSort::DrfSort(const nlohmann::json& args, std::string_view name) : name_(name
     if (!v.is_number() || !(v.get<double>() > 0.0)) bad_arg(name, "weights/" + q, "a queue weight must be a number > 0");
     weights_[q] = v.get<double>();
   }
+  if (args.is_object() && args.contains("order")) {
+    const json& o = args.at("order");
+    const std::string order = o.is_string() ? o.get<std::string>() : std::string();
+    if (order != "current-share" && order != "share-after") {
+      bad_arg(name, "order", "expected \"current-share\" (Volcano/YARN: the queue's share now) or \"share-after\" "
+                             "(gpusched: the share once the job starts)");
+    }
+    share_after_ = order == "share-after";
+  }
 }
 
 std::size_t DrfSort::queue_index(const std::string& q) const {
@@ -1113,8 +1122,9 @@ void DrfSort::refresh(std::size_t qi) const {
   std::erase_if(q.waiting, [&](std::uint32_t j) { return started_[j] != 0; });
   Vec acc = q.usage;
   for (const auto j : q.waiting) {
+    if (!share_after_) key_[j] = dominant(acc, q.weight);   // current share: the jobs ahead only
     for (std::size_t d = 0; d < kDims; ++d) acc[d] += job_request_[j][d];
-    key_[j] = dominant(acc, q.weight);
+    if (share_after_) key_[j] = dominant(acc, q.weight);
   }
   q.dirty = false;
 }
@@ -1131,8 +1141,10 @@ double DrfSort::key(const JobSpec& job, JobId id) const {
   }
   const auto qi = queue_index(job.queue);
   Vec v = queues_[qi].usage;
-  const Vec r = request_of(job);
-  for (std::size_t d = 0; d < kDims; ++d) v[d] += r[d];
+  if (share_after_) {
+    const Vec r = request_of(job);
+    for (std::size_t d = 0; d < kDims; ++d) v[d] += r[d];
+  }
   return dominant(v, queues_[qi].weight);
 }
 
@@ -1241,10 +1253,14 @@ void register_quota_plugins(Registry& r) {
           weights},
          [](const PluginContext& c) { return std::make_unique<CapacityQueuesPlugin>(c.args, c.name); }});
   r.add({"drf",
-         "queue order by weighted dominant-resource share (Volcano drf/proportion, YARN DRF): the queue whose share "
-         "after the job starts is lowest goes first, then priority, submission, id",
+         "queue order by weighted dominant-resource share (Volcano drf/proportion, YARN DRF): the queue whose current "
+         "share is lowest goes first (the jobs ahead in its queue counted as started), then priority, submission, id",
          {"queue_sort"},
-         {{"weights", "object", "queue -> weight (> 0; default 1): a queue with weight 2 gets twice the share", json::object()}},
+         {{"weights", "object", "queue -> weight (> 0; default 1): a queue with weight 2 gets twice the share", json::object()},
+          {"order", "string",
+           "current-share (Volcano/YARN: the queue's share now) | share-after (gpusched: the share once the job starts, "
+           "so small jobs in busier queues can go first)",
+           "current-share"}},
          [](const PluginContext& c) { return std::make_unique<DrfSort>(c.args, c.name); }});
 }
 

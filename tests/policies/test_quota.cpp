@@ -13,6 +13,7 @@
 
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
+#include <gpusched/policies/quota/drf.hpp>
 #include <gpusched/rng.hpp>
 #include <gpusched/sim/engine.hpp>
 
@@ -63,10 +64,12 @@ Profile with_capacity_queues(const json& args, const std::string& queue_sort = "
   return p;
 }
 
-Profile with_drf(const json& weights) {
+Profile with_drf(const json& weights, const std::string& order = "") {
   Profile p = builtin_profile("first-fit");
   p.name = "drf-test";
-  p.queue_sort = PluginRef{"drf", 1.0, json{{"weights", weights}}};
+  json args{{"weights", weights}};
+  if (!order.empty()) args["order"] = order;
+  p.queue_sort = PluginRef{"drf", 1.0, args};
   return p;
 }
 
@@ -494,6 +497,119 @@ TEST_CASE("DRF orders by the queue's running usage: the least-served queue goes 
   sim.engine.run();
   CHECK(sim.job(3).start == s(30));    // b (share 0) before a (share 3/4), though a waited longer
   CHECK(sim.job(2).start == s(130));
+}
+
+/// YARN's comparator tests, translated: one node of `cpu` cores and `mem_gib` GiB (YARN's MB /
+/// 1000), queues s1 and s2 running `u1` and `u2`, each with one waiting job. True when s1's
+/// waiting job sorts first. s2's waiting job has the lower id, so an id tie-break would pick s2.
+bool s1_first(std::int64_t cpu, std::int64_t mem_gib, const t::Items& u1, const t::Items& u2, double w1 = 1.0) {
+  const ClusterState c = t::cluster({t::node("n", cpu, mem_gib, 0)});
+  auto mk = [](const char* name, const char* queue, const t::Items& r) {
+    auto j = t::job(name, 0, 100, t::request(r));
+    j.queue = queue;
+    return j;
+  };
+  const t::Items small{{"cpu", "1"}};
+  const Workload w{mk("run-s1", "s1", u1), mk("run-s2", "s2", u2), mk("wait-s2", "s2", small), mk("wait-s1", "s1", small)};
+  DrfSort drf(json{{"weights", {{"s1", w1}}}}, "drf");
+  drf.attach(c, w, nullptr);
+  drf.job_started(w[0], JobId{0}, {});
+  drf.job_started(w[1], JobId{1}, {});
+  const bool first = drf.less(w[3], JobId{3}, w[2], JobId{2});
+  CHECK(first != drf.less(w[2], JobId{2}, w[3], JobId{3}));   // a strict order: exactly one goes first
+  return first;
+}
+
+TEST_CASE("DRF compares queues by the dominant share of their current usage over weight (YARN's cases)",
+          "[policies][quota]") {
+  // Translated from apache/hadoop TestDominantResourceFairnessPolicy.java (hadoop-yarn-server-
+  // resourcemanager .../scheduler/fair/policies/): the schedulable with the smaller weighted
+  // dominant share of its usage gets the next container.
+  // testDifferentDominantResource: cluster <8000 MB, 8 cpu>; s1 <4000, 3> (memory 1/2) before
+  // s2 <2000, 5> (cpu 5/8).
+  CHECK(s1_first(8, 8, {{"cpu", "3"}, {"memory", "4Gi"}}, {{"cpu", "5"}, {"memory", "2Gi"}}));
+  CHECK_FALSE(s1_first(8, 8, {{"cpu", "5"}, {"memory", "2Gi"}}, {{"cpu", "3"}, {"memory", "4Gi"}}));
+  // testBothAreNeedy, first half (no min shares): cluster <8000, 100>; <2000, 5> (1/4) before <4000, 3> (1/2).
+  CHECK(s1_first(100, 8, {{"cpu", "5"}, {"memory", "2Gi"}}, {{"cpu", "3"}, {"memory", "4Gi"}}));
+  // testEvenWeightsSameDominantResource: cluster <8000, 8>; s1 weighs 2.
+  CHECK(s1_first(8, 8, {{"cpu", "1"}, {"memory", "3Gi"}}, {{"cpu", "1"}, {"memory", "2Gi"}}, 2.0));   // 3/16 < 1/4
+  CHECK(s1_first(8, 8, {{"cpu", "3"}, {"memory", "1Gi"}}, {{"cpu", "2"}, {"memory", "1Gi"}}, 2.0));   // 3/16 < 1/4
+  // testEvenWeightsDifferentDominantResource.
+  CHECK(s1_first(8, 8, {{"cpu", "3"}, {"memory", "1Gi"}}, {{"cpu", "1"}, {"memory", "2Gi"}}, 2.0));   // 3/16 < 1/4
+  CHECK(s1_first(8, 8, {{"cpu", "1"}, {"memory", "3Gi"}}, {{"cpu", "2"}, {"memory", "1Gi"}}, 2.0));   // 3/16 < 1/4
+  // Without the weight the same usages reverse: 3/8 > 1/4.
+  CHECK_FALSE(s1_first(8, 8, {{"cpu", "1"}, {"memory", "3Gi"}}, {{"cpu", "2"}, {"memory", "1Gi"}}));
+}
+
+TEST_CASE("DRF splits cpu and memory as Volcano's hdrf tests expect, flattened to one level", "[policies][quota]") {
+  // Translated from volcano-sh/volcano pkg/scheduler/plugins/drf/hdrf_test.go, TestHDRF. Each pod
+  // group becomes one queue of single-task jobs (we have no queue hierarchy); in both cases the
+  // hierarchy does not change the expected allocation, so the flat translation must match it.
+  auto queue_jobs = [](Workload& w, const std::string& queue, int n, const t::Items& r) {
+    for (int i = 0; i < n; ++i) {
+      auto j = t::job(queue + "-" + std::to_string(i), 0, 100, t::request(r));
+      j.queue = queue;
+      w.push_back(j);
+    }
+  };
+  SECTION("\"rescaling test\": node <10 cpu, 10G>; cpu+memory, cpu-only and memory-only queues get 5 each") {
+    Workload w;
+    queue_jobs(w, "sci", 10, {{"cpu", "1"}, {"memory", "1Gi"}});
+    queue_jobs(w, "eng-dev", 10, {{"cpu", "1"}});
+    queue_jobs(w, "eng-prod", 10, {{"memory", "1Gi"}});
+    Sim sim({t::node("n", 10, 10, 0)}, w, with_drf(json::object()));
+    sim.engine.run();
+    CHECK(sim.started_at(s(0), "sci") == 5);        // pg1: cpu 5, memory 5G
+    CHECK(sim.started_at(s(0), "eng-dev") == 5);    // pg21: cpu 5
+    CHECK(sim.started_at(s(0), "eng-prod") == 5);   // pg22: memory 5G
+  }
+  SECTION("\"blocking nodes test\": node <30 cpu, 30G>; three cpu queues 10 each, two memory queues 15 each") {
+    Workload w;
+    for (const char* q : {"pg1", "pg2", "pg31"}) queue_jobs(w, q, 30, {{"cpu", "1"}});
+    for (const char* q : {"pg32", "pg4"}) queue_jobs(w, q, 30, {{"memory", "1Gi"}});
+    Sim sim({t::node("n", 30, 30, 0)}, w, with_drf(json::object()));
+    sim.engine.run();
+    for (const char* q : {"pg1", "pg2", "pg31"}) CHECK(sim.started_at(s(0), q) == 10);
+    for (const char* q : {"pg32", "pg4"}) CHECK(sim.started_at(s(0), q) == 15);
+  }
+}
+
+TEST_CASE("DRF current-share: a small job in a busier queue no longer jumps ahead; share-after keeps the old order",
+          "[policies][quota]") {
+  // 16 GPUs. a runs 6 (share 3/8), b runs 7 (7/16); 3 stay free. At t=1 a asks for 3 GPUs and
+  // b for 1. Current share: a (less served) goes first and takes the 3. Share after start:
+  // b reaches 8/16 < a's 9/16, so b's small job starts and a's 3-GPU job no longer fits.
+  const Workload w{gpu_job("a-run", "a", 0, 1000, 2, 0, 3), gpu_job("b-run", "b", 0, 1000, 1, 0, 7),
+                   gpu_job("a-big", "a", 1, 100, 1, 0, 3), gpu_job("b-small", "b", 1, 100, 1)};
+  SECTION("current-share (default, Volcano/YARN)") {
+    Sim sim(t4_nodes(4), w, with_drf(json::object()));
+    sim.engine.run();
+    CHECK(sim.job(2).start == s(1));
+    CHECK(sim.job(3).start == s(101));   // when the winner ends
+  }
+  SECTION("share-after (gpusched's progressive filling)") {
+    Sim sim(t4_nodes(4), w, with_drf(json::object(), "share-after"));
+    sim.engine.run();
+    CHECK(sim.job(3).start == s(1));
+    CHECK(sim.job(2).start == s(101));   // when the winner ends
+  }
+}
+
+TEST_CASE("DRF share-after still interleaves queues and honours weights", "[policies][quota]") {
+  Workload w;
+  for (int i = 0; i < 8; ++i) w.push_back(gpu_job(t::numbered("a", i), "a", 0, 100, 1));
+  for (int i = 0; i < 8; ++i) w.push_back(gpu_job(t::numbered("b", i), "b", 0, 100, 1));
+  Sim sim(t4_nodes(1), w, with_drf(json{{"a", 3}}, "share-after"));
+  sim.engine.run();
+  CHECK(sim.started_at(s(0), "a") == 3);   // keys a: 1/12, 2/12, 3/12, 4/12; b: 1/4 -> a, a, a, b
+  CHECK(sim.started_at(s(0), "b") == 1);
+}
+
+TEST_CASE("drf rejects an unknown order", "[policies][quota]") {
+  const auto e = build_error(with_drf(json::object(), "fifo"));
+  CHECK(e.code() == ErrorCode::kProfileBadArgs);
+  CHECK(e.where().field == "drf/args/order");
+  CHECK(std::string(e.what()).find("share-after") != std::string::npos);
 }
 
 TEST_CASE("drf rejects a weight that is not a positive number", "[policies][quota]") {

@@ -4,19 +4,31 @@
 ///
 /// A queue's dominant share is max over cpu, memory, GPU (milli: whole GPUs 1000 each, shares
 /// and MIG instances their compute share) and TPU chips of usage / cluster capacity, divided by
-/// the queue's weight. Pending jobs are ordered by the share their queue reaches when they
-/// start: the queue's running usage, plus the requests of the queue's waiting jobs ahead of
-/// them (queue-internal order: priority, then submission, then id), plus their own request
-/// (progressive filling, so queues interleave even within one scheduling cycle, like Volcano's
-/// allocate loop picking the least-served queue each time). Ties: higher priority, earlier
-/// submission, lower id.
+/// the queue's weight.
+///
+/// `"order": "current-share"` (default; the peers' rule): the queue with the lowest share of
+/// what it runs now goes first (Volcano drf.go compareQueues: share/weight of the queue's
+/// allocated resources; YARN DominantResourceFairnessComparator: usage/capacity/weight). Volcano's
+/// allocate loop re-picks the least-served queue after every job it places; we sort once per
+/// cycle, so a waiting job's key is its queue's running usage plus the requests of the queue's
+/// waiting jobs ahead of it (queue-internal order: priority, then submission, then id) — the
+/// share its queue has when its turn comes if the jobs ahead start. The head job of each queue
+/// is keyed by exactly the queue's current share. Its own request never counts.
+///
+/// `"order": "share-after"` (gpusched's variant, no peer does this): the key also adds the job's
+/// own request, i.e. the share the queue reaches once the job starts (progressive filling). A
+/// small job in a busier queue can then overtake a big job in a less-served queue.
+///
+/// Ties (both orders): higher priority, earlier submission, lower id. Volcano breaks queue ties
+/// by queue creation time then UID and YARN by the next-largest share, then start time, then
+/// name; gpusched has neither queue creation times nor the secondary shares in the key.
 ///
 /// "Waiting" means submitted and never started: a job that was evicted and requeued is ordered
-/// by its queue's usage plus its own request only. Without a JobsView, every job of the
-/// workload counts as submitted.
+/// by its queue's usage (plus its own request under "share-after") only. Without a JobsView,
+/// every job of the workload counts as submitted.
 ///
-/// Args: {"weights": {"team-a": 2, "team-b": 1}} (queues not listed weigh 1; weights > 0).
-/// Profile: {"queue_sort": {"name": "drf", "args": {"weights": {...}}}, ...}.
+/// Args: {"weights": {"team-a": 2, "team-b": 1}, "order": "current-share" | "share-after"}
+/// (queues not listed weigh 1; weights > 0). Profile: {"queue_sort": {"name": "drf", "args": {...}}}.
 #include <array>
 #include <cstdint>
 #include <span>
@@ -30,7 +42,8 @@ namespace gpusched::policies {
 
 class DrfSort final : public QueueSortPlugin, public JobEventsPlugin {
  public:
-  /// Throws ProfileError(kProfileBadArgs) on a weight that is not a number > 0.
+  /// Throws ProfileError(kProfileBadArgs) on a weight that is not a number > 0, or an `order`
+  /// other than "current-share" or "share-after".
   DrfSort(const nlohmann::json& args, std::string_view name);
 
   [[nodiscard]] std::string_view name() const override { return name_; }
@@ -64,6 +77,7 @@ class DrfSort final : public QueueSortPlugin, public JobEventsPlugin {
 
   std::string name_;
   std::unordered_map<std::string, double> weights_;
+  bool share_after_ = false;               // "order": "share-after" (key includes the own request)
   Vec capacity_{};
   const ClusterState* cluster_ = nullptr;
   std::span<const JobSpec> workload_;
