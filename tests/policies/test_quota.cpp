@@ -282,14 +282,20 @@ TEST_CASE("Reclaim picks the borrower's lowest-priority, then newest job, a queu
   CHECK(sim.job(4).start == s(30));
 }
 
+namespace {
+/// How many 1-GPU jobs of `queue` capacity-queues admits, one after another, on `nodes` T4 nodes
+/// of 4 GPUs (at most one per GPU).
+std::uint32_t admitted_jobs(const json& args, const std::string& queue, int nodes) {
+  Direct d(t4_nodes(nodes), with_capacity_queues(args));
+  std::uint32_t n = 0;
+  while (n < static_cast<std::uint32_t>(4 * nodes) && d.start(gpu_job(t::numbered("j", n), queue, 0, 100, 1), n).ok()) ++n;
+  return n;
+}
+}  // namespace
+
 TEST_CASE("borrowing_limit caps what a queue takes from its cohort, lending_limit caps what it lends",
           "[policies][quota]") {
-  auto admitted = [](const json& args, const std::string& queue) {
-    Direct d(t4_nodes(4), with_capacity_queues(args));
-    std::uint32_t n = 0;
-    while (n < 16 && d.start(gpu_job(t::numbered("j", n), queue, 0, 100, 1), n).ok()) ++n;
-    return n;
-  };
+  auto admitted = [](const json& args, const std::string& queue) { return admitted_jobs(args, queue, 4); };
   SECTION("borrowing_limit") {
     const auto args = json::parse(R"({"cohorts": {"pool": {}}, "queues": {
       "a": {"cohort": "pool", "flavors": [{"name": "default", "resources": {"nvidia.com/gpu": {"nominal_quota": 4, "borrowing_limit": 2}}}]},
@@ -318,12 +324,7 @@ TEST_CASE("borrowing_limit caps what a queue takes from its cohort, lending_limi
 // borrowingLimit 1 admits 9+1 = 10 while team-b-cq (nominal 12, no limit) is idle, and team-b-cq
 // can borrow up to 12+9 = 21. (The page counts CPUs; GPUs here, one unit per job.)
 TEST_CASE("A borrowing limit above what the cohort can lend is a cap, not an error (Kueue)", "[policies][quota]") {
-  auto admitted = [](const json& args, const std::string& queue) {
-    Direct d(t4_nodes(6, 4), with_capacity_queues(args));
-    std::uint32_t n = 0;
-    while (n < 24 && d.start(gpu_job(t::numbered("j", n), queue, 0, 100, 1), n).ok()) ++n;
-    return n;
-  };
+  auto admitted = [](const json& args, const std::string& queue) { return admitted_jobs(args, queue, 6); };
   SECTION("nominal 6, borrowing limit 12, a cohort that can lend 6") {
     const auto args = json::parse(R"({"cohorts": {"pool": {}}, "queues": {
       "a": {"cohort": "pool", "flavors": [{"name": "default", "resources": {"nvidia.com/gpu": {"nominal_quota": 6, "borrowing_limit": 12}}}]},
