@@ -108,7 +108,6 @@ class _FunctionPlugin:
     """Adapts a plain function to the method the hook calls."""
 
     def __init__(self, fn: Callable[..., Any], hook: str) -> None:
-        self._fn = fn
         setattr(self, _METHOD_FOR_HOOK[hook], fn)
 
 

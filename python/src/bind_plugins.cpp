@@ -378,18 +378,8 @@ class PyPlugin final : public policies::BatchFilterPlugin,
       return Status::unschedulable(spec_.name, reject_reason_);
     }
     py::object result = call_with_view("filter", job, cluster, nodes);
-    py::array_t<bool, py::array::c_style | py::array::forcecast> mask;
     // Booleans only (a list of bools, or a bool array): 0.2, NaN or "False" are not answers.
-    if (dtype_kind(result) == 'b') {
-      try {
-        mask = py::array_t<bool, py::array::c_style | py::array::forcecast>::ensure(result);
-      } catch (const std::exception&) {
-      }
-    }
-    if (!mask || mask.ndim() != 1 || static_cast<std::size_t>(mask.shape(0)) != nodes.size()) {
-      bad_result("filter", job, "expected a boolean array of one value per candidate node (" + std::to_string(nodes.size()) +
-                                    "), got " + describe(result));
-    }
+    const auto mask = answer_array<bool>("filter", job, result, nodes.size(), "b", "a boolean array of one value");
     const bool* m = mask.data();
     for (std::size_t i = 0; i < nodes.size(); ++i) keep[i] = m[i] ? 1 : 0;
     return Status::unschedulable(spec_.name, reject_reason_);
@@ -408,18 +398,8 @@ class PyPlugin final : public policies::BatchFilterPlugin,
     last_job_ = job.id;
     last_job_name_ = job.name;
     py::object result = call_with_view("score", job, cluster, nodes);
-    py::array_t<double, py::array::c_style | py::array::forcecast> scores;
     // Real numbers only (bool, int, unsigned, float): strings and complex values are refused.
-    if (const char k = dtype_kind(result); k == 'b' || k == 'i' || k == 'u' || k == 'f') {
-      try {
-        scores = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(result);
-      } catch (const std::exception&) {
-      }
-    }
-    if (!scores || scores.ndim() != 1 || static_cast<std::size_t>(scores.shape(0)) != nodes.size()) {
-      bad_result("score", job, "expected an array of one number per candidate node (" + std::to_string(nodes.size()) +
-                                   "), got " + describe(result));
-    }
+    const auto scores = answer_array<double>("score", job, result, nodes.size(), "biuf", "an array of one number");
     const double* d = scores.data();
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       if (!std::isfinite(d[i])) bad_result("score", job, "score " + std::to_string(i) + " is not a finite number");
@@ -543,6 +523,26 @@ class PyPlugin final : public policies::BatchFilterPlugin,
   [[noreturn]] void bad_result(const char* method, const JobInfo& job, const std::string& what) const {
     throw_error(ErrorCode::kPluginBadResult, {"plugin '" + spec_.name + "'", 0, method},
                 "job \"" + job.name + "\" (id " + std::to_string(job.id) + "): " + what);
+  }
+
+  /// `result` as a 1-D C array of `n` values of T, when numpy's dtype kind of it is one of
+  /// `kinds`; otherwise a PluginError saying `what` was expected per candidate node.
+  template <class T>
+  py::array_t<T, py::array::c_style | py::array::forcecast> answer_array(const char* method, const JobInfo& job,
+                                                                     const py::object& result, std::size_t n,
+                                                                     std::string_view kinds, const char* what) const {
+    py::array_t<T, py::array::c_style | py::array::forcecast> a;
+    if (const char k = dtype_kind(result); k != 0 && kinds.find(k) != std::string_view::npos) {
+      try {
+        a = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(result);
+      } catch (const std::exception&) {
+      }
+    }
+    if (!a || a.ndim() != 1 || static_cast<std::size_t>(a.shape(0)) != n) {
+      bad_result(method, job, std::string("expected ") + what + " per candidate node (" + std::to_string(n) +
+                                  "), got " + describe(result));
+    }
+    return a;
   }
 
   /// numpy's dtype kind of what `h` converts to ('b', 'i', 'u', 'f', 'c', 'U', 'O', ...); 0 when
