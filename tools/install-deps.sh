@@ -5,7 +5,7 @@ set -euo pipefail
 
 APT_PACKAGES=(g++ make cmake ninja-build pkg-config
               nlohmann-json3-dev libboost-dev libboost-graph-dev libeigen3-dev libcli11-dev
-              catch2 libbenchmark-dev libpugixml-dev)
+              catch2 libbenchmark-dev libpugixml-dev libyaml-cpp-dev)
 PY_PACKAGES=("scikit-build-core>=0.10" "pybind11>=2.12" "numpy" "pandas" "matplotlib" "pytest" "jsonschema"
              "dask[distributed]" "tqdm" "gymnasium")
 PY_IMPORTS=(scikit_build_core pybind11 numpy pandas matplotlib pytest jsonschema distributed tqdm gymnasium)

@@ -626,6 +626,8 @@ void ClusterState::allocate(const TaskRequest& r, const TaskPlacement& p) {
   }
   refresh_gpu_aggregates(s, specs_[p.node.value]);
   ++s.tasks;
+  if (r.cpu_milli == 0) ++s.tasks_without_cpu;
+  if (r.memory_mib == 0) ++s.tasks_without_memory;
   ++s.generation;
   ++generation_;
   totals_.cpu_used_milli += r.cpu_milli;
@@ -660,6 +662,8 @@ void ClusterState::release(const TaskRequest& r, const TaskPlacement& p) {
   refresh_gpu_aggregates(s, spec);
   GPUSCHED_ASSERT(s.tasks > 0, "released a task on an empty node");
   --s.tasks;
+  if (r.cpu_milli == 0) --s.tasks_without_cpu;
+  if (r.memory_mib == 0) --s.tasks_without_memory;
   ++s.generation;
   ++generation_;
   totals_.cpu_used_milli -= r.cpu_milli;

@@ -4,7 +4,11 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <deque>
+#include <iterator>
+#include <limits>
 #include <numeric>
+#include <optional>
 
 #include <gpusched/policies/framework/statement.hpp>
 #include <gpusched/policies/quota/capacity_queues.hpp>
@@ -40,12 +44,44 @@ CapacityQueuesPlugin::CapacityQueuesPlugin(const nlohmann::json& args, std::stri
   resources_.set_weights(args.value("weights", json()), arg_at(name, "weights"));
   const json& cohorts = object_at(name, "cohorts", member_or_empty(args, "cohorts"));
   const json& queues = object_at(name, "queues", member_or_empty(args, "queues"));
+  if (queues.empty()) {
+    warn(std::string(name) +
+         ": no ClusterQueue configured: every job is admitted without quota (give the plugin's \"queues\" args, e.g. in a "
+         "profile extending kueue-cohorts)");
+  }
+
+  // Kueue Configuration.fairSharing {enable, preemptionStrategies}.
+  if (args.contains("fair_sharing") && !args.at("fair_sharing").is_null()) {
+    const auto& fs = object_at(name, "fair_sharing", args.at("fair_sharing"));
+    check_keys(name, "fair_sharing", fs, {"enable", "preemption_strategies"});
+    if (fs.contains("enable")) {
+      if (!fs.at("enable").is_boolean()) bad_arg(name, "fair_sharing/enable", "expected true or false");
+      fair_ = fs.at("enable").get<bool>();
+    }
+    if (fs.contains("preemption_strategies")) {
+      const auto& ps = fs.at("preemption_strategies");
+      const std::string known = "expected [\"LessThanOrEqualToFinalShare\"], [\"LessThanInitialShare\"] or "
+                                "[\"LessThanOrEqualToFinalShare\", \"LessThanInitialShare\"] (the sequences Kueue accepts)";
+      if (!ps.is_array() || ps.empty() || ps.size() > 2) bad_arg(name, "fair_sharing/preemption_strategies", known);
+      strategies_.clear();
+      for (std::size_t i = 0; i < ps.size(); ++i) {
+        const std::string s = ps[i].is_string() ? ps[i].get<std::string>() : std::string();
+        if (s == "LessThanOrEqualToFinalShare") strategies_.push_back(FairStrategy::kLessThanOrEqualToFinalShare);
+        else if (s == "LessThanInitialShare") strategies_.push_back(FairStrategy::kLessThanInitialShare);
+        else bad_arg(name, "fair_sharing/preemption_strategies/" + std::to_string(i), known);
+      }
+      if (strategies_.size() == 2 && (strategies_[0] != FairStrategy::kLessThanOrEqualToFinalShare ||
+                                      strategies_[1] != FairStrategy::kLessThanInitialShare)) {
+        bad_arg(name, "fair_sharing/preemption_strategies", known);
+      }
+    }
+  }
 
   // Nodes: the ClusterQueues, then the cohorts.
   std::unordered_map<std::string, int> by_name;
   for (const auto& [q, spec] : queues.items()) {
     object_at(name, "queues/" + q, spec);
-    check_keys(name, "queues/" + q, spec, {"cohort", "resource_groups", "flavors", "local_queues", "preemption"});
+    check_keys(name, "queues/" + q, spec, {"cohort", "resource_groups", "flavors", "local_queues", "preemption", "fair_sharing"});
     Node n;
     n.name = q;
     n.is_queue = true;
@@ -196,15 +232,48 @@ CapacityQueuesPlugin::CapacityQueuesPlugin(const nlohmann::json& args, std::stri
       for (std::size_t k = 0; k < fl.size(); ++k) group.flavors.push_back(flavor_index(fl[k].at("name").get<std::string>()));
       node.groups.push_back(std::move(group));
     }
+    if (spec.contains("fair_sharing") && !spec.at("fair_sharing").is_null()) {
+      // Kueue ClusterQueue.spec.fairSharing.weight (a quantity >= 0; default 1).
+      const std::string wp = qp + "/fair_sharing";
+      const auto& fs = object_at(name, wp, spec.at("fair_sharing"));
+      check_keys(name, wp, fs, {"weight"});
+      if (fs.contains("weight")) {
+        const auto& w = fs.at("weight");
+        if (!w.is_number() || !(w.get<double>() >= 0.0) || w.get<double>() > 1e9) {
+          bad_arg(name, wp + "/weight", "expected a number >= 0");
+        }
+        node.weight_milli = static_cast<std::int64_t>(std::llround(w.get<double>() * 1000.0));
+        if (node.weight_milli == 0 && w.get<double>() > 0.0) bad_arg(name, wp + "/weight", "a weight other than 0 must be at least 0.001");
+      }
+    }
     if (spec.contains("preemption")) {
       const std::string pp = qp + "/preemption";
       const auto& p = object_at(name, pp, spec.at("preemption"));
-      check_keys(name, pp, p, {"reclaim_within_cohort", "within_cluster_queue"});
+      check_keys(name, pp, p, {"reclaim_within_cohort", "within_cluster_queue", "borrow_within_cohort"});
       if (p.contains("reclaim_within_cohort")) {
         node.reclaim = parse_preemption(name, pp + "/reclaim_within_cohort", p.at("reclaim_within_cohort"), true);
       }
       if (p.contains("within_cluster_queue")) {
         node.within = parse_preemption(name, pp + "/within_cluster_queue", p.at("within_cluster_queue"), false);
+      }
+      if (p.contains("borrow_within_cohort")) {
+        // Kueue ClusterQueue.spec.preemption.borrowWithinCohort {policy, maxPriorityThreshold}.
+        const std::string bp = pp + "/borrow_within_cohort";
+        const auto& b = object_at(name, bp, p.at("borrow_within_cohort"));
+        check_keys(name, bp, b, {"policy", "max_priority_threshold"});
+        if (!b.contains("policy")) bad_arg(name, bp + "/policy", "missing (\"Never\" or \"LowerPriority\")");
+        node.borrow_within = parse_preemption(name, bp + "/policy", b.at("policy"), false) == QueuePreemption::kLowerPriority;
+        if (b.contains("max_priority_threshold") && !b.at("max_priority_threshold").is_null()) {
+          const auto& t = b.at("max_priority_threshold");
+          if (!t.is_number_integer()) bad_arg(name, bp + "/max_priority_threshold", "expected an integer priority");
+          node.borrow_threshold = t.get<std::int32_t>();
+        }
+        // Kueue's validation (outside a cohort the policy is accepted and has no effect, as in Kueue).
+        if (node.borrow_within && node.reclaim == QueuePreemption::kNever) {
+          bad_arg(name, bp,
+                  "borrow_within_cohort policy LowerPriority needs reclaim_within_cohort other than Never (Kueue: "
+                  "\"reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never\")");
+        }
       }
     }
   }
@@ -370,8 +439,7 @@ bool CapacityQueuesPlugin::flavor_allows(std::uint32_t flavor, const TaskRequest
 }
 
 CapacityQueuesPlugin::Fit CapacityQueuesPlugin::assign(int queue, const JobSpec& job, std::span<const std::int64_t> charge,
-                                                       std::vector<int>& out, bool within_nominal,
-                                                       std::span<const std::int64_t> own_relief) const {
+                                                       std::vector<int>& out) const {
   const Node& q = nodes_[static_cast<std::size_t>(queue)];
   out.assign(q.groups.size(), -1);
   Fit result = Fit::kFits;
@@ -389,9 +457,7 @@ CapacityQueuesPlugin::Fit CapacityQueuesPlugin::assign(int queue, const JobSpec&
         if (c == 0) continue;
         const auto k = fr(f, r);
         if (c > q.ceiling[k]) fits_ever = false;
-        const std::int64_t room = within_nominal ? q.nominal[k] - q.usage[k] + (own_relief.empty() ? 0 : own_relief[k])
-                                                 : available_at(queue, k);
-        if (c > room) fits_now = false;
+        if (c > available_at(queue, k)) fits_now = false;
       }
       ever = ever || fits_ever;
       if (fits_ever && fits_now) {
@@ -404,6 +470,42 @@ CapacityQueuesPlugin::Fit CapacityQueuesPlugin::assign(int queue, const JobSpec&
     if (out[g] < 0) result = Fit::kNoRoom;
   }
   return result;
+}
+
+bool CapacityQueuesPlugin::assign_for_preemption(int queue, const JobSpec& job, std::span<const std::int64_t> charge,
+                                                 std::vector<int>& out) const {
+  // Kueue's flavorassigner: a flavor "fits" when every requested resource has room; it can be
+  // used with preemption when each request is within nominal quota, or, when the queue may
+  // preempt while borrowing (borrowWithinCohort), within what it could ever hold.
+  const Node& q = nodes_[static_cast<std::size_t>(queue)];
+  // Kueue's flavor assigner may preempt while borrowing with borrowWithinCohort, or with fair
+  // sharing when the queue reclaims within its cohort.
+  const bool preempt_borrowing = q.borrow_within || (fair_ && q.reclaim != QueuePreemption::kNever);
+  out.assign(q.groups.size(), -1);
+  for (std::size_t g = 0; g < q.groups.size(); ++g) {
+    const auto& group = q.groups[g];
+    if (std::none_of(group.covered.begin(), group.covered.end(), [&](std::size_t r) { return charge[r] > 0; })) continue;
+    int preempt = -1;
+    for (const auto f : group.flavors) {
+      if (!flavor_allows(f, job.request)) continue;
+      bool fits_now = true, by_preemption = true;
+      for (const auto r : group.covered) {
+        const auto c = charge[r];
+        if (c == 0) continue;
+        const auto k = fr(f, r);
+        if (c > available_at(queue, k)) fits_now = false;
+        if (c > q.ceiling[k] || (c > q.nominal[k] && !preempt_borrowing)) by_preemption = false;
+      }
+      if (fits_now) {
+        preempt = static_cast<int>(f);
+        break;
+      }
+      if (by_preemption && preempt < 0) preempt = static_cast<int>(f);
+    }
+    if (preempt < 0) return false;
+    out[g] = preempt;
+  }
+  return true;
 }
 
 void CapacityQueuesPlugin::resolve(const ClusterState& cluster) {
@@ -453,7 +555,7 @@ Status CapacityQueuesPlugin::pre_filter(const ClusterState& cluster, TaskContext
   charge_.assign(resources_.size(), 0);
   resources_.charge(&cluster, ctx.job, ctx.job.tasks, charge_);
   const auto& node = nodes_[static_cast<std::size_t>(q)];
-  switch (assign(q, ctx.job, charge_, decided_flavors_, false)) {
+  switch (assign(q, ctx.job, charge_, decided_flavors_)) {
     case Fit::kNoFlavor: return Status::unresolvable(name_, node.no_flavor_reason);
     case Fit::kTooBig: return Status::unresolvable(name_, node.too_big_reason);
     case Fit::kNoRoom: return Status::unschedulable(name_, node.no_room_reason);
@@ -491,7 +593,7 @@ Status CapacityQueuesPlugin::filter(const ClusterState& cluster, const TaskConte
   return Status::success();
 }
 
-Status CapacityQueuesPlugin::post_filter(ClusterState& /*cluster*/, const JobSpec& job, JobId /*id*/, Statement& st,
+Status CapacityQueuesPlugin::post_filter(ClusterState& cluster, const JobSpec& job, JobId /*id*/, Statement& st,
                                          std::vector<JobId>& victims, const FitsFn& fits) {
   const int q = queue_of(job);
   if (q < 0 || jobs_ == nullptr) return Status::unschedulable(name_, "no ClusterQueue or no view of running jobs: nothing to reclaim");
@@ -502,36 +604,46 @@ Status CapacityQueuesPlugin::post_filter(ClusterState& /*cluster*/, const JobSpe
   }
   charge_.assign(resources_.size(), 0);
   resources_.charge(cluster_, job, job.tasks, charge_);
-  const std::size_t frs = flavor_names_.size() * resources_.size();
-  auto preemptible_below = [&](JobId j, bool lower_only) {
-    if (running_[j.value].evicting) return false;
-    const auto& spec = jobs_->spec(j);
-    return spec.constraints.preemptible && (!lower_only || spec.priority < job.priority);
-  };
-  // What the queue's own lower-priority jobs hold (within_cluster_queue: LowerPriority).
-  std::vector<std::int64_t> relief(frs, 0);
-  if (qn.within == QueuePreemption::kLowerPriority) {
-    for (const JobId j : qn.running) {
-      if (!preemptible_below(j, true)) continue;
-      for (const auto& [k, a] : running_[j.value].charged) relief[k] += a;
-    }
-  }
-  // Kueue preempts only for a job that fits within its queue's nominal quota.
   std::vector<int> flavors;
-  if (assign(q, job, charge_, flavors, true, relief) != Fit::kFits) {
-    return Status::unschedulable(name_, "the job does not fit within its ClusterQueue's nominal quota: nothing to reclaim");
+  if (!assign_for_preemption(q, job, charge_, flavors)) {
+    return Status::unschedulable(name_, "the job does not fit within its ClusterQueue's nominal quota in any flavor: nothing to preempt");
   }
+  // The job's request per flavor-resource, and the ones needing preemption (Kueue's
+  // resourcesRequiringPreemption: no room in the assigned flavor).
+  const std::size_t frs = flavor_names_.size() * resources_.size();
+  std::vector<std::pair<std::size_t, std::int64_t>> request;
   std::vector<std::uint8_t> needed(frs, 0);
   for (std::size_t g = 0; g < flavors.size(); ++g) {
     if (flavors[g] < 0) continue;
     for (const auto r : qn.groups[g].covered) {
-      if (charge_[r] > 0) needed[fr(static_cast<std::uint32_t>(flavors[g]), r)] = 1;
+      if (charge_[r] == 0) continue;
+      const auto k = fr(static_cast<std::uint32_t>(flavors[g]), r);
+      request.emplace_back(k, charge_[r]);
+      if (charge_[r] > available_at(q, k)) needed[k] = 1;
     }
   }
-  auto touches = [&](JobId j) {
+  // The quota has room but the nodes are held: only other queues' borrowing jobs are in the way.
+  const bool nodes_only = std::none_of(needed.begin(), needed.end(), [](std::uint8_t n) { return n != 0; });
+  if (nodes_only) {
+    for (const auto& [k, c] : request) needed[k] = 1;
+  }
+  auto borrowing = [&](const Node& n) {   // Kueue cqIsBorrowing
+    if (n.parent < 0) return false;
+    for (std::size_t k = 0; k < frs; ++k) {
+      if (needed[k] != 0 && n.usage[k] > n.nominal[k]) return true;
+    }
+    return false;
+  };
+  auto uses_needed = [&](JobId j) {
     return std::any_of(running_[j.value].charged.begin(), running_[j.value].charged.end(),
                        [&](const auto& c) { return needed[c.first] != 0 && c.second > 0; });
   };
+  auto eligible = [&](JobId j, bool lower_only) {
+    if (running_[j.value].evicting) return false;
+    const auto& spec = jobs_->spec(j);
+    return spec.constraints.preemptible && (!lower_only || spec.priority < job.priority) && uses_needed(j);
+  };
+  // Kueue findCandidates.
   struct Candidate {
     JobId id;
     bool own;
@@ -539,63 +651,384 @@ Status CapacityQueuesPlugin::post_filter(ClusterState& /*cluster*/, const JobSpe
     SimTime started;
   };
   std::vector<Candidate> candidates;
-  if (qn.reclaim != QueuePreemption::kNever) {
+  if (qn.within == QueuePreemption::kLowerPriority && !nodes_only) {
+    for (const JobId j : qn.running) {
+      if (eligible(j, true)) candidates.push_back({j, true, jobs_->spec(j).priority, jobs_->started(j)});
+    }
+  }
+  if (qn.parent >= 0 && qn.reclaim != QueuePreemption::kNever) {
     for (std::size_t p = 0; p < nodes_.size(); ++p) {
       const auto& other = nodes_[p];
-      if (!other.is_queue || static_cast<int>(p) == q || other.root != qn.root) continue;
+      if (!other.is_queue || static_cast<int>(p) == q || other.root != qn.root || !borrowing(other)) continue;
       for (const JobId j : other.running) {
-        if (!preemptible_below(j, qn.reclaim == QueuePreemption::kLowerPriority) || !touches(j)) continue;
-        candidates.push_back({j, false, jobs_->spec(j).priority, jobs_->started(j)});
+        if (eligible(j, qn.reclaim == QueuePreemption::kLowerPriority)) {
+          candidates.push_back({j, false, jobs_->spec(j).priority, jobs_->started(j)});
+        }
       }
     }
   }
-  if (qn.within == QueuePreemption::kLowerPriority) {
-    for (const JobId j : qn.running) {
-      if (!preemptible_below(j, true) || !touches(j)) continue;
-      candidates.push_back({j, true, jobs_->spec(j).priority, jobs_->started(j)});
-    }
-  }
-  // Kueue's order: other (borrowing) queues first, lower priority first, most recently started first.
+  if (candidates.empty()) return Status::unschedulable(name_, "no running job may be preempted for this job");
+  // Kueue candidatesOrdering: other queues first, lower priority first, most recently admitted first.
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     if (a.own != b.own) return !a.own;
     if (a.priority != b.priority) return a.priority < b.priority;
     if (a.started != b.started) return a.started > b.started;
     return a.id > b.id;
   });
-  std::vector<int> scratch;
-  for (const auto& c : candidates) {
-    const Running& r = running_[c.id.value];
-    const Node& owner = nodes_[static_cast<std::size_t>(r.queue)];
-    if (!c.own) {
-      // Reclaim only from a queue still borrowing in what the job needs.
-      const bool borrowing = std::any_of(r.charged.begin(), r.charged.end(), [&](const auto& ch) {
-        return needed[ch.first] != 0 && owner.usage[ch.first] > owner.nominal[ch.first];
-      });
-      if (!borrowing) continue;
-    } else if (assign(q, job, charge_, scratch, true) == Fit::kFits) {
-      continue;   // within nominal already: the queue's own jobs are not in the way of its quota
+
+  // Kueue workloadFits, plus a placement on the nodes as they would be.
+  auto job_fits = [&](bool allow_borrowing) {
+    for (const auto& [k, c] : request) {
+      if (!allow_borrowing && qn.usage[k] + c > qn.nominal[k]) return false;
+      if (c > available_at(q, k)) return false;
     }
-    const auto& spec = jobs_->spec(c.id);
-    for (const auto& p : jobs_->placements(c.id)) st.evict(spec.request, p);
-    running_[c.id.value].evicting = true;
-    apply(r, -1);
-    const JobId vid = c.id;
-    st.on_rollback([this, vid] {
-      auto& rr = running_[vid.value];
+    return fits({});
+  };
+  // Kueue minimalPreemptions + fillBackWorkloads, simulated on the cluster and the quotas and
+  // undone before returning. Returns the victims, empty when the job would still not fit.
+  auto minimal = [&](const std::vector<Candidate>& cands, bool allow_borrowing, std::optional<std::int32_t> below) {
+    Statement sim(cluster);
+    std::vector<JobId> targets;
+    auto take = [&](JobId j) {
+      for (const auto& pl : jobs_->placements(j)) sim.evict(jobs_->spec(j).request, pl);
+      running_[j.value].evicting = true;
+      apply(running_[j.value], -1);
+    };
+    auto give_back = [&](JobId j) {
+      for (const auto& pl : jobs_->placements(j)) sim.allocate(jobs_->spec(j).request, pl);
+      running_[j.value].evicting = false;
+      apply(running_[j.value], +1);
+    };
+    bool fit = false;
+    for (const auto& c : cands) {
+      if (!c.own) {
+        if (!borrowing(nodes_[static_cast<std::size_t>(running_[c.id.value].queue)])) continue;
+        // borrowWithinCohort: a victim at or above the threshold means the job must not borrow.
+        if (below && c.priority >= *below) allow_borrowing = false;
+      }
+      take(c.id);
+      targets.push_back(c.id);
+      if (job_fits(allow_borrowing)) {
+        fit = true;
+        break;
+      }
+    }
+    if (fit) {
+      // Put back, newest pick first (the last one stays), every victim the job fits without.
+      for (std::size_t i = targets.size() - 1; i-- > 0;) {
+        give_back(targets[i]);
+        if (job_fits(allow_borrowing)) {
+          targets[i] = targets.back();
+          targets.pop_back();
+        } else {
+          take(targets[i]);
+        }
+      }
+    }
+    for (const JobId j : targets) {   // undo the simulation's quota changes; `sim` undoes the nodes
+      running_[j.value].evicting = false;
+      apply(running_[j.value], +1);
+    }
+    if (!fit) targets.clear();
+    return targets;
+  };
+
+  // Kueue fairPreemptionStrategy: candidates offered per target ClusterQueue, highest DRS first,
+  // filtered by the fair-sharing strategies; then the same put-back as minimalPreemptions.
+  auto fair = [&]() {
+    Statement sim(cluster);
+    std::vector<JobId> targets;
+    auto take = [&](JobId j) {
+      for (const auto& pl : jobs_->placements(j)) sim.evict(jobs_->spec(j).request, pl);
+      running_[j.value].evicting = true;
+      apply(running_[j.value], -1);
+    };
+    auto give_back = [&](JobId j) {
+      for (const auto& pl : jobs_->placements(j)) sim.allocate(jobs_->spec(j).request, pl);
+      running_[j.value].evicting = false;
+      apply(running_[j.value], +1);
+    };
+    // The job's usage, simulated in its queue's share (Kueue SimulateUsageAddition).
+    std::vector<std::int64_t> with_job(frs, 0);
+    for (const auto& [k, c] : request) with_job[k] += c;
+    std::vector<std::deque<JobId>> per(nodes_.size());
+    for (const auto& c : candidates) per[static_cast<std::size_t>(running_[c.id.value].queue)].push_back(c.id);
+    std::vector<std::uint8_t> pruned;
+    // TargetClusterQueueOrdering.nextTarget, for the ClusterQueues of the preemptor's tree.
+    auto next_target = [&]() {
+      int best = -1;
+      std::int64_t best_drs = -1;
+      for (std::size_t p = 0; p < nodes_.size(); ++p) {
+        const auto& n = nodes_[p];
+        if (!n.is_queue || n.root != qn.root || pruned[p] != 0) continue;
+        const bool self = static_cast<int>(p) == q;
+        const std::int64_t d = self ? drs(q, &with_job) : drs(static_cast<int>(p), nullptr);
+        if ((d == 0 && !self) || per[p].empty()) {
+          pruned[p] = 1;
+        } else if (d >= best_drs) {
+          best_drs = d;
+          best = static_cast<int>(p);
+        }
+      }
+      return best;
+    };
+    auto pop = [&](int p) {
+      const JobId j = per[static_cast<std::size_t>(p)].front();
+      per[static_cast<std::size_t>(p)].pop_front();
+      return j;
+    };
+    bool fit = false;
+    auto offer = [&](JobId j) {   // the consumer: take until the job fits
+      take(j);
+      targets.push_back(j);
+      fit = job_fits(true);
+      return fit;
+    };
+    constexpr auto kInf = std::numeric_limits<std::int64_t>::max();
+    std::vector<std::int64_t> without(frs, 0);
+    // First strategy, per candidate.
+    const FairStrategy first = strategies_.front();
+    std::vector<std::deque<JobId>> retry(nodes_.size());
+    pruned.assign(nodes_.size(), 0);
+    for (int p = next_target(); p >= 0 && !fit; p = next_target()) {
+      if (p == q) {   // the preemptor's own candidates (withinClusterQueue)
+        offer(pop(p));
+        continue;
+      }
+      const std::int64_t preemptor_new = drs(q, &with_job);
+      const std::int64_t target_old = drs(p, nullptr);
+      if (preemptor_new == kInf && target_old != kInf) {   // fsStrategyUnsatisfiable
+        while (!per[static_cast<std::size_t>(p)].empty()) retry[static_cast<std::size_t>(p)].push_back(pop(p));
+        continue;
+      }
+      while (!per[static_cast<std::size_t>(p)].empty()) {
+        const JobId j = pop(p);
+        bool passed = false;
+        if (first == FairStrategy::kLessThanInitialShare) {
+          passed = preemptor_new < target_old;
+        } else {
+          std::fill(without.begin(), without.end(), 0);
+          for (const auto& [k, c] : running_[j.value].charged) without[k] -= c;
+          passed = preemptor_new <= drs(p, &without);
+        }
+        if (passed) {
+          offer(j);
+          break;   // shares changed: pick the target ClusterQueue again
+        }
+        retry[static_cast<std::size_t>(p)].push_back(j);
+      }
+    }
+    // Second strategy (LessThanInitialShare), once per target ClusterQueue, on the kept candidates.
+    if (!fit && strategies_.size() > 1) {
+      per = std::move(retry);
+      pruned.assign(nodes_.size(), 0);
+      for (int p = next_target(); p >= 0 && !fit; p = next_target()) {
+        const bool passed = drs(q, &with_job) < drs(p, nullptr);
+        const JobId j = pop(p);
+        if (passed) offer(j);
+        pruned[static_cast<std::size_t>(p)] = 1;
+      }
+    }
+    if (fit) {
+      for (std::size_t i = targets.size() - 1; i-- > 0;) {
+        give_back(targets[i]);
+        if (job_fits(true)) {
+          targets[i] = targets.back();
+          targets.pop_back();
+        } else {
+          take(targets[i]);
+        }
+      }
+    }
+    for (const JobId j : targets) {
+      running_[j.value].evicting = false;
+      apply(running_[j.value], +1);
+    }
+    if (!fit) targets.clear();
+    return targets;
+  };
+
+  std::vector<Candidate> own;
+  std::copy_if(candidates.begin(), candidates.end(), std::back_inserter(own), [](const Candidate& c) { return c.own; });
+  auto under_nominal = [&] {   // Kueue queueUnderNominalInResourcesNeedingPreemption
+    for (std::size_t k = 0; k < frs; ++k) {
+      if (needed[k] != 0 && qn.usage[k] >= qn.nominal[k]) return false;
+    }
+    return true;
+  };
+  std::vector<JobId> targets;
+  if (fair_) {
+    targets = fair();
+  } else if (own.size() == candidates.size()) {
+    targets = minimal(candidates, true, std::nullopt);
+  } else if (qn.borrow_within) {
+    // Kueue canBorrowWithinCohort: victims of other queues below the job's priority, or below
+    // max_priority_threshold + 1 when that is lower.
+    std::int32_t threshold = job.priority;
+    if (qn.borrow_threshold && *qn.borrow_threshold < threshold) threshold = *qn.borrow_threshold + 1;
+    if (!under_nominal()) {
+      std::erase_if(candidates, [&](const Candidate& c) { return !c.own && c.priority >= threshold; });
+    }
+    targets = minimal(candidates, true, threshold);
+  } else {
+    // Held nodes alone: reclaim only for a job its queue's nominal quota covers, as Kueue
+    // reclaims (no borrowing after the evictions), so two queues never evict each other in turn.
+    if (under_nominal() || nodes_only) targets = minimal(candidates, false, std::nullopt);
+    if (targets.empty()) targets = minimal(own, true, std::nullopt);
+  }
+  if (targets.empty()) return Status::unschedulable(name_, "preempting the candidates would not make room");
+  for (const JobId j : targets) {
+    const auto& spec = jobs_->spec(j);
+    for (const auto& pl : jobs_->placements(j)) st.evict(spec.request, pl);
+    running_[j.value].evicting = true;
+    apply(running_[j.value], -1);
+    st.on_rollback([this, j] {
+      auto& rr = running_[j.value];
       rr.evicting = false;
       apply(rr, +1);
     });
-    victims.push_back(c.id);
-    if (assign(q, job, charge_, scratch, false) != Fit::kFits) continue;   // quota first (cheap)
-    if (fits({})) return Status::success();
+    victims.push_back(j);
   }
-  return Status::unschedulable(name_, "reclaiming every candidate would not make room");
+  return Status::success();
+}
+
+std::int64_t CapacityQueuesPlugin::drs(int queue, const std::vector<std::int64_t>* delta) const {
+  // Kueue dominantResourceShare: borrowing per resource (above nominal, summed over flavors)
+  // x 1000 / what the cohort tree can lend of it; the largest; x 1000 / weight (milli).
+  const Node& n = nodes_[static_cast<std::size_t>(queue)];
+  if (n.parent < 0) return 0;
+  const std::size_t nr = resources_.size();
+  const std::size_t frs = flavor_names_.size() * nr;
+  std::vector<std::int64_t> borrowing(nr, 0);
+  bool any = false;
+  for (std::size_t k = 0; k < frs; ++k) {
+    const std::int64_t b = n.usage[k] + (delta != nullptr ? (*delta)[k] : 0) - n.quota[k];
+    if (b > 0) {
+      borrowing[k % nr] += b;
+      any = true;
+    }
+  }
+  if (!any) return 0;
+  if (n.weight_milli == 0) return std::numeric_limits<std::int64_t>::max();
+  // What the cohort tree could lend: the root's pooled quota (cohorts have no quota or limits
+  // of their own here, so every cohort of the tree can reach all of it).
+  const Node& root = nodes_[static_cast<std::size_t>(n.root)];
+  std::int64_t best = -1;
+  for (std::size_t r = 0; r < nr; ++r) {
+    if (borrowing[r] <= 0) continue;
+    std::int64_t lendable = 0;
+    for (std::size_t f = 0; f < flavor_names_.size(); ++f) lendable += root.quota[f * nr + r];
+    if (lendable > 0) best = std::max(best, borrowing[r] * 1000 / lendable);
+  }
+  if (best < 0) return 0;
+  return best * 1000 / n.weight_milli;
+}
+
+std::int64_t CapacityQueuesPlugin::dominant_resource_share(std::string_view queue) const {
+  const int n = find_node(queue);
+  return (n < 0 || !nodes_[static_cast<std::size_t>(n)].is_queue) ? 0 : drs(n, nullptr);
+}
+
+void CapacityQueuesPlugin::bound_to(std::span<const std::string_view> hooks) {
+  at_queue_sort_ = std::find(hooks.begin(), hooks.end(), std::string_view("queue_sort")) != hooks.end();
+  if (fair_ && !at_queue_sort_) {
+    warn(name_ + ": fair_sharing is enabled but the plugin is not the queue sort: preemption follows the shares, the "
+                 "admission order does not (list \"" + name_ + "\" at queue_sort too)");
+  }
+}
+
+void CapacityQueuesPlugin::charged_for(int queue, const JobSpec& job, std::vector<std::pair<std::size_t, std::int64_t>>& out) const {
+  out.clear();
+  scratch_charge_.assign(resources_.size(), 0);
+  resources_.charge(cluster_, job, job.tasks, scratch_charge_);
+  std::vector<int> flavors;
+  if (assign(queue, job, scratch_charge_, flavors) != Fit::kFits && !assign_for_preemption(queue, job, scratch_charge_, flavors)) {
+    return;
+  }
+  const auto& q = nodes_[static_cast<std::size_t>(queue)];
+  for (std::size_t g = 0; g < q.groups.size() && g < flavors.size(); ++g) {
+    if (flavors[g] < 0) continue;
+    for (const auto r : q.groups[g].covered) {
+      if (scratch_charge_[r] > 0) out.emplace_back(fr(static_cast<std::uint32_t>(flavors[g]), r), scratch_charge_[r]);
+    }
+  }
+}
+
+void CapacityQueuesPlugin::refresh_keys() const {
+  const SimTime now = jobs_ != nullptr ? jobs_->now() : SimTime::forever();
+  if (keyed_ && keyed_at_ == now && keyed_generation_ == generation_) return;
+  keyed_ = true;
+  keyed_at_ = now;
+  keyed_generation_ = generation_;
+  key_.assign(workload_.size(), -1);
+  // Waiting jobs per ClusterQueue, in Kueue's queue order (priority, then creation).
+  while (arrived_ < by_submit_.size() && workload_[by_submit_[arrived_]].submit <= now) {
+    const auto j = by_submit_[arrived_++];
+    if (left_[j] == 0 && !(j < running_.size() && running_[j].queue >= 0)) waiting_.insert(j);
+  }
+  std::vector<std::vector<std::uint32_t>> waiting(nodes_.size());
+  for (const auto j : waiting_) {
+    const int q = queue_of(workload_[j]);
+    if (q >= 0) waiting[static_cast<std::size_t>(q)].push_back(j);
+  }
+  const std::size_t frs = flavor_names_.size() * resources_.size();
+  std::vector<std::int64_t> acc;
+  std::vector<std::pair<std::size_t, std::int64_t>> charged;
+  for (std::size_t q = 0; q < nodes_.size(); ++q) {
+    auto& list = waiting[q];
+    if (list.empty()) continue;
+    std::sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) {
+      const auto& x = workload_[a];
+      const auto& y = workload_[b];
+      if (x.priority != y.priority) return x.priority > y.priority;
+      if (x.submit != y.submit) return x.submit < y.submit;
+      return a < b;
+    });
+    acc.assign(frs, 0);
+    for (const auto j : list) {
+      charged_for(static_cast<int>(q), workload_[j], charged);
+      for (const auto& [k, c] : charged) acc[k] += c;
+      key_[j] = drs(static_cast<int>(q), &acc);
+    }
+  }
+}
+
+bool CapacityQueuesPlugin::less(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) const {
+  if (fair_ && cluster_ != nullptr) {
+    refresh_keys();
+    auto key = [&](const JobSpec& job, JobId id) -> std::int64_t {
+      if (id.value < key_.size() && key_[id.value] >= 0 && &workload_[id.value] == &job) return key_[id.value];
+      if (id.value < key_.size() && key_[id.value] >= 0 && workload_[id.value].name == job.name) return key_[id.value];
+      const int q = queue_of(job);   // not a waiting job of the workload: its own request only
+      if (q < 0) return 0;
+      std::vector<std::pair<std::size_t, std::int64_t>> charged;
+      charged_for(q, job, charged);
+      std::vector<std::int64_t> delta(flavor_names_.size() * resources_.size(), 0);
+      for (const auto& [k, c] : charged) delta[k] += c;
+      return drs(q, &delta);
+    };
+    const std::int64_t ka = key(a, ia), kb = key(b, ib);
+    if (ka != kb) return ka < kb;
+  }
+  if (a.priority != b.priority) return a.priority > b.priority;
+  if (a.submit != b.submit) return a.submit < b.submit;
+  return ia < ib;
 }
 
 void CapacityQueuesPlugin::attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) {
   resolve(cluster);
   cluster_ = &cluster;
   jobs_ = jobs;
+  workload_ = workload;
+  left_.assign(workload.size(), 0);
+  by_submit_.resize(workload.size());
+  std::iota(by_submit_.begin(), by_submit_.end(), 0U);
+  std::stable_sort(by_submit_.begin(), by_submit_.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return workload[a].submit < workload[b].submit; });
+  arrived_ = 0;
+  waiting_.clear();
+  keyed_ = false;
+  ++generation_;
   running_.assign(workload.size(), {});
   for (auto& n : nodes_) {
     std::fill(n.usage.begin(), n.usage.end(), 0);
@@ -612,7 +1045,7 @@ void CapacityQueuesPlugin::job_started(const JobSpec& job, JobId id, std::span<c
   resources_.charge(cluster_, job, job.tasks, charge_);
   if (decided_job_ == id && decided_queue_ == q) {
     flavors = decided_flavors_;
-  } else if (assign(q, job, charge_, flavors, false) != Fit::kFits) {
+  } else if (assign(q, job, charge_, flavors) != Fit::kFits) {
     // Started without our admission (a caller bypassing schedule()): first allowed flavor.
     const auto& node = nodes_[static_cast<std::size_t>(q)];
     flavors.assign(node.groups.size(), -1);
@@ -633,6 +1066,8 @@ void CapacityQueuesPlugin::job_started(const JobSpec& job, JobId id, std::span<c
   apply(r, +1);
   nodes_[static_cast<std::size_t>(q)].running.push_back(id);
   running_[id.value] = std::move(r);
+  waiting_.erase(id.value);
+  ++generation_;
 }
 
 void CapacityQueuesPlugin::job_stopped(const JobSpec&, JobId id, std::span<const TaskPlacement>) {
@@ -641,6 +1076,15 @@ void CapacityQueuesPlugin::job_stopped(const JobSpec&, JobId id, std::span<const
   if (!r.evicting) apply(r, -1);
   std::erase(nodes_[static_cast<std::size_t>(r.queue)].running, id);
   r = Running{};
+  // Waiting again (requeued) unless it leaves for good: the engine calls job_left right after.
+  if (id.value < left_.size() && left_[id.value] == 0) waiting_.insert(id.value);
+  ++generation_;
+}
+
+void CapacityQueuesPlugin::job_left(const JobSpec&, JobId id) {
+  if (id.value < left_.size()) left_[id.value] = 1;
+  waiting_.erase(id.value);
+  ++generation_;
 }
 
 int CapacityQueuesPlugin::find_node(std::string_view n) const {

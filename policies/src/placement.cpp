@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -12,6 +13,7 @@
 #include <gpusched/policies/placement/app_max_per_node.hpp>
 #include <gpusched/policies/placement/gpu_topology.hpp>
 #include <gpusched/policies/placement/node_affinity.hpp>
+#include <gpusched/policies/placement/node_unschedulable.hpp>
 #include <gpusched/policies/placement/taint_toleration.hpp>
 #include <gpusched/policies/placement/topology_spread.hpp>
 #include <gpusched/topology.hpp>
@@ -41,17 +43,30 @@ void default_normalize(std::span<double> scores, bool reverse) {
 
 }  // namespace
 
+// ---------------------------------------------------------------- node-unschedulable
+
+Status NodeUnschedulablePlugin::filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const {
+  for (const auto& t : cluster.spec(node).taints) {
+    if (t.key != kTaintKey || t.effect != TaintEffect::kNoSchedule) continue;
+    // As the peer: a job that tolerates the unschedulable taint tolerates the cordon.
+    static const Taint cordon{std::string(kTaintKey), "", TaintEffect::kNoSchedule};
+    if (tolerated(ctx.job.constraints.tolerations, cordon)) return Status::success();
+    return Status::unresolvable(name(), "node(s) were unschedulable");
+  }
+  return Status::success();
+}
+
 // ---------------------------------------------------------------- taint-toleration
 
 Status TaintTolerationPlugin::filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const {
   const auto& taints = cluster.spec(node).taints;
   if (taints.empty()) return Status::success();
   const auto& tols = ctx.job.constraints.tolerations;
-  // The first NoSchedule / NoExecute taint in the node's order that nothing tolerates.
+  // A NoSchedule / NoExecute taint that nothing tolerates, worded as kube-scheduler's current
+  // TaintToleration words it (older releases named the taint: "{key: value}").
   for (const auto& t : taints) {
     if (t.effect == TaintEffect::kPreferNoSchedule || tolerated(tols, t)) continue;
-    return Status::unresolvable(name(), t.effect == TaintEffect::kNoSchedule ? "node(s) had an untolerated NoSchedule taint"
-                                                                             : "node(s) had an untolerated NoExecute taint");
+    return Status::unresolvable(name(), "node(s) had untolerated taint(s)");
   }
   return Status::success();
 }
@@ -231,12 +246,16 @@ const TopologySpreadPlugin::Running& TopologySpreadPlugin::running(const Cluster
     }
   }
   if (!jc.app.empty() && ctx.jobs) {
-    // Tasks of running jobs of the app on the eligible nodes.
+    // Tasks of running jobs of the app, in the job's namespace (its queue), on the eligible
+    // nodes: a constraint's labelSelector matches pods of the pod's own namespace only
+    // (kubernetes podtopologyspread/common.go; filtering_test.go "existing pods in a different
+    // namespace do not count").
     for (std::uint32_t i = 0; i < d.nodes; ++i) {
       const auto dom = d.of_node[i];
       if (dom < 0 || (r.filtered && !r.eligible_node[i])) continue;
       for (const JobId j : ctx.jobs->running_on(NodeId{i})) {
-        if (ctx.jobs->spec(j).constraints.app != jc.app) continue;
+        const auto& other = ctx.jobs->spec(j);
+        if (other.constraints.app != jc.app || other.queue != ctx.job.queue) continue;
         r.per_domain[static_cast<std::size_t>(dom)] += running_tasks_on(*ctx.jobs, j, NodeId{i}, ctx.state);
       }
     }
@@ -378,6 +397,10 @@ void register_placement_plugins(Registry& r) {
          "Kubernetes TaintToleration: filter rejects nodes with a NoSchedule/NoExecute taint the job does not "
          "tolerate; score prefers fewer untolerated PreferNoSchedule taints (fewest = 100)",
          {"filter", "score"}, {}, [](const PluginContext&) { return std::make_unique<TaintTolerationPlugin>(); }});
+  r.add({"node-unschedulable",
+         "Kubernetes NodeUnschedulable: rejects a cordoned node (taint node.kubernetes.io/unschedulable:NoSchedule) "
+         "unless the job tolerates that taint: \"node(s) were unschedulable\"",
+         {"filter"}, {}, [](const PluginContext&) { return std::make_unique<NodeUnschedulablePlugin>(); }});
   r.add({"node-affinity",
          "Kubernetes NodeAffinity: filter = nodeSelector and required node affinity (In, NotIn, Exists, "
          "DoesNotExist, Gt, Lt); score = weights of the matching preferred terms, normalised to 0..100",

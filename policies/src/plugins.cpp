@@ -1,12 +1,17 @@
 // Implementations of the built-in plugins.
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <mutex>
 #include <optional>
+#include <set>
+#include <string>
 
 #include <gpusched/policies/devices/device_select.hpp>
 #include <gpusched/policies/gpubinpack/gpu_binpack.hpp>
 #include <gpusched/policies/noderesources/allocated.hpp>
 #include <gpusched/policies/noderesources/fit.hpp>
+#include <gpusched/policies/noderesources/requested_to_capacity_ratio.hpp>
 
 namespace gpusched::policies {
 
@@ -18,6 +23,16 @@ void normalize_min_max(std::span<double> scores) {
 }
 
 // ---------------------------------------------------------------- node-resources-fit
+
+namespace {
+/// "Insufficient <name>", kept for the life of the process (one per resource name).
+std::string_view extended_reason(const std::string& name) {
+  static std::mutex mutex;
+  static std::set<std::string, std::less<>> texts;
+  const std::lock_guard<std::mutex> lock(mutex);
+  return *texts.insert("Insufficient " + name).first;
+}
+}  // namespace
 
 std::string_view NodeResourcesFit::reason(FitResult r) {
   switch (r) {
@@ -55,9 +70,119 @@ Status NodeResourcesFit::filter(const ClusterState& cluster, const TaskContext& 
   return Status::unschedulable(name(), reason(r));
 }
 
+void NodeResourcesFit::reasons(const ClusterState& cluster, const TaskContext& ctx, NodeId node, const Status& first,
+                               std::vector<std::string_view>& out) const {
+  // fit_check stops at the first shortfall (cpu, memory, extended, then devices); only then can
+  // later ones be hidden.
+  const auto& r = ctx.request();
+  const auto& s = cluster.node(node);
+  const bool host = first.reason == reason(FitResult::kCpu) || first.reason == reason(FitResult::kMemory) ||
+                    first.reason == reason(FitResult::kExtended);
+  if (!host || !s.schedulable) {
+    out.push_back(first.reason);
+    return;
+  }
+  if (s.cpu_free_milli < r.cpu_milli) out.push_back(reason(FitResult::kCpu));
+  if (s.memory_free_mib < r.memory_mib) out.push_back(reason(FitResult::kMemory));
+  for (const auto& [id, amount] : r.extended) {
+    if (cluster.extended_free(node, id) < amount) out.push_back(extended_reason(cluster.resources().name(id)));
+  }
+  devices_only_ = r;
+  devices_only_.cpu_milli = 0;
+  devices_only_.memory_mib = 0;
+  devices_only_.extended.clear();
+  if (const FitResult d = cluster.fit_check(node, devices_only_); d != FitResult::kFits) out.push_back(reason(d));
+}
+
 // ---------------------------------------------------------------- allocation scores
 
+namespace {
+/// A job's request of CPU or memory as kube-scheduler scores it: a task that asks for none
+/// counts the non-zero default (pkg/scheduler/util non_zero.go). gpusched cannot tell a request
+/// left unset from one set to 0, and treats both as unset.
+std::int64_t non_zero(std::int64_t asked, std::int64_t fallback) { return asked > 0 ? asked : fallback; }
+
+/// The node's NonZeroRequested CPU (milli) and memory (MiB) with the job's request added
+/// (`defaults` false: the plain requests, as for containers that write 0 explicitly).
+std::int64_t kube_requested_cpu(const ClusterState& cluster, const TaskRequest& r, NodeId node, bool defaults) {
+  const auto& s = cluster.node(node);
+  const std::int64_t used = cluster.cpu_capacity(node) - s.cpu_free_milli;
+  if (!defaults) return used + r.cpu_milli;
+  return used + std::int64_t{s.tasks_without_cpu} * kKubeDefaultMilliCpu + non_zero(r.cpu_milli, kKubeDefaultMilliCpu);
+}
+std::int64_t kube_requested_memory(const ClusterState& cluster, const TaskRequest& r, NodeId node, bool defaults) {
+  const auto& s = cluster.node(node);
+  const std::int64_t used = cluster.memory_capacity(node) - s.memory_free_mib;
+  if (!defaults) return used + r.memory_mib;
+  return used + std::int64_t{s.tasks_without_memory} * kKubeDefaultMemoryMib + non_zero(r.memory_mib, kKubeDefaultMemoryMib);
+}
+}  // namespace
+
+AllocatedScore::AllocatedScore(Mode mode, std::vector<ScoredResource> resources, std::string_view name, bool non_zero_defaults)
+    : mode_(mode), kube_(true), non_zero_defaults_(non_zero_defaults), name_(name) {
+  for (auto& r : resources) {
+    const Kind kind = r.name == "cpu"              ? Kind::kCpu
+                      : r.name == "memory"         ? Kind::kMemory
+                      : r.name == "nvidia.com/gpu" ? Kind::kGpu
+                      : r.name == "google.com/tpu" ? Kind::kTpu
+                                                   : Kind::kExtended;
+    resources_.push_back({kind, r.weight, std::move(r.name)});
+  }
+}
+
+double AllocatedScore::kube_score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const {
+  const auto& s = cluster.node(node);
+  const auto& r = ctx.request();
+  std::int64_t total = 0, weights = 0;
+  for (const auto& res : resources_) {
+    // resource_allocation.go calculateResourceAllocatableRequest: (allocatable, requested).
+    std::int64_t capacity = 0, requested = 0;
+    switch (res.kind) {
+      case Kind::kCpu:
+        capacity = cluster.cpu_capacity(node);
+        requested = kube_requested_cpu(cluster, r, node, non_zero_defaults_);
+        break;
+      case Kind::kMemory:
+        capacity = cluster.memory_capacity(node);
+        requested = kube_requested_memory(cluster, r, node, non_zero_defaults_);
+        break;
+      case Kind::kGpu:
+        // A scalar resource the pod does not request is bypassed.
+        if (r.gpu.total_milli() == 0) continue;
+        capacity = std::int64_t{s.gpu_count} * kMilliPerGpu;
+        requested = capacity - s.gpu_milli_free + r.gpu.total_milli();
+        break;
+      case Kind::kTpu:
+        if (r.tpu.chips == 0) continue;
+        capacity = cluster.spec(node).tpu.chips;
+        requested = capacity - s.tpu_chips_free + r.tpu.chips;
+        break;
+      case Kind::kExtended: {
+        const auto id = cluster.resources().find(res.name);
+        if (!id) continue;
+        std::int64_t asked = 0;
+        for (const auto& [rid, amount] : r.extended) {
+          if (rid == *id) asked += amount;
+        }
+        if (asked == 0) continue;
+        for (const auto& [rid, amount] : cluster.spec(node).extended) {
+          if (rid == *id) capacity = amount;
+        }
+        requested = capacity - cluster.extended_free(node, *id) + asked;
+        break;
+      }
+    }
+    if (capacity <= 0) continue;   // the node does not have it: left out, weight too
+    const std::int64_t score = mode_ == Mode::kLeast ? (requested > capacity ? 0 : (capacity - requested) * 100 / capacity)
+                                                     : std::min(requested, capacity) * 100 / capacity;
+    total += score * res.weight;
+    weights += res.weight;
+  }
+  return weights == 0 ? 0.0 : static_cast<double>(total / weights);
+}
+
 double AllocatedScore::score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) {
+  if (kube_) return kube_score(cluster, ctx, node);
   const auto& s = cluster.node(node);
   const auto& r = ctx.request();
   double sum = 0.0, weights = 0.0;
@@ -72,6 +197,69 @@ double AllocatedScore::score(const ClusterState& cluster, const TaskContext& ctx
   add(static_cast<double>(s.gpu_milli_free - r.gpu.total_milli()),
       static_cast<double>(std::int64_t{s.gpu_count} * kMilliPerGpu), w_.gpu);
   return weights > 0.0 ? 100.0 * sum / weights : 0.0;
+}
+
+// ---------------------------------------------------------------- requested-to-capacity-ratio
+
+RequestedToCapacityRatio::RequestedToCapacityRatio(std::vector<Point> shape, std::vector<Resource> resources,
+                                                   bool non_zero_defaults)
+    : shape_(std::move(shape)), resources_(std::move(resources)), non_zero_defaults_(non_zero_defaults) {
+  // kube-scheduler scales the shape's 0..10 scores to its 0..100 node scores
+  // (MaxNodeScore / MaxCustomPriorityScore).
+  for (auto& p : shape_) p.score *= 10;
+}
+
+std::int64_t RequestedToCapacityRatio::broken_linear(std::span<const Point> points, std::int64_t p) {
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (p > points[i].utilization) continue;
+    if (i == 0) return points[0].score;
+    const auto& a = points[i - 1];
+    const auto& b = points[i];
+    return a.score + (b.score - a.score) * (p - a.utilization) / (b.utilization - a.utilization);
+  }
+  return points.back().score;
+}
+
+double RequestedToCapacityRatio::score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) {
+  const auto& s = cluster.node(node);
+  const auto& r = ctx.request();
+  std::int64_t total = 0, weights = 0;
+  for (const auto& res : resources_) {
+    std::int64_t capacity = 0, requested = 0;
+    if (res.name == "cpu") {
+      // NonZeroRequested, as the peer (its useRequested is false for this strategy).
+      capacity = cluster.cpu_capacity(node);
+      requested = kube_requested_cpu(cluster, r, node, non_zero_defaults_);
+    } else if (res.name == "memory") {
+      capacity = cluster.memory_capacity(node);
+      requested = kube_requested_memory(cluster, r, node, non_zero_defaults_);
+    } else if (res.name == "nvidia.com/gpu") {
+      // As the peer: a scalar resource the pod does not request is left out of the score.
+      if (r.gpu.total_milli() == 0) continue;
+      capacity = std::int64_t{s.gpu_count} * kMilliPerGpu;
+      requested = capacity - s.gpu_milli_free + r.gpu.total_milli();
+    } else if (const auto id = cluster.resources().find(res.name)) {
+      std::int64_t asked = 0;
+      for (const auto& [rid, amount] : r.extended) {
+        if (rid == *id) asked += amount;
+      }
+      if (asked == 0) continue;
+      for (const auto& [rid, amount] : cluster.spec(node).extended) {
+        if (rid == *id) capacity = amount;
+      }
+      requested = capacity - cluster.extended_free(node, *id) + asked;
+    }
+    if (capacity <= 0) continue;   // the node does not have it
+    // The peer's scaledUtilization: floor(requested x 100 / capacity), 100 when over capacity.
+    const std::int64_t utilization = requested >= capacity ? 100 : requested <= 0 ? 0 : requested * 100 / capacity;
+    const std::int64_t score = broken_linear(shape_, utilization);
+    if (score > 0) {
+      total += score * res.weight;
+      weights += res.weight;
+    }
+  }
+  if (weights == 0) return 0.0;
+  return static_cast<double>(std::llround(static_cast<double>(total) / static_cast<double>(weights)));
 }
 
 double BestFitScore::score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) {

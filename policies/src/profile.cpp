@@ -10,6 +10,9 @@ namespace {
 
 /// The FGD paper's presets score as the authors' simulator does: integers 0..100, ties to node order.
 nlohmann::json authors_scores() { return {{"integer_scores", true}}; }
+/// gpusched's own real-valued least-/most-allocated (cpu, memory and GPU, weight 1 each): for the
+/// presets that do not claim kube-scheduler's NodeResourcesFit.
+nlohmann::json gpusched_scoring() { return {{"scoring", "gpusched"}}; }
 
 [[noreturn]] void bad(const std::string& source, const std::string& field, const std::string& msg) {
   throw_error(ErrorCode::kProfileBadArgs, {source, 0, field}, msg);
@@ -137,13 +140,23 @@ Profile Profile::from_json(const nlohmann::json& j, const std::string& source) {
     else if (k == "queueing") {
       if (v != "greedy" && v != "strict-fifo" && v != "easy-backfill") bad(source, f, "expected \"greedy\", \"strict-fifo\" or \"easy-backfill\"");
       p.queueing = v.get<std::string>();
+    } else if (k == "diagnosis") {
+      if (v == "gpusched") p.diagnosis = Diagnosis::kGpusched;
+      else if (v == "kube-scheduler") p.diagnosis = Diagnosis::kKubeScheduler;
+      else bad(source, f, "expected \"gpusched\" or \"kube-scheduler\"");
+    } else if (k == "percentage_of_nodes_to_score") {
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 100) {
+        bad(source, f, "expected an integer from 0 (kube-scheduler's adaptive default) to 100");
+      }
+      p.percentage_of_nodes_to_score = v.get<int>();
     } else if (k == "tie_break") {
       if (v == "node-order") p.tie_break = TieBreak::kNodeOrder;
       else if (v == "random") p.tie_break = TieBreak::kRandom;
       else bad(source, f, "expected \"node-order\" or \"random\"");
     } else {
       bad(source, f, "unknown profile field (known: name, description, extends, replace, queue_sort, pre_filter, filter, "
-                     "score, device_select, reserve, permit, post_filter, bind, tie_break, queueing)");
+                     "score, device_select, reserve, permit, post_filter, bind, tie_break, queueing, diagnosis, "
+                     "percentage_of_nodes_to_score)");
     }
   }
   // A hook named in replace but not given drops the parent's list.
@@ -161,7 +174,7 @@ Profile Profile::from_json(const nlohmann::json& j, const std::string& source) {
 }
 
 nlohmann::json Profile::to_json() const {
-  return {{"name", name},
+  nlohmann::json j = {{"name", name},
           {"description", description},
           {"queue_sort", ref_json(queue_sort, false)},
           {"pre_filter", list_json(pre_filter, false)},
@@ -174,6 +187,10 @@ nlohmann::json Profile::to_json() const {
           {"bind", list_json(bind, false)},
           {"tie_break", tie_break == TieBreak::kRandom ? "random" : "node-order"},
           {"queueing", queueing}};
+  // Written when not the default, so older profiles' JSON stays as it was.
+  if (diagnosis == Diagnosis::kKubeScheduler) j["diagnosis"] = "kube-scheduler";
+  if (percentage_of_nodes_to_score >= 0) j["percentage_of_nodes_to_score"] = percentage_of_nodes_to_score;
+  return j;
 }
 
 std::vector<std::string> builtin_profile_names() {
@@ -184,8 +201,23 @@ std::vector<std::string> builtin_profile_names() {
 Profile builtin_profile(const std::string& name, const std::string& source) {
   Profile p;
   p.name = name;
+  // kube-scheduler's filters in its order (default_plugins.go: NodeUnschedulable, NodeName,
+  // TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, ...), and its wording of why a
+  // pod is pending.
+  // Among equal top scores kube-scheduler picks at random (schedule_one.go selectHost,
+  // reservoir sampling); here from the seeded stream, so runs stay reproducible.
+  auto kube = [&p](std::vector<PluginRef> after_fit = {}) {
+    p.diagnosis = Diagnosis::kKubeScheduler;
+    p.tie_break = TieBreak::kRandom;
+    p.filter = {PluginRef{"node-unschedulable"}, PluginRef{"taint-toleration"}, PluginRef{"node-affinity"},
+                PluginRef{"node-resources-fit"}};
+    for (auto& r : after_fit) p.filter.push_back(std::move(r));
+  };
   if (name == "default") {
-    p.description = "Kubernetes default scoring: resource fit, then least-allocated (spread) nodes";
+    p.description = "Kubernetes default scoring: resource fit, then least-allocated (spread) nodes (NodeResourcesFit "
+                    "LeastAllocated on cpu and memory, integer scores), ties broken at random as kube-scheduler's "
+                    "selectHost";
+    kube();
     p.score = {PluginRef{"least-allocated"}};
   } else if (name == "first-fit") {
     p.description = "the first node in cluster order that fits; lowest-index GPUs";
@@ -199,12 +231,17 @@ Profile builtin_profile(const std::string& name, const std::string& source) {
     p.score = {PluginRef{"gpu-binpack"}};
     p.device_select = PluginRef{"gpu-binpack"};
   } else if (name == "spread") {
-    p.description = "least-allocated nodes, and the emptiest GPU inside";
-    p.score = {PluginRef{"least-allocated"}};
+    p.description = "least-allocated nodes (gpusched's scoring: cpu, memory and GPU), and the emptiest GPU inside";
+    p.score = {PluginRef{"least-allocated", 1.0, gpusched_scoring()}};
     p.device_select = PluginRef{"gpu-spread"};
   } else if (name == "most-allocated") {
-    p.description = "Kubernetes MostAllocated: fill nodes before opening new ones";
-    p.score = {PluginRef{"most-allocated"}};
+    p.description = "Kubernetes MostAllocated: fill nodes before opening new ones (NodeResourcesFit MostAllocated on "
+                    "cpu 1, memory 1, nvidia.com/gpu 1, integer scores, random ties); tightest GPU inside";
+    kube();
+    p.score = {PluginRef{"most-allocated", 1.0,
+                         {{"resources", nlohmann::json::array({{{"name", "cpu"}, {"weight", 1}},
+                                                               {{"name", "memory"}, {"weight", 1}},
+                                                               {{"name", "nvidia.com/gpu"}, {"weight", 1}}})}}}};
     p.device_select = PluginRef{"gpu-binpack"};
   } else if (name == "random") {
     p.description = "a uniformly random feasible node and random GPUs (seeded)";
@@ -234,11 +271,10 @@ Profile builtin_profile(const std::string& name, const std::string& source) {
     p.score = {PluginRef{"gpu-packing", 1.0, authors_scores()}};
     p.device_select = PluginRef{"gpu-packing"};
   } else if (name == "kube-default") {
-    p.description = "kube-scheduler's default plugins as they bear on accelerators: NodeResourcesFit, TaintToleration, "
-                    "NodeAffinity, per-app anti-affinity; LeastAllocated (1), TaintToleration (3) and NodeAffinity (2) "
-                    "scores; DefaultPreemption; every job that fits starts";
-    p.filter = {PluginRef{"node-resources-fit"}, PluginRef{"taint-toleration"}, PluginRef{"node-affinity"},
-                PluginRef{"app-max-per-node"}};
+    p.description = "kube-scheduler's default plugins as they bear on accelerators: NodeUnschedulable, TaintToleration, "
+                    "NodeAffinity, NodeResourcesFit, per-app anti-affinity; LeastAllocated (1, on cpu and memory), TaintToleration (3) "
+                    "and NodeAffinity (2) scores, random among equal top scores; DefaultPreemption; every job that fits starts";
+    kube({PluginRef{"app-max-per-node"}});   // InterPodAffinity comes last in kube-scheduler's order
     p.score = {PluginRef{"least-allocated"}, PluginRef{"taint-toleration", 3.0}, PluginRef{"node-affinity", 2.0}};
     p.post_filter = {PluginRef{"priority-preemption"}};
   } else if (name == "volcano-gang-drf") {
@@ -246,14 +282,19 @@ Profile builtin_profile(const std::string& name, const std::string& source) {
                     "all-or-nothing (min_available), predicates, binpack scoring, the preempt action";
     p.queue_sort = PluginRef{"drf"};
     p.filter = {PluginRef{"node-resources-fit"}, PluginRef{"taint-toleration"}, PluginRef{"node-affinity"}};
-    p.score = {PluginRef{"most-allocated"}};
+    // Volcano's binpack plugin is neither kube-scheduler's MostAllocated nor exactly this: keep
+    // gpusched's scoring (see docs/policies.md).
+    p.score = {PluginRef{"most-allocated", 1.0, gpusched_scoring()}};
     p.device_select = PluginRef{"gpu-binpack"};
-    p.post_filter = {PluginRef{"priority-preemption"}};
+    // Volcano's preempt action is not kube-scheduler's DefaultPreemption: keep gpusched's rule.
+    p.post_filter = {PluginRef{"priority-preemption", 1.0, {{"node_choice", "least-lost-work"}}}};
   } else if (name == "kueue-cohorts") {
     p.description = "Kueue: ClusterQueues with nominal quota per flavor, borrowing and lending in cohorts, reclaim of "
                     "lent quota by preemption (capacity-queues; give its queues and cohorts as args)";
-    p.filter = {PluginRef{"node-resources-fit"}, PluginRef{"taint-toleration"}, PluginRef{"node-affinity"},
-                PluginRef{"capacity-queues"}};
+    // Kueue admits; kube-scheduler places the admitted pods (the flavor's node labels act as a
+    // node selector, so the flavor check sits with node affinity).
+    kube();
+    p.filter.insert(p.filter.begin() + 3, PluginRef{"capacity-queues"});
     p.score = {PluginRef{"least-allocated"}};
     p.post_filter = {PluginRef{"capacity-queues"}};
   } else if (name == "slurm-backfill") {

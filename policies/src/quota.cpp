@@ -30,25 +30,37 @@ void register_quota_plugins(Registry& r) {
                           "(nvidia.com/gpu 1, gpusched.io/gpu-milli 0.001, MIG/vGPU their share of a GPU)",
                           nullptr};
   r.add({"resource-quota",
-         "Kubernetes ResourceQuota per namespace (the job's queue): a job whose whole request would push its "
-         "namespace's running requests over a hard limit waits (larger than the limit itself: unresolvable)",
+         "Kubernetes ResourceQuota per namespace (the job's queue): a job is charged from its submission, pending "
+         "included, and one that would push its namespace over a hard limit is refused at submission (charge: created); "
+         "charge: running counts running jobs only and makes an over-quota job wait",
          {"pre_filter"},
          {{"quotas", "object",
-           "namespace -> {resource: hard limit}, e.g. {\"team-a\": {\"requests.nvidia.com/gpu\": 8, \"requests.memory\": "
-           "\"256Gi\", \"count/jobs\": 10}}",
+           "namespace -> {resource: hard limit, name: ResourceQuota name}, e.g. {\"team-a\": {\"requests.nvidia.com/gpu\": "
+           "8, \"requests.memory\": \"256Gi\", \"count/jobs\": 10}}",
            json::object()},
-          weights},
+          weights,
+          {"charge", "string",
+           "\"created\" (Kubernetes: jobs hold quota from submission; over quota: refused) or \"running\" (only running "
+           "jobs count; over quota: waits)",
+           "created"}},
          [](const PluginContext& c) { return std::make_unique<ResourceQuotaPlugin>(c.args, c.name); }});
   r.add({"capacity-queues",
          "Kueue ClusterQueues: per-flavor nominal quota, borrowing from and lending to (hierarchical) cohorts; the "
          "post-filter reclaims lent quota by evicting borrowing jobs (reclaimWithinCohort) and, when asked, the queue's "
-         "lower-priority jobs (withinClusterQueue)",
-         {"pre_filter", "filter", "post_filter"},
+         "lower-priority jobs (withinClusterQueue); with fair_sharing, preemption by dominant resource share and, listed "
+         "at queue_sort too, admission of the lowest share first (Kueue fair sharing)",
+         {"queue_sort", "pre_filter", "filter", "post_filter"},
          {{"queues", "object",
            "ClusterQueue name -> {cohort, resource_groups: [{flavors: [{name: <GPU model>|default, resources: {<resource>: "
            "<nominal> | {nominal_quota, borrowing_limit, lending_limit}}}]}], local_queues, preemption: "
-           "{reclaim_within_cohort: Never|LowerPriority|Any (default Any), within_cluster_queue: Never|LowerPriority}}",
+           "{reclaim_within_cohort: Never|LowerPriority|Any (default Any), within_cluster_queue: Never|LowerPriority, "
+           "borrow_within_cohort: {policy: Never|LowerPriority, max_priority_threshold}}, fair_sharing: {weight: >= 0 "
+           "(default 1)}}",
            json::object()},
+          {"fair_sharing", "object",
+           "Kueue fair sharing: {enable: bool (default false), preemption_strategies: [LessThanOrEqualToFinalShare, "
+           "LessThanInitialShare] (the default; or either alone)}",
+           nullptr},
           {"cohorts", "object", "cohort name -> {parent: <cohort>} (hierarchical cohorts)", json::object()},
           {"default_queue", "string", "ClusterQueue for jobs whose queue has none (\"\": such jobs are unresolvable)", ""},
           weights},

@@ -8,6 +8,7 @@
 #include <gpusched/policies/gpubinpack/gpu_binpack.hpp>
 #include <gpusched/policies/noderesources/allocated.hpp>
 #include <gpusched/policies/noderesources/fit.hpp>
+#include <gpusched/policies/noderesources/requested_to_capacity_ratio.hpp>
 #include <gpusched/policies/queuesort/priority_sort.hpp>
 #include <gpusched/policies/random/random.hpp>
 #include <gpusched/policies/topology/topology_manager.hpp>
@@ -77,13 +78,120 @@ using detail::kMigStartArg;
 using detail::with_mig_start;
 
 namespace {
-std::vector<PluginArg> weight_args() {
-  return {{"cpu_weight", "number", "weight of CPU in the mean", 1.0},
-          {"memory_weight", "number", "weight of host memory in the mean", 1.0},
-          {"gpu_weight", "number", "weight of GPU (milli) in the mean", 1.0}};
+std::vector<PluginArg> allocated_args() {
+  return {{"scoring", "string",
+           "kubernetes: kube-scheduler's NodeResourcesFit (integer scores over `resources`, non-zero defaults); "
+           "gpusched: gpusched's own real-valued mean over cpu, memory and GPU with the *_weight arguments",
+           "kubernetes"},
+          {"resources", "array",
+           "scoring kubernetes: [{name: cpu|memory|nvidia.com/gpu|google.com/tpu|<extended>, weight: 1..100}] "
+           "(absent: cpu 1, memory 1, as kube-scheduler)",
+           nullptr},
+          {"non_zero_defaults", "boolean",
+           "scoring kubernetes: a task requesting no CPU / memory counts as 100m / 200 MiB, as kube-scheduler counts a "
+           "container that leaves them unset (false: as 0, a container that writes 0)",
+           true},
+          {"cpu_weight", "number", "scoring gpusched: weight of CPU in the mean (absent: 1)", nullptr},
+          {"memory_weight", "number", "scoring gpusched: weight of host memory in the mean (absent: 1)", nullptr},
+          {"gpu_weight", "number", "scoring gpusched: weight of GPU (milli) in the mean (absent: 1)", nullptr}};
 }
-ResourceWeights weights_from(const PluginContext& ctx) {
-  return {number_arg(ctx, "cpu_weight", 0.0), number_arg(ctx, "memory_weight", 0.0), number_arg(ctx, "gpu_weight", 0.0)};
+/// kube-scheduler's scoringStrategy.resources, checked as ValidateNodeResourcesFitArgs does:
+/// names given and unique, integer weights 1..100 (absent: 1).
+std::vector<ScoredResource> scored_resources(const PluginContext& c, const nlohmann::json& res) {
+  auto bad = [&](const std::string& field, const std::string& msg) {
+    throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(c.name) + "/args/" + field}, std::string(c.name) + ": " + msg);
+  };
+  if (!res.is_array() || res.empty()) bad("resources", "expected a non-empty list of {name, weight}");
+  std::vector<ScoredResource> resources;
+  for (std::size_t i = 0; i < res.size(); ++i) {
+    const std::string at = "resources/" + std::to_string(i);
+    const auto& r = res[i];
+    if (!r.is_object() || !r.contains("name") || !r.at("name").is_string() || r.at("name").get<std::string>().empty()) {
+      bad(at, "expected {\"name\", \"weight\"}");
+    }
+    std::int64_t weight = 1;
+    if (r.contains("weight")) {
+      const auto& w = r.at("weight");
+      if (!w.is_number_integer() || w.get<std::int64_t>() < 1 || w.get<std::int64_t>() > 100) {
+        bad(at + "/weight", "expected an integer from 1 to 100");
+      }
+      weight = w.get<std::int64_t>();
+    }
+    ScoredResource one{r.at("name").get<std::string>(), weight};
+    for (const auto& k : r.items()) {
+      if (k.key() != "name" && k.key() != "weight") bad(at + "/" + k.key(), "unknown field (expected name, weight)");
+    }
+    for (const auto& o : resources) {
+      if (o.name == one.name) bad(at + "/name", "resource \"" + one.name + "\" is listed twice");
+    }
+    resources.push_back(std::move(one));
+  }
+  return resources;
+}
+/// Checks the arguments as kube-scheduler's ValidateNodeResourcesFitArgs does for this strategy.
+std::unique_ptr<Plugin> requested_to_capacity_ratio(const PluginContext& c) {
+  auto bad = [&](const std::string& field, const std::string& msg) {
+    throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(c.name) + "/args/" + field}, std::string(c.name) + ": " + msg);
+  };
+  auto integer_in = [&](const nlohmann::json& v, std::int64_t lo, std::int64_t hi, const std::string& field) {
+    if (!v.is_number_integer() || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi) {
+      bad(field, "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+    }
+    return v.get<std::int64_t>();
+  };
+  const auto& shape = c.args.at("shape");
+  if (!shape.is_array() || shape.empty()) {
+    bad("shape", "a shape is required: [{\"utilization\": 0..100, \"score\": 0..10}, ...]");
+  }
+  std::vector<RequestedToCapacityRatio::Point> points;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    const std::string at = "shape/" + std::to_string(i);
+    const auto& p = shape[i];
+    if (!p.is_object() || !p.contains("utilization") || !p.contains("score") || p.size() != 2) {
+      bad(at, "expected {\"utilization\", \"score\"}");
+    }
+    RequestedToCapacityRatio::Point pt{integer_in(p.at("utilization"), 0, 100, at + "/utilization"),
+                                       integer_in(p.at("score"), 0, 10, at + "/score")};
+    if (!points.empty() && pt.utilization <= points.back().utilization) {
+      bad(at + "/utilization", "utilization values must be sorted in increasing order");
+    }
+    points.push_back(pt);
+  }
+  std::vector<RequestedToCapacityRatio::Resource> resources;
+  for (auto& r : scored_resources(c, c.args.at("resources"))) resources.push_back({std::move(r.name), r.weight});
+  return std::make_unique<RequestedToCapacityRatio>(std::move(points), std::move(resources), c.args.at("non_zero_defaults").get<bool>());
+}
+
+/// least-allocated / most-allocated: kube-scheduler's scoring over `resources` (default), or
+/// gpusched's own with `scoring: "gpusched"` and the cpu/memory/gpu weights.
+std::unique_ptr<Plugin> allocated_score(const PluginContext& c, AllocatedScore::Mode mode, std::string_view name) {
+  const auto& scoring = c.args.at("scoring");
+  const bool gpusched = scoring == "gpusched";
+  if (!gpusched && scoring != "kubernetes") {
+    throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(c.name) + "/args/scoring"},
+                std::string(c.name) + ": scoring must be \"kubernetes\" (kube-scheduler's NodeResourcesFit) or \"gpusched\"");
+  }
+  for (const char* key : {"cpu_weight", "memory_weight", "gpu_weight"}) {
+    if (!gpusched && !c.args.at(key).is_null()) {
+      throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(c.name) + "/args/" + key},
+                  std::string(c.name) + ": " + key + " belongs to scoring \"gpusched\"; kube-scheduler's scoring takes "
+                  "resources: [{\"name\": \"cpu\", \"weight\": 1}, ...]");
+    }
+  }
+  if (gpusched) {
+    if (!c.args.at("resources").is_null() || !c.args.at("non_zero_defaults").get<bool>()) {
+      throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(c.name) + "/args/resources"},
+                  std::string(c.name) + ": resources and non_zero_defaults belong to scoring \"kubernetes\"; scoring \"gpusched\" takes "
+                  "cpu_weight, memory_weight, gpu_weight");
+    }
+    auto weight = [&](const char* key) { return c.args.at(key).is_null() ? 1.0 : number_arg(c, key, 0.0); };
+    return std::make_unique<AllocatedScore>(mode, ResourceWeights{weight("cpu_weight"), weight("memory_weight"), weight("gpu_weight")},
+                                            name);
+  }
+  const auto& res = c.args.at("resources");
+  return std::make_unique<AllocatedScore>(
+      mode, scored_resources(c, res.is_null() ? nlohmann::json::array({{{"name", "cpu"}, {"weight", 1}}, {{"name", "memory"}, {"weight", 1}}}) : res),
+      name, c.args.at("non_zero_defaults").get<bool>());
 }
 }  // namespace
 
@@ -97,14 +205,30 @@ Registry Registry::with_builtins() {
          "CPU, memory, extended resources, whole GPUs, GPU shares and GPU-model constraints fit the node "
          "(Kubernetes NodeResourcesFit); its pre-filter rejects tasks larger than every node",
          {"pre_filter", "filter"}, {}, [](const PluginContext&) { return std::make_unique<NodeResourcesFit>(); }});
-  r.add({"least-allocated", "spread: prefer nodes left with the largest free share of cpu/memory/GPU (Kubernetes LeastAllocated)",
-         {"score"}, weight_args(), [](const PluginContext& c) {
-           return std::make_unique<AllocatedScore>(AllocatedScore::Mode::kLeast, weights_from(c), "least-allocated");
+  r.add({"least-allocated",
+         "spread: kube-scheduler's NodeResourcesFit LeastAllocated (cpu and memory unless `resources` says "
+         "otherwise); scoring \"gpusched\": gpusched's real-valued mean over cpu/memory/GPU",
+         {"score"}, allocated_args(), [](const PluginContext& c) {
+           return allocated_score(c, AllocatedScore::Mode::kLeast, "least-allocated");
          }});
-  r.add({"most-allocated", "pack: prefer nodes left with the smallest free share of cpu/memory/GPU (Kubernetes MostAllocated)",
-         {"score"}, weight_args(), [](const PluginContext& c) {
-           return std::make_unique<AllocatedScore>(AllocatedScore::Mode::kMost, weights_from(c), "most-allocated");
+  r.add({"most-allocated",
+         "pack: kube-scheduler's NodeResourcesFit MostAllocated (cpu and memory unless `resources` says "
+         "otherwise); scoring \"gpusched\": gpusched's real-valued mean over cpu/memory/GPU",
+         {"score"}, allocated_args(), [](const PluginContext& c) {
+           return allocated_score(c, AllocatedScore::Mode::kMost, "most-allocated");
          }});
+  r.add({"requested-to-capacity-ratio",
+         "Kubernetes NodeResourcesFit RequestedToCapacityRatio: each resource's utilisation after placement mapped "
+         "through a broken-linear shape (utilization 0..100 -> score 0..10), weighted mean over the resources",
+         {"score"},
+         {{"shape", "array", "[{utilization: 0..100, score: 0..10}, ...], utilizations increasing (required)", nullptr},
+          {"resources", "array", "[{name: cpu|memory|nvidia.com/gpu|<extended>, weight: 1..100}]",
+           nlohmann::json::array({{{"name", "cpu"}, {"weight", 1}}, {{"name", "memory"}, {"weight", 1}}})},
+          {"non_zero_defaults", "boolean",
+           "a task requesting no CPU / memory counts as 100m / 200 MiB, as kube-scheduler counts a container that "
+           "leaves them unset (false: as 0, a container that writes 0)",
+           true}},
+         requested_to_capacity_ratio});
   r.add({"best-fit", "the FGD paper's Best-fit: prefer the node left with the least normalised free CPU and GPU",
          {"score"},
          {{"cpu_weight", "number", "weight of free CPU / largest node CPU", 0.5},

@@ -34,6 +34,20 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
   std::map<std::string, std::pair<Plugin*, nlohmann::json>> instances;  // one instance per plugin name
   std::map<Plugin*, std::vector<std::string_view>> hooks_of;             // where each instance is listed
 
+  // One instance per plugin name, configured by the args written at any of its hooks (the queue
+  // sort is built first, but its args may be written at filter).
+  std::map<std::string, nlohmann::json> written_args;
+  {
+    auto note = [&](const PluginRef& r) {
+      if (!r.args.empty()) written_args.try_emplace(r.name, r.args);
+    };
+    note(profile.queue_sort);
+    note(profile.device_select);
+    for (const auto* list : {&profile.pre_filter, &profile.filter, &profile.score, &profile.reserve, &profile.permit,
+                             &profile.post_filter, &profile.bind}) {
+      for (const auto& r : *list) note(r);
+    }
+  }
   auto build = [&](const PluginRef& ref, const char* hook, const std::string& field) -> Plugin* {
     const PluginInfo* info = registry.find(ref.name);
     if (!info) {
@@ -45,7 +59,9 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
                   "plugin \"" + ref.name + "\" does not implement " + hook + "; plugins for " + hook + ": " +
                       registry.known_names(hook));
     }
-    auto args = resolve_args(*info, ref.args, Location{where, 0, field});
+    const auto written = written_args.find(ref.name);
+    auto args = resolve_args(*info, ref.args.empty() && written != written_args.end() ? written->second : ref.args,
+                             Location{where, 0, field});
     if (auto it = instances.find(ref.name); it != instances.end()) {
       if (!ref.args.empty() && it->second.second != args) {
         throw_error(ErrorCode::kProfileBadArgs, {where, 0, field},
@@ -125,11 +141,23 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
   for (auto& p : owned_) {
     if (auto* e = dynamic_cast<JobEventsPlugin*>(p.get())) events_.push_back(e);
     // The queue sort's state changes the order, not where a job fits.
+    // A queue sort also listed at other hooks (capacity-queues) reads queue state there too.
     if (p.get() == dynamic_cast<Plugin*>(queue_sort_)) dynamic_order_ = dynamic_order_ || p->reads_queue();
-    else reads_queue_ = reads_queue_ || p->reads_queue();
+    if (p.get() != dynamic_cast<Plugin*>(queue_sort_) || hooks_of[p.get()].size() > 1) reads_queue_ = reads_queue_ || p->reads_queue();
   }
   // A plugin outside this library (Python) may read anything about a job: no equivalence classes.
   for (auto& p : owned_) opaque_ = opaque_ || p->opaque();
+  kube_diagnosis_ = profile.diagnosis == Diagnosis::kKubeScheduler;
+  kube_preemption_ = kube_diagnosis_ && std::any_of(profile.post_filter.begin(), profile.post_filter.end(),
+                                                    [](const PluginRef& r) { return r.name == "priority-preemption"; });
+  if (auto it = instances.find("node-resources-fit"); it != instances.end()) {
+    fit_pre_filter_ = dynamic_cast<PreFilterPlugin*>(it->second.first);
+  }
+  const int pct = profile.percentage_of_nodes_to_score;
+  if (pct < -1 || pct > 100) {
+    throw_error(ErrorCode::kProfileBadArgs, {where, 0, "percentage_of_nodes_to_score"},
+                "percentage_of_nodes_to_score must be 0 (kube-scheduler's adaptive default) to 100, or absent (every node)");
+  }
   first_feasible_wins_ = batch_filters_.empty() && profile.tie_break == TieBreak::kNodeOrder &&
                          (scores_.empty() || (scores_.size() == 1 && scores_[0].first->orders_by_node_index()));
 }
@@ -150,6 +178,32 @@ void Scheduler::note_reject(const Status& s, std::uint32_t count) {
   rejects_.push_back({s.plugin, s.reason, count});
 }
 
+void Scheduler::note_filter_reject(const FilterPlugin& f, const ClusterState& cluster, const TaskContext& ctx, NodeId node,
+                                   const Status& s) {
+  ++rejected_nodes_;
+  if (s.code == StatusCode::kUnschedulableAndUnresolvable) ++unresolvable_nodes_;
+  else if (kube_preemption_) resolvable_nodes_.push_back(node);
+  if (!kube_diagnosis_) {
+    note_reject(s);
+    return;
+  }
+  reasons_.clear();
+  f.reasons(cluster, ctx, node, s, reasons_);
+  for (const auto r : reasons_) note_reject(Status{s.code, s.plugin, r});
+}
+
+std::size_t Scheduler::nodes_to_find(std::size_t nodes) const {
+  // kube-scheduler's numFeasibleNodesToFind (minFeasibleNodesToFind 100,
+  // minFeasibleNodesPercentageToFind 5).
+  const int pct = profile_.percentage_of_nodes_to_score;
+  if (pct < 0 || nodes < 100) return nodes;
+  auto n = static_cast<std::int64_t>(nodes);
+  std::int64_t p = pct;
+  if (p == 0) p = std::max<std::int64_t>(50 - n / 125, 5);
+  const std::int64_t find = n * p / 100;
+  return static_cast<std::size_t>(std::max<std::int64_t>(find, 100));
+}
+
 void Scheduler::apply_batch_filters(const ClusterState& cluster, const TaskContext& ctx, std::vector<NodeId>& nodes) {
   for (auto* b : batch_filters_) {
     if (nodes.empty()) return;
@@ -159,7 +213,12 @@ void Scheduler::apply_batch_filters(const ClusterState& cluster, const TaskConte
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       if (keep_[i] != 0) nodes[kept++] = nodes[i];
     }
-    if (kept < nodes.size()) note_reject(reason, static_cast<std::uint32_t>(nodes.size() - kept));
+    if (kept < nodes.size()) {
+      note_reject(reason, static_cast<std::uint32_t>(nodes.size() - kept));
+      rejected_nodes_ += static_cast<std::uint32_t>(nodes.size() - kept);
+      batch_rejected_ = true;
+      if (reason.code == StatusCode::kUnschedulableAndUnresolvable) unresolvable_nodes_ += static_cast<std::uint32_t>(nodes.size() - kept);
+    }
     nodes.resize(kept);
   }
 }
@@ -167,12 +226,27 @@ void Scheduler::apply_batch_filters(const ClusterState& cluster, const TaskConte
 Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, TaskPlacement& out,
                              std::span<const NodeId> only) {
   rejects_.clear();
+  pre_filter_rejected_ = false;
+  batch_rejected_ = false;
+  resolvable_nodes_.clear();
+  rejected_nodes_ = 0;
+  unresolvable_nodes_ = 0;
   const std::size_t n = only.empty() ? cluster.node_count() : only.size();
   nodes_seen_ = n;
+  Status too_big = Status::success();
   for (auto* pf : pre_filters_) {
     const Status s = pf->pre_filter(cluster, ctx);
     if (s.ok() || s.is_skip()) continue;
+    if (kube_diagnosis_ && pf == fit_pre_filter_) {
+      // kube-scheduler has no such shortcut: every node is reported under its own filters (a
+      // tainted node as tainted). The answer stays the shortcut's; the search below words it.
+      too_big = s;
+      continue;
+    }
     rejects_.push_back({s.plugin, s.reason, static_cast<std::uint32_t>(n)});
+    rejected_nodes_ = static_cast<std::uint32_t>(n);
+    pre_filter_rejected_ = true;
+    if (s.code == StatusCode::kUnschedulableAndUnresolvable) unresolvable_nodes_ = static_cast<std::uint32_t>(n);
     return s;
   }
   feasible_.clear();
@@ -181,21 +255,28 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
     for (const auto* f : filters_) {
       const Status s = f->filter(cluster, ctx, node);
       if (!s.ok()) {
-        note_reject(s);
+        note_filter_reject(*f, cluster, ctx, node, s);
         return false;
       }
     }
     feasible_.push_back(node);
     return first_feasible_wins_;
   };
-  if (only.empty()) {
-    for (std::uint32_t i = 0; i < n; ++i) {
-      if (consider(NodeId{i})) break;
-    }
-  } else {
-    for (const NodeId node : only) {
-      if (consider(node)) break;
-    }
+  // percentage_of_nodes_to_score: kube-scheduler's search from nextStartNodeIndex, stopping once
+  // enough feasible nodes were found; the next search starts after the nodes processed.
+  const std::size_t want = nodes_to_find(n);
+  const std::size_t start = want < n ? start_ % n : 0;
+  std::size_t processed = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t i = start == 0 ? k : (start + k) % n;
+    ++processed;
+    if (consider(only.empty() ? NodeId{static_cast<std::uint32_t>(i)} : only[i])) break;
+    if (feasible_.size() >= want) break;
+  }
+  if (rotate_ && want < n) start_ = (start + processed) % n;
+  if (!too_big.ok()) {
+    feasible_.clear();
+    return too_big;
   }
   if (!batch_filters_.empty()) apply_batch_filters(cluster, ctx, feasible_);
   if (feasible_.empty()) return Status::unschedulable("scheduler", "no feasible node");
@@ -286,6 +367,13 @@ Status Scheduler::place_job(ClusterState& cluster, const JobSpec& job, JobId id,
 Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out,
                            std::span<const NodeId> only) {
   victims_.clear();
+  preemption_msg_.clear();
+  // kube-scheduler runs PostFilter (DefaultPreemption) whenever filtering failed; its message
+  // joins the diagnosis.
+  auto failed = [&] {
+    if (kube_preemption_) preemption_msg_ = preemption_message(cluster, job);
+    return last_status_;
+  };
   auto bind_all = [&](Statement& st) {
     Status s = Status::success();
     for (std::size_t b = 0; b < binds_.size() && s.ok(); ++b) s = binds_[b]->bind(cluster, job, id, out);
@@ -294,14 +382,16 @@ Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, 
   };
   {
     Statement st(cluster);
+    rotate_ = true;   // only the real attempt moves percentage_of_nodes_to_score's start, no what-if
     last_status_ = place_job(cluster, job, id, st, out, only);
+    rotate_ = false;
     if (last_status_.ok()) last_status_ = bind_all(st);
     if (last_status_.ok()) return last_status_;
   }
   out.clear();
   // Post-filters (preemption, reclaim) may make room by evicting running jobs. Kubernetes does
   // not preempt for a pod no node could ever take (UnschedulableAndUnresolvable).
-  if (post_filters_.empty() || last_status_.code == StatusCode::kUnschedulableAndUnresolvable) return last_status_;
+  if (post_filters_.empty() || last_status_.code == StatusCode::kUnschedulableAndUnresolvable) return failed();
   if (!only.empty()) {
     // The caller narrowed the search; never evict for a job that fits elsewhere as things are.
     Statement st(cluster);
@@ -312,10 +402,9 @@ Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, 
     out.clear();
   }
   if (std::none_of(post_filters_.begin(), post_filters_.end(), [&](const PostFilterPlugin* pf) { return pf->may_help(job); })) {
-    return last_status_;
+    return failed();
   }
-  const auto saved_rejects = rejects_;
-  const auto saved_seen = nodes_seen_;
+  const auto saved = diagnosis_state();
   std::vector<TaskPlacement> probe_out;
   const FitsFn fits = [&](std::span<const NodeId> nodes) {
     Statement probe(cluster);   // rolls back: a what-if
@@ -334,25 +423,23 @@ Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, 
     }
     out.clear();
   }
-  rejects_ = saved_rejects;
-  nodes_seen_ = saved_seen;
-  return last_status_;
+  restore(saved);
+  return failed();
 }
 
 Status Scheduler::what_if(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out) {
-  const auto saved_rejects = rejects_;
-  const auto saved_seen = nodes_seen_;
+  const auto saved = diagnosis_state();
   Statement st(cluster);
   const Status s = place_job(cluster, job, id, st, out, {});
   if (s.ok()) st.commit();
   else out.clear();
-  rejects_ = saved_rejects;   // the diagnosis stays that of the last real attempt
-  nodes_seen_ = saved_seen;
+  restore(saved);   // the diagnosis stays that of the last real attempt
   return s;
 }
 
 void Scheduler::attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) {
   jobs_ = jobs;
+  start_ = 0;   // each run's node search starts at the first node, however often the scheduler ran
   const std::span<const JobSpec> seen = target_.empty() ? workload : std::span<const JobSpec>(target_);
   for (auto* p : events_) p->attach(cluster, seen, jobs);
 }
@@ -363,6 +450,20 @@ void Scheduler::job_started(const JobSpec& job, JobId id, std::span<const TaskPl
 
 void Scheduler::job_stopped(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) {
   for (auto* p : events_) p->job_stopped(job, id, placements);
+}
+
+Status Scheduler::admit(const JobSpec& job, JobId id) {
+  for (std::size_t i = 0; i < events_.size(); ++i) {
+    const Status s = events_[i]->job_submitted(job, id);
+    if (s.ok()) continue;
+    for (std::size_t k = 0; k < i; ++k) events_[k]->job_left(job, id);
+    return s;
+  }
+  return Status::success();
+}
+
+void Scheduler::job_left(const JobSpec& job, JobId id) {
+  for (auto* p : events_) p->job_left(job, id);
 }
 
 std::uint64_t Scheduler::equivalence_class(const JobSpec& job) const {
@@ -407,6 +508,11 @@ Status Scheduler::place_slice(const ClusterState& cluster, const JobSpec& job, J
   index_pools(cluster);
   const auto& r = job.request.tpu;
   rejects_.clear();
+  pre_filter_rejected_ = false;
+  batch_rejected_ = false;
+  resolvable_nodes_.clear();
+  rejected_nodes_ = 0;
+  unresolvable_nodes_ = 0;
   nodes_seen_ = 0;
   cycle_.clear();
   TaskContext ctx{job, id, 0, cycle_, {}, jobs_};
@@ -428,7 +534,7 @@ Status Scheduler::place_slice(const ClusterState& cluster, const JobSpec& job, J
       for (const auto* f : filters_) {
         const Status s = f->filter(cluster, ctx, node);
         if (!s.ok()) {
-          note_reject(s);
+          note_filter_reject(*f, cluster, ctx, node, s);
           ok = false;
           break;
         }
@@ -474,7 +580,63 @@ Status Scheduler::place_slice(const ClusterState& cluster, const JobSpec& job, J
   return Status::unschedulable("tpu-slice", interned("no TPU pool has a free " + r.topology + " block of " + r.generation + " hosts"));
 }
 
+std::string Scheduler::preemption_message(const ClusterState& cluster, const JobSpec& job) const {
+  // defaultpreemption's PodEligibleToPreemptOthers, then Evaluator.Preempt's FitError over all
+  // nodes: "Preemption is not helpful for scheduling" for the nodes filtered out as
+  // UnschedulableAndUnresolvable; "No preemption victims found for incoming pod" for the others
+  // when nothing of lower priority runs there. A node with lower-priority pods is what the peer
+  // dry-runs (its filters again without them): not modelled here, so no message then.
+  if (job.constraints.preempt_never) return "preemption: not eligible due to preemptionPolicy=Never.";
+  const std::size_t all = cluster.node_count();
+  if (nodes_seen_ != all || rejected_nodes_ != all || batch_rejected_) return {};
+  if (pre_filter_rejected_ && unresolvable_nodes_ != all) return {};
+  if (!resolvable_nodes_.empty() && !jobs_) return {};
+  for (const NodeId n : resolvable_nodes_) {
+    for (const JobId j : jobs_->running_on(n)) {
+      if (jobs_->spec(j).priority < job.priority) return {};
+    }
+  }
+  const std::size_t no_victims = resolvable_nodes_.size();
+  std::vector<std::string> items;
+  if (no_victims > 0) items.push_back(std::to_string(no_victims) + " No preemption victims found for incoming pod");
+  if (all > no_victims) items.push_back(std::to_string(all - no_victims) + " Preemption is not helpful for scheduling");
+  std::sort(items.begin(), items.end());
+  std::string out = "preemption: 0/" + std::to_string(all) + " nodes are available:";
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : " ") + items[i];
+  return out + ".";
+}
+
+std::vector<std::string> Scheduler::warnings() const {
+  std::vector<std::string> out;
+  for (const auto& p : owned_) {
+    for (auto& w : p->warnings()) {
+      if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(std::move(w));
+    }
+  }
+  return out;
+}
+
 std::string Scheduler::last_diagnosis() const {
+  if (kube_diagnosis_) {
+    // kube-scheduler's FitError.Error(): "0/N nodes are available: <pre-filter message>." or the
+    // "<count> <reason>" items of every rejected node's reasons, sorted as text (Go sort.Strings).
+    std::map<std::string_view, std::uint32_t> counts;
+    for (const auto& r : rejects_) counts[r.reason] += r.count;
+    std::vector<std::string> items;
+    for (const auto& [reason, count] : counts) items.push_back(std::to_string(count) + " " + std::string(reason));
+    std::sort(items.begin(), items.end());
+    std::string out = std::to_string(nodes_seen_ - std::min<std::size_t>(nodes_seen_, rejected_nodes_)) + "/" +
+                      std::to_string(nodes_seen_) + " nodes are available";
+    const std::string preemption = preemption_msg_.empty() ? "" : " " + preemption_msg_;
+    if (items.empty()) {
+      if (!last_status_.reason.empty()) out += ": " + std::string(last_status_.reason) + ".";
+      return out + preemption;
+    }
+    if (pre_filter_rejected_) return out + ": " + std::string(rejects_.front().reason) + "." + preemption;
+    out += ":";
+    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : " ") + items[i];
+    return out + "." + preemption;
+  }
   auto sorted = rejects_;
   std::stable_sort(sorted.begin(), sorted.end(), [](const Reject& a, const Reject& b) { return a.count > b.count; });
   std::uint32_t rejected = 0;

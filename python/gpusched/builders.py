@@ -485,7 +485,9 @@ class Scenario:
     ``profile`` is a Profile, a dict, or a built-in profile name ("binpack", "default", ...);
     ``workload`` comes from synthetic(), trace() or jobs(); ``mode`` is "replay" (jobs run and
     finish) or "fill" (arrival-only). ``events`` are {"time_s", "node", "type": "node_down" |
-    "node_up"} dicts (or use node_down() / node_up()).
+    "node_up"} dicts (or use node_down() / node_up()). ``kubernetes_objects`` are the peers' own
+    objects (Kueue, Volcano, PriorityClass, ResourceQuota, KubeSchedulerConfiguration): YAML or
+    JSON file paths (relative to run()'s ``base_dir``) or inline object dicts.
     """
 
     def __init__(
@@ -507,6 +509,7 @@ class Scenario:
         priority_classes: Optional[Mapping[str, Any]] = None,
         preemption: Optional[Mapping[str, Any]] = None,
         autoscaler: Optional[Mapping[str, Any]] = None,
+        kubernetes_objects: Optional[Iterable[Union[str, "os.PathLike[str]", Mapping[str, Any]]]] = None,
     ) -> None:
         if mode not in ("replay", "fill"):
             raise ValueError('mode is "replay" or "fill"')
@@ -527,6 +530,13 @@ class Scenario:
         self.priority_classes = copy.deepcopy(dict(priority_classes)) if priority_classes else None
         self.preemption = copy.deepcopy(dict(preemption)) if preemption else None
         self.autoscaler = copy.deepcopy(dict(autoscaler)) if autoscaler else None
+        # Kueue / Volcano / Kubernetes objects: YAML or JSON files (relative to run()'s base_dir)
+        # or inline objects; docs/policies.md "Kubernetes objects".
+        self.kubernetes_objects: Optional[List[Any]] = (
+            [copy.deepcopy(dict(o)) if isinstance(o, Mapping) else os.fspath(o) for o in kubernetes_objects]
+            if kubernetes_objects
+            else None
+        )
 
     def node_down(self, time_s: float, node: str) -> "Scenario":
         """Takes ``node`` down at ``time_s`` (its jobs are requeued unless requeue_on_node_down=False)."""
@@ -569,6 +579,8 @@ class Scenario:
             d["devices"] = copy.deepcopy(self.devices)
         if self.priority_classes:
             d["priority_classes"] = copy.deepcopy(self.priority_classes)
+        if self.kubernetes_objects:
+            d["kubernetes_objects"] = copy.deepcopy(self.kubernetes_objects)
         if self.preemption:
             d["preemption"] = copy.deepcopy(self.preemption)
         if self.autoscaler:

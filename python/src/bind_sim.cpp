@@ -114,6 +114,7 @@ py::dict job_columns(const RunResult& r) {
   d["lost_gpu_hours"] = column<double>(n, [&](std::size_t i) { return rows[i].lost_gpu_hours; });
   d["placement"] = str_column(n, [&](std::size_t i) -> const std::string& { return rows[i].placement; });
   d["reason"] = str_column(n, [&](std::size_t i) -> const std::string& { return rows[i].reason; });
+  d["requeues"] = column<std::uint32_t>(n, [&](std::size_t i) { return rows[i].requeues; });
   return d;
 }
 

@@ -16,8 +16,10 @@
 
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
+#include <gpusched/policies/preemption/priority_preemption.hpp>
 #include <gpusched/scenario/experiment.hpp>
 #include <gpusched/scenario/scenario.hpp>
+#include <gpusched/scenario/k8s_objects.hpp>
 #include <gpusched/traces/import.hpp>
 #include <gpusched/traces/native.hpp>
 #include <gpusched/traces/swf.hpp>
@@ -69,6 +71,8 @@ int run_and_write(const Scenario& sc, std::optional<std::uint64_t> seed, const s
   const auto t0 = std::chrono::steady_clock::now();
   RunResult result = run(sc, seed, [&bar](double f) { bar(f); }, registry);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Once per run, even with --quiet: a profile that runs as its peer would not must say so.
+  for (const auto& w : result.warnings()) std::cerr << "gpusched: warning: " << w << "\n";
   const std::filesystem::path dir = out_dir.empty() ? std::filesystem::path("out") / sc.name : std::filesystem::path(out_dir);
   std::vector<std::filesystem::path> files;
   try {
@@ -124,6 +128,16 @@ void use_profile(Scenario& sc, const std::string& arg, const policies::Registry&
       sc.profile.name = path.stem().string();
       given["name"] = sc.profile.name;
     }
+  }
+  if (sc.kubernetes_plugin_args.is_object() && !sc.kubernetes_plugin_args.empty()) {
+    // The scenario's kubernetes_objects configure plugins: the new profile gets them too.
+    sc.profile = with_plugin_args(std::move(sc.profile), sc.kubernetes_plugin_args, sc.source + " (--profile " + arg + ")");
+    given = sc.profile.to_json();
+  }
+  // The scenario's pod_disruption_budgets reach the new profile's priority-preemption too (the
+  // document keeps them at its top level, so the recorded profile leaves them out).
+  if (sc.document.is_object() && sc.document.contains("pod_disruption_budgets")) {
+    policies::add_pod_disruption_budgets(sc.profile, sc.document["pod_disruption_budgets"]);
   }
   try {
     policies::Scheduler check(sc.profile, registry, 0);

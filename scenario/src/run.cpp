@@ -32,6 +32,7 @@ struct RunResult::State {
   sim::RunStamp stamp;
   nlohmann::json inputs;
   std::string profile_name;
+  std::vector<std::string> warnings;   // the scheduler's configuration warnings
 
   State(ClusterState c, Workload w, SimTime interval)
       : cluster(std::move(c)), workload(std::move(w)), metrics(interval) {}
@@ -54,6 +55,7 @@ const std::vector<FragmentationSample>& RunResult::fragmentation() const {
 }
 const sim::Engine& RunResult::engine() const { return *state_->engine; }
 const std::string& RunResult::profile_name() const { return state_->profile_name; }
+const std::vector<std::string>& RunResult::warnings() const { return state_->warnings; }
 
 nlohmann::json RunResult::summary_json() const {
   const auto& st = state_->stamp;
@@ -65,6 +67,7 @@ nlohmann::json RunResult::summary_json() const {
   j["seed"] = st.seed;
   j["profile"] = state_->profile_name;
   j["inputs"] = state_->inputs;
+  j["warnings"] = state_->warnings;
   if (state_->autoscaler) j["autoscaler"] = state_->autoscaler->report();
   if (state_->fragmentation && !state_->fragmentation->samples().empty()) {
     const auto& last = state_->fragmentation->samples().back();
@@ -242,6 +245,7 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
   s.stamp = {kVersion, sc.name, sc.source, hex64(fnv1a64(resolved.dump())), seed};
 
   s.engine->run(progress);
+  s.warnings = s.scheduler->warnings();   // after the run: plugins warn when built and when attached
   return RunResult(std::move(state));
 }
 

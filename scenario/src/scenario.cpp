@@ -1,4 +1,5 @@
 #include <gpusched/scenario/scenario.hpp>
+#include <gpusched/scenario/k8s_objects.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <gpusched/embedded_demo.hpp>
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
+#include <gpusched/policies/preemption/priority_preemption.hpp>
 #include <gpusched/quantity.hpp>
 #include <gpusched/tpu.hpp>
 #include <gpusched/tpu_slice.hpp>
@@ -620,10 +622,55 @@ void parse_devices(const Parser& p, const nlohmann::json& j, DeviceOptions& o) {
   }
 }
 
+/// Kueue's waitForPodsReady: {timeout_s, requeuing: {timestamp, backoff_limit_count,
+/// backoff_base_s, backoff_max_s}} (sim::WaitForPodsReady; Kueue's defaults when left out).
+void parse_wait_for_pods_ready(const Parser& p, const nlohmann::json& j, sim::WaitForPodsReady& w) {
+  p.expect_object(j, "/wait_for_pods_ready");
+  w.enabled = true;
+  for (const auto& [k, v] : j.items()) {
+    const std::string f = "/wait_for_pods_ready/" + k;
+    if (k == "enable") {
+      if (!v.is_boolean()) p.fail(ErrorCode::kScenarioBadValue, f, "expected true or false");
+      w.enabled = v.get<bool>();
+    } else if (k == "timeout_s") {
+      w.timeout = SimTime::from_seconds_f(p.number(v, f, 1e-6));
+    } else if (k == "requeuing") {
+      p.expect_object(v, f);
+      for (const auto& [rk, rv] : v.items()) {
+        const std::string rf = f + "/" + rk;
+        if (rk == "timestamp") {
+          const auto t = p.str(rv, rf);
+          if (t == "Eviction") w.timestamp = sim::RequeueTimestamp::kEviction;
+          else if (t == "Creation") w.timestamp = sim::RequeueTimestamp::kCreation;
+          else p.fail(ErrorCode::kScenarioBadValue, rf, "expected \"Eviction\" or \"Creation\"");
+        } else if (rk == "backoff_limit_count") {
+          if (rv.is_null()) w.backoff_limit_count.reset();
+          else w.backoff_limit_count = static_cast<std::uint32_t>(p.integer(rv, rf, 0, 1'000'000'000));
+        } else if (rk == "backoff_base_s") {
+          w.backoff_base = SimTime::from_seconds_f(p.number(rv, rf, 0));
+        } else if (rk == "backoff_max_s") {
+          w.backoff_max = SimTime::from_seconds_f(p.number(rv, rf, 0));
+        } else {
+          p.unknown(rf, "timestamp, backoff_limit_count, backoff_base_s, backoff_max_s");
+        }
+      }
+    } else {
+      p.unknown(f, "enable, timeout_s, requeuing");
+    }
+  }
+}
+
 }  // namespace
 
 Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, const std::filesystem::path& base_dir,
                         const policies::Registry& registry) {
+  if (doc.is_object() && doc.contains("kubernetes_objects")) {
+    // Kueue/Volcano/Kubernetes objects become priority classes and profile args (k8s_objects.hpp).
+    nlohmann::json plugin_args;
+    auto sc = parse_scenario(resolve_kubernetes_objects(doc, source, base_dir, registry, &plugin_args), source, base_dir, registry);
+    sc.kubernetes_plugin_args = std::move(plugin_args);
+    return sc;
+  }
   Parser p(source);
   Scenario sc;
   sc.source = source;
@@ -641,6 +688,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
   parse_cluster(p, doc["cluster"], sc);   // first: gpu_models extend the catalog for the rest
   bool fill = false;
   std::optional<bool> retry;
+  const nlohmann::json* pdbs = nullptr;   // pod_disruption_budgets, validated
   for (const auto& [k, v] : doc.items()) {
     const std::string f = "/" + k;
     if (k == "schema_version" || k == "cluster") continue;
@@ -716,6 +764,13 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
           p.unknown(pf, "restart, checkpoint_interval_s");
         }
       }
+    } else if (k == "wait_for_pods_ready") {
+      parse_wait_for_pods_ready(p, v, sc.engine.wait_for_pods_ready);
+    } else if (k == "pod_disruption_budgets") {
+      // Checked here (errors name this file); priority-preemption reads them as its argument.
+      (void)policies::parse_pod_disruption_budgets(v, p.at(f), ErrorCode::kScenarioBadValue,
+                                                   ErrorCode::kScenarioMissingField, ErrorCode::kScenarioUnknownField);
+      pdbs = &v;
     } else if (k == "autoscaler") {
       p.expect_object(v, f);
       for (const auto& [ak, av] : v.items()) {
@@ -723,7 +778,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
         if (ak == "scan_interval_s") sc.autoscaler.scan_interval = SimTime::from_seconds_f(p.number(av, af, 1e-3));
         else if (ak == "expander") {
           const auto e = sim::parse_expander(p.str(av, af));
-          if (!e) p.fail(ErrorCode::kScenarioBadValue, af, "expected \"least-waste\" or \"first\"");
+          if (!e) p.fail(ErrorCode::kScenarioBadValue, af, "expected \"least-waste\", \"first\" or \"least-idle-gpu\"");
           sc.autoscaler.expander = *e;
         } else {
           p.unknown(af, "scan_interval_s, expander");
@@ -792,7 +847,17 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
       }
     } else {
       p.unknown(f, "schema_version, name, description, seed, horizon_s, mode, retry, requeue_on_node_down, cluster, "
-                   "devices, profile, workload, events, outputs, priority_classes, preemption, autoscaler");
+                   "devices, profile, workload, events, outputs, priority_classes, pod_disruption_budgets, preemption, autoscaler, "
+                   "wait_for_pods_ready");
+    }
+  }
+  if (pdbs != nullptr && !pdbs->empty()) {
+    // The budgets go to every priority-preemption post-filter of the profile (others ignore PDBs).
+    policies::add_pod_disruption_budgets(sc.profile, *pdbs);
+    try {
+      policies::Scheduler check(sc.profile, registry, 0);
+    } catch (const ProfileError& e) {
+      throw_error(ErrorCode::kScenarioBadValue, {source, 0, "/pod_disruption_budgets"}, e.detail());
     }
   }
   sc.engine.fill_mode = fill;

@@ -12,6 +12,7 @@ std::string_view to_string(Expander e) {
   switch (e) {
     case Expander::kLeastWaste: return "least-waste";
     case Expander::kFirst: return "first";
+    case Expander::kLeastIdleGpu: return "least-idle-gpu";
   }
   return "?";
 }
@@ -19,6 +20,7 @@ std::string_view to_string(Expander e) {
 std::optional<Expander> parse_expander(std::string_view s) {
   if (s == "least-waste") return Expander::kLeastWaste;
   if (s == "first") return Expander::kFirst;
+  if (s == "least-idle-gpu") return Expander::kLeastIdleGpu;
   return std::nullopt;
 }
 
@@ -382,15 +384,20 @@ void Autoscaler::scale_up(SimTime now) {
     }
     if (o.nodes > 0) {
       const auto& sc = scratch_[g];
-      double cpu_cap = 0, cpu_free = 0, gpu_cap = 0, gpu_free = 0;
+      double cpu_cap = 0, cpu_free = 0, mem_cap = 0, mem_free = 0, gpu_cap = 0, gpu_free = 0;
       for (std::uint32_t k = 0; k < o.nodes; ++k) {
         const NodeId n{down[g][k]};
         cpu_cap += static_cast<double>(sc.cpu_capacity(n));
         cpu_free += static_cast<double>(sc.node(n).cpu_free_milli);
+        mem_cap += static_cast<double>(sc.memory_capacity(n));
+        mem_free += static_cast<double>(sc.node(n).memory_free_mib);
         gpu_cap += static_cast<double>(sc.node(n).gpu_count) * kMilliPerGpu;
         gpu_free += static_cast<double>(sc.node(n).gpu_milli_free);
       }
-      o.waste = (cpu_cap > 0 ? cpu_free / cpu_cap : 0.0) + (gpu_cap > 0 ? gpu_free / gpu_cap : 0.0);
+      const double idle_cpu = cpu_cap > 0 ? cpu_free / cpu_cap : 0.0;
+      // Cluster Autoscaler: wastedCPU + wastedMemory (expander/waste/waste.go BestOption).
+      o.waste = config_.expander == Expander::kLeastIdleGpu ? idle_cpu + (gpu_cap > 0 ? gpu_free / gpu_cap : 0.0)
+                                                            : idle_cpu + (mem_cap > 0 ? mem_free / mem_cap : 0.0);
       options.push_back(o);
     }
     rollback(g, trial);
@@ -400,7 +407,7 @@ void Autoscaler::scale_up(SimTime now) {
 
   // 3. The expander picks one group (Cluster Autoscaler scales one group per loop).
   const Option* best = &options.front();
-  if (config_.expander == Expander::kLeastWaste) {
+  if (config_.expander != Expander::kFirst) {
     for (const auto& o : options) {
       if (o.waste < best->waste) best = &o;
     }

@@ -31,6 +31,14 @@ std::string_view to_string(QueuePolicy q) {
   return "?";
 }
 
+SimTime WaitForPodsReady::backoff(std::uint32_t n) const {
+  // Kueue pkg/workload UpdateRequeueState: base x 2^(n-1), capped at max (jitter left out).
+  if (n == 0) return SimTime::zero();
+  std::int64_t us = backoff_base.us;
+  for (std::uint32_t i = 1; i < n && us < backoff_max.us; ++i) us *= 2;
+  return SimTime::from_us(std::min(us, backoff_max.us));
+}
+
 Engine::Engine(ClusterState& cluster, std::span<const JobSpec> workload, SchedulingHook& hook, EngineConfig config)
     : cluster_(&cluster), workload_(workload), hook_(&hook), config_(std::move(config)), jobs_(workload.size()),
       fresh_(workload.size(), 0), dirty_flag_(cluster.node_count(), 0), on_node_(cluster.node_count()) {
@@ -243,10 +251,13 @@ void Engine::evict(JobId j, const std::string& why, bool released) {
   lost_gpu_hours_ += lost / 3.6e9 * gpus;
   rt.placements.clear();
   rt.reason = intern_reason(why);
+  // Kueue orders a preempted workload by its creation time again.
+  if (!order_override_.empty()) order_override_[j.value].reset();
   if (config_.retry) {
     rt.state = JobState::kPending;
     fresh_[j.value] = 1;
     requeued_.push_back(j);
+    arm_pods_ready(j);
     // A preemption victim is announced once its preemptor runs: observers then see a cluster
     // that holds exactly what the running jobs took.
     if (released) deferred_requeues_.emplace_back(j, rt.reason);
@@ -254,6 +265,7 @@ void Engine::evict(JobId j, const std::string& why, bool released) {
   } else {
     rt.state = JobState::kFailed;
     rt.end = now_;
+    left(j);
     for (auto* o : observers_) o->on_job_fail(now_, j, why, *this);
   }
 }
@@ -283,10 +295,23 @@ void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
       [&](const auto& ev) {
         using T = std::decay_t<decltype(ev)>;
         if constexpr (std::is_same_v<T, JobArrival>) {
-          jobs_[ev.job.value].state = JobState::kPending;
+          auto& rt = jobs_[ev.job.value];
+          rt.state = JobState::kPending;
+          for (auto* o : observers_) o->on_submit(now_, ev.job, *this);
+          // Admission at creation (Kubernetes ResourceQuota): a refused job never queues.
+          const Status admitted = hook_->admit(workload_[ev.job.value], ev.job);
+          if (!admitted.ok()) {
+            rt.state = JobState::kFailed;
+            rt.end = now_;
+            rt.rejected = true;
+            ++rejected_;
+            rt.reason = intern_reason(std::string(admitted.reason));
+            for (auto* o : observers_) o->on_job_fail(now_, ev.job, reasons_[rt.reason], *this);
+            return;
+          }
           fresh_[ev.job.value] = 1;
           arrived_.push_back(ev.job);
-          for (auto* o : observers_) o->on_submit(now_, ev.job, *this);
+          arm_pods_ready(ev.job);
           const auto& c = workload_[ev.job.value].constraints;
           if (!c.gang_timeout.is_forever()) {
             const JobId j = ev.job;
@@ -297,6 +322,7 @@ void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
           auto& rt = jobs_[ev.job.value];
           rt.state = JobState::kCompleted;
           rt.end = now_;
+          left(ev.job);
           capacity_freed = true;
           for (auto* o : observers_) o->on_job_finish(now_, ev.job, *this);
         } else if constexpr (std::is_same_v<T, NodeDown>) {
@@ -318,6 +344,7 @@ void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
               rt.reason = intern_reason(why);
               rt.state = JobState::kFailed;
               rt.end = now_;
+              left(JobId{i});
               for (auto* o : observers_) o->on_job_fail(now_, JobId{i}, why, *this);
             }
           }
@@ -452,16 +479,86 @@ void Engine::gang_timeout(JobId j) {
   if (rt.state != JobState::kPending || rt.attempts != 0) return;   // started once: no timeout
   std::erase(pending_, j);
   std::erase(arrived_, j);
+  if (rt.backing_off) {
+    rt.backing_off = false;
+    --backing_off_;
+  }
   rt.state = JobState::kFailed;
   rt.end = now_;
   const auto& spec = workload_[j.value];
   rt.reason = intern_reason("gang timeout after " + std::to_string(spec.constraints.gang_timeout.us / 1'000'000) +
                             " s: " + std::to_string(spec.min_available) + " tasks never fitted at once");
+  left(j);
   for (auto* o : observers_) o->on_job_fail(now_, j, reasons_[rt.reason], *this);
 }
 
+void Engine::arm_pods_ready(JobId j) {
+  const auto& w = config_.wait_for_pods_ready;
+  if (!w.enabled || workload_[j.value].min_available <= 1) return;
+  const std::uint32_t generation = ++jobs_[j.value].timer_generation;
+  call_at(now_ + w.timeout, [this, j, generation](SimTime) { pods_ready_timeout(j, generation); });
+}
+
+namespace {
+std::string seconds_text(SimTime t) {
+  // Whole seconds print without decimals ("300"), others with up to 6 ("0.5").
+  if (t.us % 1'000'000 == 0) return std::to_string(t.us / 1'000'000);
+  std::string s = std::to_string(static_cast<double>(t.us) / 1e6);
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  return s;
+}
+}  // namespace
+
+void Engine::pods_ready_timeout(JobId j, std::uint32_t generation) {
+  auto& rt = jobs_[j.value];
+  // Started, left, or entered the queue again since: this timer is stale.
+  if (rt.state != JobState::kPending || rt.backing_off || rt.timer_generation != generation) return;
+  const auto& w = config_.wait_for_pods_ready;
+  std::erase(pending_, j);
+  std::erase(arrived_, j);
+  std::erase(requeued_, j);
+  const std::string timeout = "not started within the PodsReady timeout of " + seconds_text(w.timeout) + " s";
+  if (w.backoff_limit_count && rt.requeues + 1 > *w.backoff_limit_count) {
+    // Kueue: deactivated (.spec.active = false), WorkloadRequeuingLimitExceeded.
+    rt.state = JobState::kFailed;
+    rt.end = now_;
+    rt.deactivated = true;
+    rt.reason = intern_reason("deactivated: exceeding the maximum number of re-queuing retries (backoff_limit_count " +
+                              std::to_string(*w.backoff_limit_count) + "); " + timeout);
+    left(j);
+    for (auto* o : observers_) o->on_job_fail(now_, j, reasons_[rt.reason], *this);
+    return;
+  }
+  ++rt.requeues;
+  ++pods_ready_requeues_;
+  rt.backing_off = true;
+  ++backing_off_;
+  const SimTime until = now_ + w.backoff(rt.requeues);
+  rt.reason = intern_reason("requeued after a PodsReady timeout (" + timeout + "), requeue " +
+                            std::to_string(rt.requeues) + ": backoff until t=" + seconds_text(until) + " s");
+  if (w.timestamp == RequeueTimestamp::kEviction) {
+    // Kueue orders the requeued workload by its eviction time: behind the jobs already waiting.
+    if (order_override_.empty()) order_override_.resize(workload_.size());
+    order_override_[j.value] = std::make_unique<JobSpec>(workload_[j.value]);
+    order_override_[j.value]->submit = now_;
+  }
+  const std::uint32_t gen = ++rt.timer_generation;
+  call_at(until, [this, j, gen](SimTime) { backoff_done(j, gen); });
+  for (auto* o : observers_) o->on_job_backoff(now_, j, until, reasons_[rt.reason], *this);
+}
+
+void Engine::backoff_done(JobId j, std::uint32_t generation) {
+  auto& rt = jobs_[j.value];
+  if (rt.state != JobState::kPending || !rt.backing_off || rt.timer_generation != generation) return;
+  rt.backing_off = false;
+  --backing_off_;
+  fresh_[j.value] = 1;
+  arrived_.push_back(j);
+  arm_pods_ready(j);
+}
+
 void Engine::schedule_cycle(bool full) {
-  auto before = [this](JobId a, JobId b) { return hook_->before(workload_[a.value], a, workload_[b.value], b); };
+  auto before = [this](JobId a, JobId b) { return hook_->before(order_spec(a), a, order_spec(b), b); };
   std::sort(arrived_.begin(), arrived_.end(), before);
   // A queue order that reads usage (fair share) changes as jobs start and stop: re-sort.
   if (hook_->dynamic_order()) std::stable_sort(pending_.begin(), pending_.end(), before);
@@ -483,7 +580,17 @@ void Engine::schedule_cycle(bool full) {
   changed_nodes.swap(dirty_);
   for (NodeId n : changed_nodes) dirty_flag_[n.value] = 0;
   std::sort(changed_nodes.begin(), changed_nodes.end());
-  const std::span<const NodeId> changed = changed_nodes;
+  std::span<const NodeId> changed = changed_nodes;
+  // Evictions free capacity at once: a later job of this cycle may use it, as a full retry would.
+  // So the nodes they free join this cycle's changed nodes, and failed classes are tried again.
+  auto absorb_evictions = [&] {
+    for (NodeId n : dirty_) {
+      const auto at = std::lower_bound(changed_nodes.begin(), changed_nodes.end(), n);
+      if (at == changed_nodes.end() || *at != n) changed_nodes.insert(at, n);
+    }
+    changed = changed_nodes;
+    failed_.clear();
+  };
   auto& failed = failed_;   // equivalence class -> reason (0: failed on changed nodes only)
   failed.clear();
   std::vector<JobId> still_pending;
@@ -547,7 +654,9 @@ void Engine::schedule_cycle(bool full) {
           }
         }
         if (placed) {
+          const bool evicted = !hook_->last_victims().empty();
           start_placed(j);
+          if (evicted) absorb_evictions();
           continue;
         }
         rt.reason = intern_reason("backfill: would delay the job holding the reservation (" +
@@ -556,7 +665,9 @@ void Engine::schedule_cycle(bool full) {
         continue;
       }
       if (s.ok()) {
+        const bool evicted = !hook_->last_victims().empty();
         start_placed(j);
+        if (evicted) absorb_evictions();
         continue;
       }
       // A narrowed attempt keeps the reason of the job's last full evaluation.
@@ -580,6 +691,7 @@ void Engine::schedule_cycle(bool full) {
     if (!config_.retry) {
       rt.state = JobState::kFailed;
       rt.end = now_;
+      left(j);
       for (auto* o : observers_) o->on_job_fail(now_, j, reasons_[rt.reason], *this);
     } else {
       still_pending.push_back(j);

@@ -33,7 +33,8 @@ void to_json(nlohmann::json& j, const Distribution& d) {
 
 void to_json(nlohmann::json& j, const Summary& s) {
   j = {{"jobs", {{"total", s.jobs}, {"completed", s.completed}, {"failed", s.failed}, {"running", s.running},
-                 {"pending", s.pending}, {"not_arrived", s.not_arrived}, {"requeued", s.requeued}}},
+                 {"pending", s.pending}, {"not_arrived", s.not_arrived}, {"requeued", s.requeued},
+                 {"rejected", s.rejected}, {"deactivated", s.deactivated}, {"pods_ready_requeues", s.pods_ready_requeues}}},
        {"preemption", {{"preemptions", s.preemptions}, {"evictions", s.evictions}, {"lost_gpu_hours", s.lost_gpu_hours}}},
        {"cluster", {{"nodes", s.nodes}, {"gpus", s.gpus}}},
        {"time", {{"first_submit_s", s.first_submit.seconds()}, {"last_submit_s", s.last_submit.seconds()}, {"end_s", s.end.seconds()}, {"makespan_s", s.makespan_s}}},
@@ -110,7 +111,11 @@ void MetricsCollector::on_end(SimTime end, const Engine& e) {
         jcts.push_back((rt.end - spec.submit).us);
         last_completion = std::max(last_completion, rt.end);
         break;
-      case JobState::kFailed: ++s.failed; break;
+      case JobState::kFailed:
+        ++s.failed;
+        s.rejected += rt.rejected ? 1 : 0;
+        s.deactivated += rt.deactivated ? 1 : 0;
+        break;
       case JobState::kRunning: ++s.running; break;
       case JobState::kPending: ++s.pending; break;
       case JobState::kNotArrived: ++s.not_arrived; break;
@@ -134,6 +139,7 @@ void MetricsCollector::on_end(SimTime end, const Engine& e) {
   s.peak_pending = peak_pending_;
   s.gpu_alloc_pct_peak = tot.gpu_milli > 0 ? 100.0 * static_cast<double>(peak_gpu_milli_) / static_cast<double>(tot.gpu_milli) : 0.0;
   s.requeued = requeued_;
+  s.pods_ready_requeues = static_cast<std::int64_t>(e.pods_ready_requeues());
   s.preemptions = static_cast<std::int64_t>(e.preemptions());
   s.evictions = static_cast<std::int64_t>(e.evictions());
   s.lost_gpu_hours = e.lost_gpu_hours();

@@ -96,6 +96,7 @@ std::vector<JobRow> job_rows(const Engine& engine) {
     row.lost_gpu_hours = rt.lost_gpu_hours;
     if (rt.state == JobState::kRunning || rt.state == JobState::kCompleted) row.placement = placement_string(cluster, rt.placements);
     if (rt.state == JobState::kPending || rt.state == JobState::kFailed) row.reason = engine.reason(rt.reason);
+    row.requeues = rt.requeues;
     rows.push_back(std::move(row));
   }
   return rows;
@@ -103,7 +104,7 @@ std::vector<JobRow> job_rows(const Engine& engine) {
 
 void write_jobs_csv(std::ostream& out, const std::vector<JobRow>& rows) {
   out << "job,queue,priority,tasks,cpu_milli,memory_mib,gpus,gpu_milli,gpu_memory_mib,submit_s,start_s,end_s,wait_s,"
-         "jct_s,state,attempts,evictions,lost_gpu_hours,placement,reason\n";
+         "jct_s,state,attempts,evictions,lost_gpu_hours,placement,reason,requeues\n";
   auto opt = [](const std::optional<double>& v) { return v ? fixed(*v, 6) : std::string(); };
   for (const auto& r : rows) {
     out << csv_field(r.job) << ',' << csv_field(r.queue) << ',' << r.priority << ',' << r.tasks << ',' << r.cpu_milli
@@ -111,7 +112,7 @@ void write_jobs_csv(std::ostream& out, const std::vector<JobRow>& rows) {
         << fixed(r.submit_s, 6) << ',' << opt(r.start_s) << ',' << opt(r.end_s) << ',' << opt(r.wait_s) << ','
         << opt(r.jct_s) << ',' << r.state << ',' << r.attempts << ',' << r.evictions << ',' << fixed(r.lost_gpu_hours, 6)
         << ',' << csv_field(r.placement) << ','
-        << csv_field(r.reason) << '\n';
+        << csv_field(r.reason) << ',' << r.requeues << '\n';
   }
 }
 
@@ -144,6 +145,9 @@ void EventLog::on_job_fail(SimTime t, JobId j, std::string_view reason, const En
 }
 void EventLog::on_job_requeue(SimTime t, JobId j, std::string_view reason, const Engine& e) {
   lines_.push_back(line(t, "requeue", e.workload()[j.value].name, "", reason));
+}
+void EventLog::on_job_backoff(SimTime t, JobId j, SimTime, std::string_view reason, const Engine& e) {
+  lines_.push_back(line(t, "backoff", e.workload()[j.value].name, "", reason));
 }
 void EventLog::on_node(SimTime t, NodeId n, bool up, const Engine& e) {
   lines_.push_back(line(t, up ? "node_up" : "node_down", "", e.cluster().spec(n).name, ""));

@@ -1,5 +1,8 @@
 // priority-preemption on small hand-built clusters, through the runner (Scheduler::schedule)
-// with a JobsView over vectors: which jobs it evicts, and which it never does.
+// with a JobsView over vectors: which jobs it evicts, and which it never does. These cases test
+// gpusched's own rule (node_choice: least-lost-work: fewest victims, then priority, then work
+// lost); kube-scheduler's rule, the default, is tested in test_kube_preemption.cpp. The cases
+// that hold under both rules run under both.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -59,6 +62,7 @@ class Running final : public JobsView {
 };
 
 Profile preemption_profile(nlohmann::json args = nlohmann::json::object()) {
+  if (!args.contains("node_choice")) args["node_choice"] = "least-lost-work";
   Profile p = builtin_profile("first-fit");
   p.post_filter = {PluginRef{"priority-preemption", 1.0, std::move(args)}};
   return p;
@@ -174,7 +178,9 @@ TEST_CASE("Preemption evicts the single low-priority job rather than two smaller
 }
 
 TEST_CASE("Preemption never evicts equal- or higher-priority or non-preemptible jobs", "[policies][preemption]") {
-  Fixture f(nodes(1, 8));
+  const std::string rule = GENERATE(as<std::string>{}, "least-lost-work", "kubernetes");
+  INFO("node_choice " << rule);
+  Fixture f(nodes(1, 8), {{"node_choice", rule}});
   const JobId equal = f.run(gpus("equal", 4, 10), 1, {0});
   const JobId higher = f.run(gpus("higher", 2, 20), 1, {0});
   auto keep = gpus("keep", 2, 0);
@@ -194,7 +200,9 @@ TEST_CASE("Preemption never evicts equal- or higher-priority or non-preemptible 
 }
 
 TEST_CASE("A job with preemptionPolicy Never waits instead of preempting", "[policies][preemption]") {
-  Fixture f(nodes(1, 8));
+  const std::string rule = GENERATE(as<std::string>{}, "least-lost-work", "kubernetes");
+  INFO("node_choice " << rule);
+  Fixture f(nodes(1, 8), {{"node_choice", rule}});
   const JobId low = f.run(gpus("low", 8, 0), 1, {0});
   auto never = gpus("never", 4, 100);
   never.constraints.preempt_never = true;
@@ -252,9 +260,12 @@ TEST_CASE("A gang of 4 preempts across nodes, the cheapest whole jobs only", "[p
 }
 
 TEST_CASE("A lower-priority gang is evicted whole, never in part", "[policies][preemption]") {
+  // Under kubernetes too: the gang ties with l2 on every criterion and its node n0 comes first.
+  const std::string rule = GENERATE(as<std::string>{}, "least-lost-work", "kubernetes");
+  INFO("node_choice " << rule);
   SECTION("for a single-task job") {
     // n0+n1: a 2-task gang (2 GPUs x 100 s = 200 GPU-s); n2: a job losing 500 s; n3: priority 5.
-    Fixture f(nodes(4, 1));
+    Fixture f(nodes(4, 1), {{"node_choice", rule}});
     const JobId lg = f.run(gpus("lg", 1, 0, 2), 100, {0, 1});
     f.run(gpus("l2", 1, 0), 500, {2});
     f.run(gpus("l3", 1, 5), 1, {3});
@@ -265,7 +276,7 @@ TEST_CASE("A lower-priority gang is evicted whole, never in part", "[policies][p
     CHECK(f.cluster.totals().gpus_busy == 3);
   }
   SECTION("for a gang") {
-    Fixture f(nodes(4, 1));
+    Fixture f(nodes(4, 1), {{"node_choice", rule}});
     const JobId lg = f.run(gpus("lg", 1, 0, 3), 10, {0, 1, 2});
     const JobId l = f.run(gpus("l", 1, 0), 100, {3});
     JobId g;
@@ -278,7 +289,9 @@ TEST_CASE("A lower-priority gang is evicted whole, never in part", "[policies][p
 }
 
 TEST_CASE("When no victim set makes room, preemption changes nothing", "[policies][preemption]") {
-  Fixture f(nodes(3, 1));
+  const std::string rule = GENERATE(as<std::string>{}, "least-lost-work", "kubernetes");
+  INFO("node_choice " << rule);
+  Fixture f(nodes(3, 1), {{"node_choice", rule}});
   f.run(gpus("l0", 1, 0), 1, {0});
   f.run(gpus("h1", 1, 50), 1, {1});
   f.run(gpus("h2", 1, 50), 1, {2});
@@ -293,6 +306,9 @@ TEST_CASE("priority-preemption validates its arguments", "[policies][preemption]
   CHECK_THROWS_AS(Scheduler(preemption_profile({{"exact_search_limit", 17}}), Registry::with_builtins(), 1), ProfileError);
   CHECK_THROWS_AS(Scheduler(preemption_profile({{"exact_search_limit", 2.5}}), Registry::with_builtins(), 1), ProfileError);
   CHECK_THROWS_AS(Scheduler(preemption_profile({{"max_victims", 1}}), Registry::with_builtins(), 1), ProfileError);
+  CHECK_THROWS_AS(Scheduler(preemption_profile({{"node_choice", "fewest"}}), Registry::with_builtins(), 1), ProfileError);
+  CHECK_THROWS_AS(Scheduler(preemption_profile({{"node_choice", 1}}), Registry::with_builtins(), 1), ProfileError);
+  CHECK_NOTHROW(Scheduler(preemption_profile({{"node_choice", "kubernetes"}}), Registry::with_builtins(), 1));
   CHECK_NOTHROW(Scheduler(preemption_profile({{"exact_search_limit", 16}}), Registry::with_builtins(), 1));
   const Registry registry = Registry::with_builtins();
   const auto* info = registry.find("priority-preemption");

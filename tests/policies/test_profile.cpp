@@ -68,7 +68,10 @@ TEST_CASE("A child entry naming a parent's plugin overrides its weight and args 
   CHECK(entries(q.score) == Names{"least-allocated", "taint-toleration", "node-affinity*2"});
   // Kueue: configuring capacity-queues at filter keeps the list and its post-filter.
   const auto k = parse(R"({"extends": "kueue-cohorts", "filter": [{"name": "capacity-queues", "args": {"queues": {}}}]})");
-  CHECK(entries(k.filter) == Names{"node-resources-fit", "taint-toleration", "node-affinity", "capacity-queues"});
+  // (kube-scheduler's filter order, issue 12: NodeUnschedulable, TaintToleration, NodeAffinity
+  // before NodeResourcesFit; Kueue's flavor check sits with node affinity.)
+  CHECK(entries(k.filter) ==
+        Names{"node-unschedulable", "taint-toleration", "node-affinity", "capacity-queues", "node-resources-fit"});
   CHECK(k.filter[3].args == nlohmann::json{{"queues", nlohmann::json::object()}});
   CHECK(entries(k.post_filter) == Names{"capacity-queues"});
 }
@@ -181,10 +184,12 @@ TEST_CASE("The example scenarios' extending profiles resolve to what they meant"
   const auto replay = profile_of("trace-replay.json");
   CHECK(entries(replay.score) == Names{"least-allocated*2", "gpu-binpack"});
   CHECK(replay.name == "spread-custom");
-  // devices: default's filters (resources, taints, node affinity) plus the topology manager.
+  // devices: default's filters (kube-scheduler's: cordon, taints, node affinity, resources) plus
+  // the topology manager.
   const auto devices = profile_of("devices.json");
-  CHECK(entries(devices.filter) == Names{"node-resources-fit", "taint-toleration", "node-affinity", "topology-manager"});
-  CHECK(devices.filter[3].args == nlohmann::json{{"policy", "best-effort"}});
+  CHECK(entries(devices.filter) ==
+        Names{"node-unschedulable", "taint-toleration", "node-affinity", "node-resources-fit", "topology-manager"});
+  CHECK(devices.filter[4].args == nlohmann::json{{"policy", "best-effort"}});
   CHECK(devices.device_select.name == "topology-manager");
   CHECK(entries(devices.score) == Names{"least-allocated"});
 }

@@ -161,11 +161,14 @@ TEST_CASE("ResourceQuota holds back a namespace's third 4-GPU job at a limit of 
   CHECK(d.start(a2, 2).ok());
 }
 
+// The "running" rule (only running jobs count, an over-quota job waits). Kubernetes' own rule,
+// the default "created", refuses a2 at submission: tests/policies/test_engine_admission.cpp.
 TEST_CASE("ResourceQuota in the engine: the third job starts when the first finishes", "[policies][quota]") {
   Sim sim(t4_nodes(4),
           {gpu_job("a0", "team-a", 0, 100, 4), gpu_job("a1", "team-a", 0, 150, 4), gpu_job("a2", "team-a", 0, 100, 4),
            gpu_job("b0", "team-b", 0, 100, 4)},
-          with_resource_quota(json::parse(R"({"quotas": {"team-a": {"requests.nvidia.com/gpu": 8, "count/jobs": 5}}})")));
+          with_resource_quota(json::parse(
+              R"({"charge": "running", "quotas": {"team-a": {"requests.nvidia.com/gpu": 8, "count/jobs": 5}}})")));
   sim.engine.run();
   CHECK(sim.job(0).start == s(0));
   CHECK(sim.job(1).start == s(0));

@@ -105,15 +105,22 @@ TEST_CASE("least-allocated spreads jobs over the emptiest nodes", "[policies][be
     const auto p = place(s, c, gpu_job("1"));
     got.push_back(p.substr(0, 2));
   }
-  CHECK(got == std::vector<std::string>{"n0", "n1", "n2", "n0", "n1", "n2"});
+  // Each round goes to the nodes with fewest jobs; among equal integer scores the default preset
+  // picks at random, as kube-scheduler's selectHost does (the order was n0, n1, n2 while ties
+  // went to node order).
+  const std::set<std::string> all{"n0", "n1", "n2"};
+  CHECK(std::set<std::string>(got.begin(), got.begin() + 3) == all);
+  CHECK(std::set<std::string>(got.begin() + 3, got.end()) == all);
   for (std::uint32_t n = 0; n < 3; ++n) CHECK(c.node(NodeId{n}).tasks == 2);
 }
 
 TEST_CASE("most-allocated packs jobs onto the fullest node", "[policies][behaviour]") {
   auto c = t::cluster({t::node("n0", 32, 128, 4), t::node("n1", 32, 128, 4)});
   auto s = make("most-allocated");
-  for (int i = 0; i < 4; ++i) CHECK(place(s, c, gpu_job("1")).substr(0, 2) == "n0");
-  CHECK(place(s, c, gpu_job("1")).substr(0, 2) == "n1");
+  // The first job ties on the empty nodes (random, as kube-scheduler); the next ones follow it.
+  const auto first = place(s, c, gpu_job("1")).substr(0, 2);
+  for (int i = 0; i < 3; ++i) CHECK(place(s, c, gpu_job("1")).substr(0, 2) == first);
+  CHECK(place(s, c, gpu_job("1")).substr(0, 2) == (first == "n0" ? "n1" : "n0"));
 }
 
 TEST_CASE("best-fit scores 100 x (1 - (w_cpu x cpu left / max cpu + w_gpu x gpu left / max gpu))", "[policies][behaviour]") {

@@ -101,7 +101,10 @@ def test_an_extending_profile_adds_its_plugins_to_the_base_lists():
     assert [(s["name"], s["weight"]) for s in p["score"]] == [
         ("least-allocated", 1), ("taint-toleration", 3), ("node-affinity", 2), ("gpu-binpack", 2)]
     assert [f["name"] for f in p["post_filter"]] == ["priority-preemption", "capacity-queues"]
-    assert [f["name"] for f in p["filter"]] == ["node-resources-fit", "taint-toleration", "node-affinity", "app-max-per-node"]
+    # kube-scheduler's filter order (cordon, taints, node affinity, then resources; issue 12).
+    assert [f["name"] for f in p["filter"]] == [
+        "node-unschedulable", "taint-toleration", "node-affinity", "node-resources-fit", "app-max-per-node"]
+    assert p["diagnosis"] == "kube-scheduler"
     assert p["name"] == "kb"
     assert p["description"] == "extends kube-default"   # never the base's own description
     # A plugin the base already has keeps its place with the new weight.

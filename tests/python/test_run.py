@@ -15,6 +15,7 @@ from conftest import medium_scenario
 JOB_COLUMNS = [
     "job", "queue", "priority", "tasks", "cpu_milli", "memory_mib", "gpus", "gpu_milli", "gpu_memory_mib",
     "submit_s", "start_s", "end_s", "wait_s", "jct_s", "state", "attempts", "evictions", "lost_gpu_hours", "placement", "reason",
+    "requeues",
 ]
 TIMESERIES_COLUMNS = [
     "time_s", "gpu_alloc_pct", "gpus_busy_pct", "cpu_alloc_pct", "memory_alloc_pct", "pending_jobs", "running_jobs",
@@ -28,6 +29,7 @@ def test_the_small_example_runs_and_gives_pandas_tables(small_path):
     assert len(r.jobs) == 10
     assert r.summary["jobs"] == {
         "total": 10, "completed": 9, "failed": 0, "running": 1, "pending": 0, "not_arrived": 0, "requeued": 1,
+        "rejected": 0, "deactivated": 0, "pods_ready_requeues": 0,
     }
     assert r.summary["scenario"]["name"] == "small"
     assert r.stamp["seed"] == 7 and r.stamp["scenario"] == "small"

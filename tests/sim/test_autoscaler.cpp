@@ -172,22 +172,43 @@ TEST_CASE("A node above min is removed even while the min nodes stay", "[sim][au
   CHECK(sim.scaler.up(0) == 1);
 }
 
-TEST_CASE("least-waste picks the T4 group for a T4-sized job, first picks by group order", "[sim][autoscaler]") {
-  // Group order: A100 first, so least-waste's choice is not the order's.
+TEST_CASE("least-idle-gpu picks the T4 group for a T4-sized job, first picks by group order", "[sim][autoscaler]") {
+  // Group order: A100 first, so least-idle-gpu's choice is not the order's.
   // One 8-core, 1-GPU job: T4 node (32 cores, 4 GPUs) waste 24/32 + 3/4 = 1.5; A100 node
   // (128 cores, 8 GPUs) waste 120/128 + 7/8 = 1.81.
   const auto cluster = nodes("a100-", 2) + nodes("t4-", 2, 4, "T4", 32);
-  const AutoscalerConfig least{{group("a100", 0, 2), group("t4", 2, 2)}};
-  Scaled a(cluster, {gpu_job("small", 0, 100, "1")}, least);
+  AutoscalerConfig idle_gpu{{group("a100", 0, 2), group("t4", 2, 2)}};
+  idle_gpu.expander = Expander::kLeastIdleGpu;
+  Scaled a(cluster, {gpu_job("small", 0, 100, "1")}, idle_gpu);
   a.engine.run();
   CHECK(a.log() == std::vector<std::string>{"10:+t4-0", "1010:-t4-0"});
   CHECK(a.job(0).placements.front().node == NodeId{2});
 
-  AutoscalerConfig first = least;
+  AutoscalerConfig first = idle_gpu;
   first.expander = Expander::kFirst;
   Scaled b(cluster, {gpu_job("small", 0, 100, "1")}, first);
   b.engine.run();
   CHECK(b.log() == std::vector<std::string>{"10:+a100-0", "1010:-a100-0"});
+}
+
+TEST_CASE("least-waste counts idle CPU and memory as Cluster Autoscaler, not GPUs", "[sim][autoscaler]") {
+  // Cluster Autoscaler expander/waste/waste.go BestOption (read at 105bf75e): wastedCPU +
+  // wastedMemory. One 8-core, 32 GiB, 1-GPU job. Group "wide" (first): 16 cores, 1024 GiB, 1 GPU:
+  // CA waste 8/16 + 992/1024 = 1.47, idle GPU 0. Group "dense": 16 cores, 64 GiB, 8 GPUs: CA waste
+  // 8/16 + 32/64 = 1.0, idle GPU 7/8. CA scales "dense"; least-idle-gpu scales "wide".
+  std::vector<NodeSpec> cluster;
+  for (int i = 0; i < 2; ++i) cluster.push_back(t::node(t::numbered("wide-", i), 16, 1024, 1, "A100-80GB"));
+  for (int i = 0; i < 2; ++i) cluster.push_back(t::node(t::numbered("dense-", i), 16, 64, 8, "A100-80GB"));
+  AutoscalerConfig cfg{{group("wide", 0, 2), group("dense", 2, 2)}};
+  REQUIRE(cfg.expander == Expander::kLeastWaste);
+  Scaled ca(cluster, {gpu_job("small", 0, 100, "1")}, cfg);
+  ca.engine.run();
+  CHECK(ca.log() == std::vector<std::string>{"10:+dense-0", "1010:-dense-0"});
+
+  cfg.expander = Expander::kLeastIdleGpu;
+  Scaled ours(cluster, {gpu_job("small", 0, 100, "1")}, cfg);
+  ours.engine.run();
+  CHECK(ours.log() == std::vector<std::string>{"10:+wide-0", "1010:-wide-0"});
 }
 
 TEST_CASE("A node selector or an untolerated taint steers the scale-up to the group that can take the job",
@@ -274,6 +295,7 @@ TEST_CASE("A bad autoscaler configuration is rejected with a scenario error", "[
                     Catch::Contains("'h' overlaps group 'g' at node a100-1"));
   CHECK_NOTHROW(Autoscaler(engine, cluster, {{group("g", 0, 2), group("h", 2, 2)}}));
   CHECK(parse_expander("least-waste") == Expander::kLeastWaste);
+  CHECK(parse_expander("least-idle-gpu") == Expander::kLeastIdleGpu);
   CHECK(parse_expander("first") == Expander::kFirst);
   CHECK_FALSE(parse_expander("random"));
 }

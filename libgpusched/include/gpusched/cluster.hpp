@@ -122,6 +122,10 @@ struct NodeState {
   bool schedulable = true;              ///< false while the node is down or cordoned
   bool plain_gpus = true;               ///< every GPU is handed out whole or shared (no partition)
   std::uint32_t tasks = 0;              ///< tasks running here
+  /// Tasks here that request no CPU / no memory: kube-scheduler's scores count each as 100m CPU /
+  /// 200 MiB (NodeInfo.NonZeroRequested, pkg/scheduler/util non_zero.go).
+  std::uint32_t tasks_without_cpu = 0;
+  std::uint32_t tasks_without_memory = 0;
   std::uint64_t generation = 0;         ///< bumped on every change
 };
 

@@ -73,6 +73,14 @@ class SchedulingHook {
   virtual void job_started(const JobSpec& /*job*/, JobId /*id*/, std::span<const TaskPlacement> /*placements*/) {}
   /// The job stopped (finished, evicted, or its node failed); its resources are released.
   virtual void job_stopped(const JobSpec& /*job*/, JobId /*id*/, std::span<const TaskPlacement> /*placements*/) {}
+  /// The job was submitted (created), before any schedule() of it: Success admits it into the
+  /// queue; anything else refuses it for good with the status's reason (Kubernetes ResourceQuota
+  /// admission: the API server refuses a pod over quota at creation). The reason stays valid
+  /// until the next call on the hook. Called once per job.
+  virtual Status admit(const JobSpec& /*job*/, JobId /*id*/) { return Status::success(); }
+  /// The job left the system for good (completed, failed, refused, deactivated): what admit()
+  /// charged is released. Not called for an eviction (the job is requeued, still created).
+  virtual void job_left(const JobSpec& /*job*/, JobId /*id*/) {}
   /// After a successful schedule(): running jobs it evicted to make room (preemption, reclaim).
   /// Their resources are already released in the cluster; the caller stops and requeues them.
   [[nodiscard]] virtual std::span<const JobId> last_victims() const { return {}; }

@@ -85,6 +85,9 @@ struct Scenario {
   OutputOptions outputs;
   std::map<std::string, PriorityClass> priority_classes;   ///< by name
   sim::AutoscalerConfig autoscaler;      ///< node groups with "autoscale" (empty: none)
+  /// Plugin args translated from `kubernetes_objects` (k8s_objects.hpp), already in `profile`;
+  /// kept so a profile given later (run --profile) gets them too. Null when none.
+  nlohmann::json kubernetes_plugin_args;
 };
 
 /// Gives jobs their PriorityClass's value and preemption policy (the global default to jobs
@@ -138,6 +141,9 @@ class RunResult {
   [[nodiscard]] const std::vector<FragmentationSample>& fragmentation() const;
   [[nodiscard]] const sim::Engine& engine() const;
   [[nodiscard]] const std::string& profile_name() const;
+  /// The scheduler's configuration warnings (policies::Scheduler::warnings()), as summary.json
+  /// `warnings` lists them; the CLI prints each once on stderr.
+  [[nodiscard]] const std::vector<std::string>& warnings() const;
 
   struct State;
   explicit RunResult(std::unique_ptr<State> s);

@@ -37,11 +37,16 @@ struct AutoscaleGroup {
 
 /// How a scale-up chooses among the groups that could help (Cluster Autoscaler `--expander`).
 enum class Expander : std::uint8_t {
-  kLeastWaste,   ///< least idle CPU share + idle GPU share on the new nodes; ties: group order
-  kFirst,        ///< the first group, in configuration order, that helps some pending job
+  /// Cluster Autoscaler's least-waste (expander/waste/waste.go): least idle CPU share + idle
+  /// memory share on the new nodes (GPUs are not counted, as in CA); ties: group order (CA hands
+  /// ties to its fallback expander, random by default).
+  kLeastWaste,
+  kFirst,          ///< the first group, in configuration order, that helps some pending job
+  /// gpusched's variant for accelerator pools: least idle CPU share + idle GPU share; ties: group order.
+  kLeastIdleGpu,
 };
 std::string_view to_string(Expander e);
-/// "least-waste" or "first"; nullopt otherwise.
+/// "least-waste", "first" or "least-idle-gpu"; nullopt otherwise.
 std::optional<Expander> parse_expander(std::string_view s);
 
 struct AutoscalerConfig {

@@ -12,6 +12,7 @@
 ///   engine.run();
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -54,6 +55,31 @@ enum class QueuePolicy : std::uint8_t {
 };
 std::string_view to_string(QueuePolicy q);
 
+/// Which time orders a gang requeued after a PodsReady timeout among the waiting jobs (Kueue
+/// `requeuingStrategy.timestamp`).
+enum class RequeueTimestamp : std::uint8_t {
+  kEviction,   ///< the time of the timeout: behind the jobs of its priority already waiting (Kueue's default)
+  kCreation,   ///< its submission: back to its original place
+};
+
+/// Kueue's `waitForPodsReady` for gangs (min_available > 1): a gang not started within `timeout`
+/// of entering the queue (its submission, the end of its backoff, or its eviction) leaves the
+/// queue for a backoff of min(backoff_base x 2^(n-1), backoff_max) after its n-th timeout and
+/// comes back; the timeout that would be requeue number backoff_limit_count + 1 deactivates it
+/// (it fails with the reason). Kueue times an admitted workload whose pods are not all ready;
+/// gpusched places a gang all at once, so "not ready" is "not started", and the time it waits
+/// for quota counts too. No jitter (Kueue adds at most 0.01%).
+struct WaitForPodsReady {
+  bool enabled = false;
+  SimTime timeout = SimTime::from_seconds(300);        ///< Kueue's default: 5 min
+  SimTime backoff_base = SimTime::from_seconds(60);    ///< backoffBaseSeconds
+  SimTime backoff_max = SimTime::from_seconds(3600);   ///< backoffMaxSeconds
+  std::optional<std::uint32_t> backoff_limit_count;    ///< none: requeued forever
+  RequeueTimestamp timestamp = RequeueTimestamp::kEviction;
+  /// The backoff after the n-th requeue (n >= 1), in microseconds.
+  [[nodiscard]] SimTime backoff(std::uint32_t n) const;
+};
+
 /// How evictions cost: restart policy and checkpoint period.
 struct PreemptionConfig {
   RestartPolicy restart = RestartPolicy::kFromZero;
@@ -74,6 +100,9 @@ struct EngineConfig {
   std::vector<NodeEvent> node_events;
   PreemptionConfig preemption;
   QueuePolicy queue_policy = QueuePolicy::kGreedy;
+  /// Kueue's waitForPodsReady (off by default). A job's own `gang_timeout` is gpusched's gang
+  /// deadline: the job fails for good when it has not started that long after submission.
+  WaitForPodsReady wait_for_pods_ready;
 };
 
 /// What the engine knows about one job at any moment.
@@ -92,6 +121,11 @@ struct JobRuntime {
   std::uint32_t evictions = 0;     ///< times it was preempted or evicted while running
   double lost_work_us = 0.0;       ///< nominal work lost to evictions, all runs
   double lost_gpu_hours = 0.0;     ///< that work times the GPU share it held (grants' milli / 1000)
+  std::uint32_t requeues = 0;      ///< times waitForPodsReady put it back in the queue (timeouts)
+  bool rejected = false;           ///< refused at submission (SchedulingHook::admit); state kFailed
+  bool deactivated = false;        ///< waitForPodsReady gave up on it (backoff limit); state kFailed
+  bool backing_off = false;        ///< pending but out of the queue until its backoff ends
+  std::uint32_t timer_generation = 0;   ///< waitForPodsReady: only the latest timer counts
 };
 
 class Engine final : public JobsView {
@@ -118,12 +152,16 @@ class Engine final : public JobsView {
   [[nodiscard]] std::uint64_t evictions() const { return evictions_; }
   [[nodiscard]] double lost_gpu_hours() const { return lost_gpu_hours_; }
   [[nodiscard]] std::uint64_t preemptions() const { return preemptions_; }
+  /// waitForPodsReady: requeues after a timeout, all jobs; jobs refused at submission.
+  [[nodiscard]] std::uint64_t pods_ready_requeues() const { return pods_ready_requeues_; }
+  [[nodiscard]] std::uint64_t rejected() const { return rejected_; }
   [[nodiscard]] const ClusterState& cluster() const { return *cluster_; }
   [[nodiscard]] std::span<const JobSpec> workload() const { return workload_; }
   [[nodiscard]] const JobRuntime& job(JobId j) const { return jobs_[j.value]; }
   [[nodiscard]] std::span<const JobRuntime> jobs() const { return jobs_; }
   [[nodiscard]] const std::string& reason(std::uint32_t i) const { return reasons_[i]; }
-  [[nodiscard]] std::size_t pending_count() const { return pending_.size(); }
+  /// Jobs waiting: in the queue, or out of it for a waitForPodsReady backoff.
+  [[nodiscard]] std::size_t pending_count() const { return pending_.size() + backing_off_; }
   /// Jobs waiting after the last cycle, in queue order.
   [[nodiscard]] std::span<const JobId> pending_jobs() const { return pending_; }
   /// Brings node `n` up (or takes it down, requeueing its jobs) at time `t` >= now(); usable
@@ -149,8 +187,20 @@ class Engine final : public JobsView {
   /// Work done so far in this run plus earlier runs' kept work (nominal microseconds), and what
   /// would be kept after an eviction now.
   std::pair<double, double> progress(JobId j) const;
-  /// A gang still waiting `gang_timeout` after its submission fails.
+  /// A gang still waiting `gang_timeout` after its submission fails (gpusched's gang deadline).
   void gang_timeout(JobId j);
+  /// waitForPodsReady: starts the timeout of a gang that just entered the queue.
+  void arm_pods_ready(JobId j);
+  /// waitForPodsReady: the timeout of `j` (armed as `generation`) ran out.
+  void pods_ready_timeout(JobId j, std::uint32_t generation);
+  /// waitForPodsReady: the backoff of `j` ended; it enters the queue again.
+  void backoff_done(JobId j, std::uint32_t generation);
+  /// The job leaves for good: the hook releases what admit() charged.
+  void left(JobId j) { hook_->job_left(workload_[j.value], j); }
+  /// The spec the queue order sees (a requeued gang's timestamp may differ from its submit).
+  const JobSpec& order_spec(JobId j) const {
+    return order_override_.empty() || !order_override_[j.value] ? workload_[j.value] : *order_override_[j.value];
+  }
   /// The job's speed now: 1 / its placements' slowdown, times the interference on its
   /// time-sliced / MPS GPUs.
   double job_rate(JobId j) const;
@@ -198,7 +248,9 @@ class Engine final : public JobsView {
   /// Starts `j` at the placements in scratch_ after a successful schedule(): evicts the
   /// hook's victims first (already released), then announces them.
   void start_placed(JobId j);
-  std::uint64_t evictions_ = 0, preemptions_ = 0;
+  std::uint64_t evictions_ = 0, preemptions_ = 0, pods_ready_requeues_ = 0, rejected_ = 0;
+  std::size_t backing_off_ = 0;
+  std::vector<std::unique_ptr<JobSpec>> order_override_;   // empty unless a gang was requeued
   double lost_gpu_hours_ = 0.0;
   std::vector<std::vector<JobId>> sharers_;   // per flat GPU (time-slicing / MPS only): running jobs
   std::size_t running_ = 0;

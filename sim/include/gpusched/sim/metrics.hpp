@@ -34,6 +34,9 @@ void to_json(nlohmann::json& j, const Distribution& d);
 struct Summary {
   std::int64_t jobs = 0, completed = 0, failed = 0, running = 0, pending = 0, not_arrived = 0;
   std::int64_t requeued = 0;               ///< jobs put back in the queue (evicted or node down)
+  std::int64_t rejected = 0;               ///< refused at submission (ResourceQuota at creation); counted in failed
+  std::int64_t deactivated = 0;            ///< waitForPodsReady gave up after its backoff limit; counted in failed
+  std::int64_t pods_ready_requeues = 0;    ///< waitForPodsReady timeouts that put a gang back in the queue
   std::int64_t preemptions = 0;            ///< jobs evicted by the scheduler (preemption, reclaim)
   std::int64_t evictions = 0;              ///< all evictions: preemptions, NoExecute taints, node failures
   double lost_gpu_hours = 0;               ///< GPU-hours of work lost to evictions (restart policy applied)

@@ -25,6 +25,9 @@ class Observer {
   virtual void on_job_fail(SimTime, JobId, std::string_view /*reason*/, const Engine&) {}
   /// A running job was stopped and put back in the queue (node down with requeue).
   virtual void on_job_requeue(SimTime, JobId, std::string_view /*reason*/, const Engine&) {}
+  /// A waiting job left the queue for a backoff (Kueue waitForPodsReady timeout); it comes back
+  /// at `until`.
+  virtual void on_job_backoff(SimTime, JobId, SimTime /*until*/, std::string_view /*reason*/, const Engine&) {}
   virtual void on_node(SimTime, NodeId, bool /*up*/, const Engine&) {}
   virtual void on_end(SimTime /*end*/, const Engine&) {}
 };

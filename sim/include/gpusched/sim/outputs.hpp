@@ -47,6 +47,7 @@ struct JobRow {
   std::uint32_t evictions = 0;    ///< times it was evicted while running
   double lost_gpu_hours = 0;      ///< work lost to those evictions, in GPU-hours
   std::string placement, reason;
+  std::uint32_t requeues = 0;     ///< times waitForPodsReady requeued it after a timeout (last column)
 };
 
 /// The job table from the engine's final state, in workload order.
@@ -56,7 +57,7 @@ void write_jobs_csv(std::ostream& out, const std::vector<JobRow>& rows);
 /// timeseries.csv: the header row, then one row per sample.
 void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples);
 
-/// Records every submit/start/finish/fail/requeue/node event as a CSV line
+/// Records every submit/start/finish/fail/requeue/backoff/node event as a CSV line
 /// (`time_s,event,job,node,detail`) — the golden-test format.
 class EventLog final : public Observer {
  public:
@@ -65,6 +66,7 @@ class EventLog final : public Observer {
   void on_job_finish(SimTime t, JobId j, const Engine& e) override;
   void on_job_fail(SimTime t, JobId j, std::string_view reason, const Engine& e) override;
   void on_job_requeue(SimTime t, JobId j, std::string_view reason, const Engine& e) override;
+  void on_job_backoff(SimTime t, JobId j, SimTime until, std::string_view reason, const Engine& e) override;
   void on_node(SimTime t, NodeId n, bool up, const Engine& e) override;
   [[nodiscard]] const std::vector<std::string>& lines() const { return lines_; }
   /// events.csv: the header row, then lines().

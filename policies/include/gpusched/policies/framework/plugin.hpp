@@ -55,6 +55,23 @@ class Plugin {
   /// Called once when a Scheduler is built, with every hook the profile lists this plugin at.
   /// May throw ProfileError for a combination the plugin cannot serve.
   virtual void bound_to(std::span<const std::string_view> /*hooks*/) {}
+  /// Warnings about how the plugin was configured (an essential argument missing, so it runs as
+  /// its peer would not), noted when it was built or attached; the runner lists them once per
+  /// run (stderr and summary.json `warnings`). Each names the plugin, e.g. "capacity-queues: no
+  /// ClusterQueue configured: every job is admitted without quota".
+  [[nodiscard]] virtual std::vector<std::string> warnings() const { return warnings_; }
+
+ protected:
+  /// Notes a warning (once: the same text again is ignored).
+  void warn(std::string text) {
+    for (const auto& w : warnings_) {
+      if (w == text) return;
+    }
+    warnings_.push_back(std::move(text));
+  }
+
+ private:
+  std::vector<std::string> warnings_;
 };
 
 /// Sees the run's workload and every job start and stop, whatever hook the plugin sits at
@@ -65,6 +82,12 @@ class JobEventsPlugin : public virtual Plugin {
   virtual void attach(const ClusterState& /*cluster*/, std::span<const JobSpec> /*workload*/, const JobsView* /*jobs*/) {}
   virtual void job_started(const JobSpec& /*job*/, JobId /*id*/, std::span<const TaskPlacement> /*placements*/) {}
   virtual void job_stopped(const JobSpec& /*job*/, JobId /*id*/, std::span<const TaskPlacement> /*placements*/) {}
+  /// The job was submitted (created), before any placement of it: Success admits it; anything
+  /// else refuses it for good with the status's reason (ResourceQuota admission at creation).
+  /// The reason must stay valid until the plugin's next call. SchedulingHook::admit.
+  virtual Status job_submitted(const JobSpec& /*job*/, JobId /*id*/) { return Status::success(); }
+  /// The job left for good (completed, failed, refused): ends what job_submitted charged.
+  virtual void job_left(const JobSpec& /*job*/, JobId /*id*/) {}
 };
 
 /// Orders the pending queue. Exactly one per profile.
@@ -83,6 +106,13 @@ class PreFilterPlugin : public virtual Plugin {
 class FilterPlugin : public virtual Plugin {
  public:
   [[nodiscard]] virtual Status filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const = 0;
+  /// Every reason `node` is rejected for, given filter()'s rejection `first` (kube-scheduler's
+  /// diagnosis counts each: NodeResourcesFit names every insufficient resource). Reasons must
+  /// have static storage (or outlive the scheduler). Default: first.reason alone.
+  virtual void reasons(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/, NodeId /*node*/, const Status& first,
+                       std::vector<std::string_view>& out) const {
+    out.push_back(first.reason);
+  }
 };
 
 /// Per task, over every candidate node at once: for plugins that pay a price per call (written

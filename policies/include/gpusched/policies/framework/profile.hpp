@@ -36,6 +36,15 @@ struct PluginRef {
 
 enum class TieBreak { kNodeOrder, kRandom };
 
+/// How the runner words why a job found no node (Scheduler::last_diagnosis()).
+///  - kGpusched: "0/3 nodes are available: 2 Insufficient nvidia.com/gpu (node-resources-fit), 1 ...",
+///    most frequent reason first, each node counted once under its first rejection, the plugin named.
+///  - kKubeScheduler: kube-scheduler's FitError text: "0/3 nodes are available: 1 Insufficient cpu,
+///    2 node(s) had untolerated taint {dedicated: gpu}." — every reason of a node counted, the
+///    "<count> <reason>" items sorted as text, a pre-filter's rejection alone ("0/3 nodes are
+///    available: <reason>."), and after `priority-preemption` the " preemption: ..." part.
+enum class Diagnosis { kGpusched, kKubeScheduler };
+
 struct Profile {
   std::string name = "custom";
   std::string description;
@@ -55,6 +64,13 @@ struct Profile {
   /// starts, Kubernetes), "strict-fifo" (the first job that does not fit blocks the rest) or
   /// "easy-backfill" (Slurm's EASY backfill). The scheduler itself does not read it.
   std::string queueing = "greedy";
+  /// "diagnosis": "gpusched" (default) or "kube-scheduler" (the Kubernetes presets).
+  Diagnosis diagnosis = Diagnosis::kGpusched;
+  /// kube-scheduler's percentageOfNodesToScore: -1 (absent) = every feasible node is scored
+  /// (gpusched); 0 = kube-scheduler's adaptive default; 1..100 = stop the filter search once
+  /// that share of the nodes (at least 100) was found feasible, starting where the last search
+  /// stopped. See docs/policies.md for how it differs from kube-scheduler's parallel search.
+  int percentage_of_nodes_to_score = -1;
 
   /// Parses a profile object (`extends` and `replace` resolved as above); `source` names the
   /// file/JSON path in errors (ProfileError).

@@ -39,10 +39,17 @@ class Scheduler final : public SchedulingHook {
   void attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) override;
   void job_started(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
   void job_stopped(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
+  /// Asks every JobEventsPlugin in profile order; the first refusal wins and the plugins that
+  /// admitted before it are told the job left.
+  Status admit(const JobSpec& job, JobId id) override;
+  void job_left(const JobSpec& job, JobId id) override;
   [[nodiscard]] std::span<const JobId> last_victims() const override { return victims_; }
   /// A fair-share order is treated as not node-local too: the narrowed retry's equivalence with
   /// a full retry is only checked (tests/sim/test_properties.cpp) for fixed queue orders.
-  [[nodiscard]] bool node_local() const override { return !reads_queue_ && !dynamic_order_; }
+  /// A partial search (percentage_of_nodes_to_score) depends on where the last one stopped.
+  [[nodiscard]] bool node_local() const override {
+    return !reads_queue_ && !dynamic_order_ && profile_.percentage_of_nodes_to_score < 0;
+  }
   [[nodiscard]] bool dynamic_order() const override { return dynamic_order_; }
   [[nodiscard]] std::uint64_t equivalence_class(const JobSpec& job) const override;
   /// The running jobs, as attached (null before attach()).
@@ -54,6 +61,9 @@ class Scheduler final : public SchedulingHook {
                     std::span<const NodeId> only = {});
 
   [[nodiscard]] const Profile& profile() const { return profile_; }
+  /// The plugins' warnings about their configuration (Plugin::warnings()), in profile order,
+  /// each once. Read after attach() for the warnings noted then too.
+  [[nodiscard]] std::vector<std::string> warnings() const;
 
   /// The workload plugins model as the demand (FGD's typical pod types) from the next attach()
   /// on, instead of the jobs being replayed: e.g. the original trace of a resampled workload
@@ -66,6 +76,32 @@ class Scheduler final : public SchedulingHook {
     std::uint32_t count;
   };
   void note_reject(const Status& s, std::uint32_t count = 1);
+  /// Notes a filter's rejection of `node`: every reason it gives in the kube-scheduler diagnosis.
+  void note_filter_reject(const FilterPlugin& f, const ClusterState& cluster, const TaskContext& ctx, NodeId node,
+                          const Status& s);
+  /// The nodes of one search, in the order searched: all (or `only`), from start_ when the
+  /// profile sets percentage_of_nodes_to_score.
+  std::size_t nodes_to_find(std::size_t nodes) const;
+  /// What last_diagnosis() reads, saved around what-ifs and failed post-filters.
+  struct DiagnosisState {
+    std::vector<Reject> rejects;
+    std::size_t nodes_seen;
+    std::uint32_t rejected_nodes, unresolvable_nodes;
+    bool pre_filter_rejected, batch_rejected;
+    std::vector<NodeId> resolvable_nodes;
+  };
+  [[nodiscard]] DiagnosisState diagnosis_state() const {
+    return {rejects_, nodes_seen_, rejected_nodes_, unresolvable_nodes_, pre_filter_rejected_, batch_rejected_, resolvable_nodes_};
+  }
+  void restore(const DiagnosisState& d) {
+    rejects_ = d.rejects;
+    nodes_seen_ = d.nodes_seen;
+    rejected_nodes_ = d.rejected_nodes;
+    unresolvable_nodes_ = d.unresolvable_nodes;
+    pre_filter_rejected_ = d.pre_filter_rejected;
+    batch_rejected_ = d.batch_rejected;
+    resolvable_nodes_ = d.resolvable_nodes;
+  }
   /// Runs the batch filters over `nodes` (which passed the per-node filters), keeping the
   /// accepted ones in order and noting the rejections.
   void apply_batch_filters(const ClusterState& cluster, const TaskContext& ctx, std::vector<NodeId>& nodes);
@@ -115,6 +151,21 @@ class Scheduler final : public SchedulingHook {
   std::vector<double> raw_, total_;
   CycleState cycle_;
   std::vector<Reject> rejects_;
+  std::vector<std::string_view> reasons_;   // scratch for FilterPlugin::reasons
+  bool kube_diagnosis_ = false;             // profile.diagnosis == kKubeScheduler
+  PreFilterPlugin* fit_pre_filter_ = nullptr;   // node-resources-fit's shortcut (not kube-scheduler's)
+  bool kube_preemption_ = false;            // kube diagnosis with priority-preemption: add " preemption: ..."
+  std::uint32_t rejected_nodes_ = 0;        // nodes the last search rejected (each once)
+  bool pre_filter_rejected_ = false;        // the last search stopped at a pre-filter
+  std::uint32_t unresolvable_nodes_ = 0;    // nodes rejected as UnschedulableAndUnresolvable (kube preemption part)
+  std::vector<NodeId> resolvable_nodes_;    // nodes rejected as Unschedulable, by a per-node filter
+  bool batch_rejected_ = false;             // a batch filter rejected nodes (their codes are not kept)
+  std::string preemption_msg_;              // DefaultPreemption's part of the last diagnosis ("" = none)
+  /// What DefaultPreemption would add after the job failed, when gpusched can tell it exactly
+  /// (see docs/policies.md); "" otherwise.
+  [[nodiscard]] std::string preemption_message(const ClusterState& cluster, const JobSpec& job) const;
+  std::size_t start_ = 0;                   // kube-scheduler's nextStartNodeIndex (percentage_of_nodes_to_score)
+  bool rotate_ = false;                     // the current search may move start_ (a real attempt, not a what-if)
   std::size_t nodes_seen_ = 0;
   Status last_status_;
   std::vector<TpuPool> pools_;

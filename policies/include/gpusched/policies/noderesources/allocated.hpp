@@ -1,12 +1,33 @@
 #pragma once
 /// Node scoring by how full a node is after placement.
-///  - `least-allocated` (spread; Kubernetes LeastAllocated): mean over cpu, memory and GPU of
-///    free-after / capacity, x100.
-///  - `most-allocated` (pack; Kubernetes MostAllocated): mean of used-after / capacity, x100.
+///  - `least-allocated` / `most-allocated`, scoring "kubernetes" (the default): kube-scheduler's
+///    NodeResourcesFit LeastAllocated / MostAllocated (noderesources/least_allocated.go,
+///    most_allocated.go, resource_allocation.go). Per listed resource, in integers:
+///    least = (capacity - requested) x 100 / capacity (0 when over capacity), most =
+///    min(requested, capacity) x 100 / capacity, where requested = what the node's tasks ask for
+///    plus the job's request; the node score is sum(weight x score) / sum(weight), truncated.
+///    CPU and memory count a task that asks for none as 100m / 200 MiB (the peer's
+///    NonZeroRequested, pkg/scheduler/util non_zero.go; gpusched cannot tell a request left unset
+///    from one written as 0 and takes 0 as unset; arg `non_zero_defaults: false` takes it as an
+///    explicit 0). A GPU (`nvidia.com/gpu`, in milli),
+///    TPU (`google.com/tpu`) or extended resource the job does not request is left out, and so is
+///    a resource the node does not have (with its weight). Resources default to cpu 1, memory 1:
+///    GPUs do not count unless listed. O(resources) per node.
+///  - scoring "gpusched" (gpusched's own rule, not the peer's): mean over cpu, memory and GPU milli
+///    of free-after / capacity (least) or used-after / capacity (most), x100, real-valued, with
+///    weights cpu_weight, memory_weight, gpu_weight (default 1 each); the GPU counts whether or not
+///    the job asks for one; a request is taken as given (no non-zero defaults).
 ///  - `best-fit` (the FGD paper's Best-fit): 100 x (1 - [w_cpu (freeCPU - req)/maxCPU +
 ///    w_gpu (freeGPU - req)/maxGPU]), max = the cluster's largest node.
 /// A dimension whose capacity is 0 on a node is left out of that node's mean.
+///
+/// Example profile (kube-scheduler's bin packing with GPUs weighted 3):
+///   {"score": [{"name": "most-allocated", "args": {"resources": [{"name": "cpu", "weight": 1},
+///      {"name": "memory", "weight": 1}, {"name": "nvidia.com/gpu", "weight": 3}]}}]}
 #include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 #include <gpusched/policies/framework/plugin.hpp>
 
@@ -16,16 +37,41 @@ struct ResourceWeights {
   double cpu = 1.0, memory = 1.0, gpu = 1.0;
 };
 
+/// One resource of kube-scheduler's scoringStrategy.resources.
+struct ScoredResource {
+  std::string name;           ///< cpu, memory, nvidia.com/gpu, google.com/tpu or an extended resource
+  std::int64_t weight = 1;    ///< 1..100
+};
+
+/// kube-scheduler's non-zero defaults for a container without requests (non_zero.go).
+inline constexpr std::int64_t kKubeDefaultMilliCpu = 100;
+inline constexpr std::int64_t kKubeDefaultMemoryMib = 200;
+
 class AllocatedScore final : public ScorePlugin {
  public:
   enum class Mode { kLeast, kMost };
-  AllocatedScore(Mode mode, ResourceWeights w, std::string_view name) : mode_(mode), w_(w), name_(name) {}
+  /// kube-scheduler's scoring over `resources` (names unique, weights 1..100). `non_zero_defaults`
+  /// false: a task's 0 CPU / memory counts 0 (a container that writes 0 explicitly) rather than the
+  /// peer's default for one that leaves it unset.
+  AllocatedScore(Mode mode, std::vector<ScoredResource> resources, std::string_view name, bool non_zero_defaults = true);
+  /// gpusched's own scoring (`scoring: "gpusched"`): real-valued, cpu/memory/GPU weights.
+  AllocatedScore(Mode mode, ResourceWeights w, std::string_view name) : mode_(mode), kube_(false), w_(w), name_(name) {}
   [[nodiscard]] std::string_view name() const override { return name_; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
 
  private:
+  enum class Kind : std::uint8_t { kCpu, kMemory, kGpu, kTpu, kExtended };
+  struct Scored {
+    Kind kind;
+    std::int64_t weight;
+    std::string name;
+  };
+  [[nodiscard]] double kube_score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const;
   Mode mode_;
+  bool kube_;
+  bool non_zero_defaults_ = true;
   ResourceWeights w_;
+  std::vector<Scored> resources_;
   std::string_view name_;
 };
 

@@ -11,8 +11,15 @@ class NodeResourcesFit final : public PreFilterPlugin, public FilterPlugin {
   [[nodiscard]] std::string_view name() const override { return "node-resources-fit"; }
   Status pre_filter(const ClusterState& cluster, TaskContext& ctx) override;
   [[nodiscard]] Status filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const override;
+  /// Every resource the node lacks, as kube-scheduler lists them ("Insufficient cpu",
+  /// "Insufficient memory", "Insufficient <extended resource>", then the devices' reason).
+  void reasons(const ClusterState& cluster, const TaskContext& ctx, NodeId node, const Status& first,
+               std::vector<std::string_view>& out) const override;
   /// The reason string for a fit result (static storage).
   static std::string_view reason(FitResult r);
+
+ private:
+  mutable TaskRequest devices_only_;   // scratch: the request without cpu, memory, extended resources
 };
 
 }  // namespace gpusched::policies

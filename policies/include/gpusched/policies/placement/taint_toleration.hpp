@@ -1,7 +1,8 @@
 #pragma once
 /// `taint-toleration` (Kubernetes TaintToleration).
 ///  - filter: rejects a node with a NoSchedule or NoExecute taint that none of the job's
-///    tolerations tolerates (the first such taint in the node's order names the effect);
+///    tolerations tolerates (worded as kube-scheduler's current release words it:
+///    "node(s) had untolerated taint(s)");
 ///    UnschedulableAndUnresolvable, as in Kubernetes (preemption cannot remove a taint).
 ///  - score: the number of PreferNoSchedule taints the job does not tolerate, normalised the
 ///    Kubernetes way (reverse DefaultNormalizeScore): 100 - 100 * count / max over the feasible
