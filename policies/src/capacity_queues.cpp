@@ -266,7 +266,11 @@ CapacityQueuesPlugin::CapacityQueuesPlugin(const nlohmann::json& args, std::stri
         if (b.contains("max_priority_threshold") && !b.at("max_priority_threshold").is_null()) {
           const auto& t = b.at("max_priority_threshold");
           if (!t.is_number_integer()) bad_arg(name, bp + "/max_priority_threshold", "expected an integer priority");
-          node.borrow_threshold = t.get<std::int32_t>();
+          const auto v = t.get<std::int64_t>();
+          if (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max()) {
+            bad_arg(name, bp + "/max_priority_threshold", "must fit a 32-bit priority (Kubernetes priorities are int32)");
+          }
+          node.borrow_threshold = static_cast<std::int32_t>(v);
         }
         // Kueue's validation (outside a cohort the policy is accepted and has no effect, as in Kueue).
         if (node.borrow_within && node.reclaim == QueuePreemption::kNever) {

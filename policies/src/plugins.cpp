@@ -238,6 +238,10 @@ double RequestedToCapacityRatio::score(const ClusterState& cluster, const TaskCo
       if (r.gpu.total_milli() == 0) continue;
       capacity = std::int64_t{s.gpu_count} * kMilliPerGpu;
       requested = capacity - s.gpu_milli_free + r.gpu.total_milli();
+    } else if (res.name == "google.com/tpu") {
+      if (r.tpu.chips == 0) continue;
+      capacity = cluster.spec(node).tpu.chips;
+      requested = capacity - s.tpu_chips_free + r.tpu.chips;
     } else if (const auto id = cluster.resources().find(res.name)) {
       std::int64_t asked = 0;
       for (const auto& [rid, amount] : r.extended) {

@@ -230,6 +230,13 @@ void PriorityPreemption::job_stopped(const JobSpec& job, JobId id, std::span<con
   }
 }
 
+void PriorityPreemption::job_left(const JobSpec& job, JobId id) {
+  if (budgets_.empty() || waiting_victims_.erase(id) == 0) return;
+  for (std::size_t k = 0; k < budgets_.size(); ++k) {
+    if (budgets_[k].matches(job)) pdb_expected_[k] -= job.tasks;
+  }
+}
+
 double PriorityPreemption::cost_of(const Resident& r) const {
   return jobs_->work_lost_us(r.id) * static_cast<double>(r.job_gpu_milli) / static_cast<double>(kMilliPerGpu);
 }

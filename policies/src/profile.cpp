@@ -215,10 +215,11 @@ Profile builtin_profile(const std::string& name, const std::string& source) {
   };
   if (name == "default") {
     p.description = "Kubernetes default scoring: resource fit, then least-allocated (spread) nodes (NodeResourcesFit "
-                    "LeastAllocated on cpu and memory, integer scores), ties broken at random as kube-scheduler's "
+                    "LeastAllocated on cpu and memory, integer scores) and balanced cpu/memory use "
+                    "(NodeResourcesBalancedAllocation), weight 1 each, ties broken at random as kube-scheduler's "
                     "selectHost";
     kube();
-    p.score = {PluginRef{"least-allocated"}};
+    p.score = {PluginRef{"least-allocated"}, PluginRef{"balanced-allocation"}};
   } else if (name == "first-fit") {
     p.description = "the first node in cluster order that fits; lowest-index GPUs";
     p.score = {PluginRef{"first-fit"}};
@@ -226,9 +227,18 @@ Profile builtin_profile(const std::string& name, const std::string& source) {
     p.description = "the FGD paper's Best-fit: least normalised free CPU and GPU left; tightest GPU inside";
     p.score = {PluginRef{"best-fit"}};
     p.device_select = PluginRef{"gpu-binpack"};
-  } else if (name == "binpack" || name == "gpushare-binpack") {
-    p.description = "gpushare-scheduler-extender: node and GPU with the least free GPU memory that fits";
+  } else if (name == "binpack") {
+    p.description = "GPU-memory bin-packing (gpusched's): the node and GPU with the least free GPU memory that fits";
     p.score = {PluginRef{"gpu-binpack"}};
+    p.device_select = PluginRef{"gpu-binpack"};
+  } else if (name == "gpushare-binpack") {
+    // gpushare-scheduler-extender registers /filter and /bind only (pkg/routes/routes.go): the
+    // node is kube-scheduler's choice (its default plugins, as kube-default), the GPU inside it
+    // the extender's allocateGPUID (pkg/cache/nodeinfo.go): the least free memory that fits.
+    p = builtin_profile("kube-default", source);
+    p.name = name;
+    p.description = "gpushare-scheduler-extender behind kube-scheduler: the node by kube-scheduler's default plugins "
+                    "(as kube-default), the GPU inside it with the least free GPU memory that fits";
     p.device_select = PluginRef{"gpu-binpack"};
   } else if (name == "spread") {
     p.description = "least-allocated nodes (gpusched's scoring: cpu, memory and GPU), and the emptiest GPU inside";
@@ -272,10 +282,12 @@ Profile builtin_profile(const std::string& name, const std::string& source) {
     p.device_select = PluginRef{"gpu-packing"};
   } else if (name == "kube-default") {
     p.description = "kube-scheduler's default plugins as they bear on accelerators: NodeUnschedulable, TaintToleration, "
-                    "NodeAffinity, NodeResourcesFit, per-app anti-affinity; LeastAllocated (1, on cpu and memory), TaintToleration (3) "
-                    "and NodeAffinity (2) scores, random among equal top scores; DefaultPreemption; every job that fits starts";
+                    "NodeAffinity, NodeResourcesFit, per-app anti-affinity; LeastAllocated (1, on cpu and memory), "
+                    "BalancedAllocation (1), TaintToleration (3) and NodeAffinity (2) scores, random among equal top scores; "
+                    "DefaultPreemption; every job that fits starts";
     kube({PluginRef{"app-max-per-node"}});   // InterPodAffinity comes last in kube-scheduler's order
-    p.score = {PluginRef{"least-allocated"}, PluginRef{"taint-toleration", 3.0}, PluginRef{"node-affinity", 2.0}};
+    p.score = {PluginRef{"least-allocated"}, PluginRef{"balanced-allocation"}, PluginRef{"taint-toleration", 3.0},
+               PluginRef{"node-affinity", 2.0}};
     p.post_filter = {PluginRef{"priority-preemption"}};
   } else if (name == "volcano-gang-drf") {
     p.description = "Volcano's default tiers: queues in weighted dominant-resource-share order (drf), gangs placed "

@@ -7,6 +7,7 @@
 #include <gpusched/policies/firstfit/first_fit.hpp>
 #include <gpusched/policies/gpubinpack/gpu_binpack.hpp>
 #include <gpusched/policies/noderesources/allocated.hpp>
+#include <gpusched/policies/noderesources/balanced_allocation.hpp>
 #include <gpusched/policies/noderesources/fit.hpp>
 #include <gpusched/policies/noderesources/requested_to_capacity_ratio.hpp>
 #include <gpusched/policies/queuesort/priority_sort.hpp>
@@ -118,6 +119,23 @@ std::vector<ScoredResource> scored_resources(const PluginContext& c, const nlohm
       weight = w.get<std::int64_t>();
     }
     ScoredResource one{r.at("name").get<std::string>(), weight};
+    // kube-scheduler accepts any valid resource name and skips one a node lacks; a name that is
+    // not a resource a node reports would be skipped everywhere, so it is refused here.
+    const auto& n = one.name;
+    if (n == "ephemeral-storage" || n.rfind("hugepages-", 0) == 0) {
+      bad(at + "/name", "\"" + n + "\" is not modelled (gpusched nodes have cpu, memory, GPUs, TPUs and extended resources)");
+    }
+    const auto slash = n.find('/');
+    const bool qualified = slash != std::string::npos && slash > 0 && slash + 1 < n.size() && n.find('/', slash + 1) == std::string::npos;
+    if (n != "cpu" && n != "memory" && !qualified) {
+      bad(at + "/name", "\"" + n + "\" is not a resource name: cpu, memory, or a domain-qualified one such as nvidia.com/gpu, "
+                        "google.com/tpu or an extended resource");
+    }
+    if (n.rfind("requests.", 0) == 0 || n.rfind("limits.", 0) == 0 || n.rfind("gpusched.io/", 0) == 0 ||
+        n.rfind("nvidia.com/mig-", 0) == 0) {
+      bad(at + "/name", "\"" + n + "\" is not a node resource these scores read (quota names and MIG/gpusched units are not; "
+                        "use nvidia.com/gpu for GPUs)");
+    }
     for (const auto& k : r.items()) {
       if (k.key() != "name" && k.key() != "weight") bad(at + "/" + k.key(), "unknown field (expected name, weight)");
     }
@@ -217,6 +235,15 @@ Registry Registry::with_builtins() {
          {"score"}, allocated_args(), [](const PluginContext& c) {
            return allocated_score(c, AllocatedScore::Mode::kMost, "most-allocated");
          }});
+  r.add({"balanced-allocation",
+         "kube-scheduler's NodeResourcesBalancedAllocation: (1 - standard deviation of the resources' requested "
+         "fractions after placement) x 100, truncated; requests as written (no non-zero defaults); weights only "
+         "select the resources",
+         {"score"},
+         {{"resources", "array",
+           "[{name: cpu|memory|nvidia.com/gpu|google.com/tpu|<extended>, weight: 1..100}] (weights unused, as kube-scheduler)",
+           nlohmann::json::array({{{"name", "cpu"}, {"weight", 1}}, {{"name", "memory"}, {"weight", 1}}})}},
+         [](const PluginContext& c) { return std::make_unique<BalancedAllocation>(scored_resources(c, c.args.at("resources"))); }});
   r.add({"requested-to-capacity-ratio",
          "Kubernetes NodeResourcesFit RequestedToCapacityRatio: each resource's utilisation after placement mapped "
          "through a broken-linear shape (utilization 0..100 -> score 0..10), weighted mean over the resources",

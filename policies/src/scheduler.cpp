@@ -264,7 +264,9 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
   };
   // percentage_of_nodes_to_score: kube-scheduler's search from nextStartNodeIndex, stopping once
   // enough feasible nodes were found; the next search starts after the nodes processed.
-  const std::size_t want = nodes_to_find(n);
+  // Batch (e.g. Python) filters run after this search, on the nodes it kept: with one, stopping
+  // early could leave only nodes it rejects, so every node is searched.
+  const std::size_t want = batch_filters_.empty() ? nodes_to_find(n) : n;
   const std::size_t start = want < n ? start_ % n : 0;
   std::size_t processed = 0;
   for (std::size_t k = 0; k < n; ++k) {
@@ -456,7 +458,9 @@ Status Scheduler::admit(const JobSpec& job, JobId id) {
   for (std::size_t i = 0; i < events_.size(); ++i) {
     const Status s = events_[i]->job_submitted(job, id);
     if (s.ok()) continue;
-    for (std::size_t k = 0; k < i; ++k) events_[k]->job_left(job, id);
+    // Every plugin hears that the job left, not only those that admitted it: a plugin may
+    // have noted it on submission without charging it (job_left tolerates a job never charged).
+    for (auto* p : events_) p->job_left(job, id);
     return s;
   }
   return Status::success();

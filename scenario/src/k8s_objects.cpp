@@ -334,18 +334,37 @@ namespace {
   throw_error(ErrorCode::kScenarioBadValue, {source, 0, "/kubernetes_objects"}, msg);
 }
 
-/// Sets `args` on every entry of `name` in `list`, or appends an entry; an entry with other
-/// args is a conflict.
-void put(std::vector<policies::PluginRef>& list, const std::string& hook, const std::string& name, const nlohmann::json& args,
-         const std::string& source) {
+/// `args` merged into what the profile already gives `name` at any hook (its filter,
+/// post-filter and queue-sort entries share one instance, so one set of args): the profile's own
+/// keys stay when the objects do not set them (e.g. capacity-queues' `fair_sharing`, which Kueue
+/// sets in its Configuration, not in a ClusterQueue); a key both give differently is a conflict.
+nlohmann::json merged_args(const policies::Profile& profile, const std::string& name, const nlohmann::json& args,
+                           const std::string& source) {
+  nlohmann::json out = nlohmann::json::object();
+  auto take = [&](const policies::PluginRef& ref) {
+    if (ref.name != name || !ref.args.is_object()) return;
+    for (const auto& [k, v] : ref.args.items()) out[k] = v;
+  };
+  for (const auto* list : {&profile.pre_filter, &profile.filter, &profile.post_filter}) {
+    for (const auto& ref : *list) take(ref);
+  }
+  take(profile.queue_sort);
+  for (const auto& [k, v] : args.items()) {
+    if (out.contains(k) && out[k] != v) {
+      merge_fail(source, "the profile already configures " + name + "'s \"" + k +
+                             "\"; the Kubernetes objects configure it too: give one or the other");
+    }
+    out[k] = v;
+  }
+  return out;
+}
+
+/// Sets `args` on every entry of `name` in `list`, or appends an entry.
+void put(std::vector<policies::PluginRef>& list, const std::string& name, const nlohmann::json& args) {
   bool found = false;
   for (auto& ref : list) {
     if (ref.name != name) continue;
     found = true;
-    if (!ref.args.empty() && ref.args != args) {
-      merge_fail(source, "the profile already configures " + name + " at " + hook +
-                             " with its own args; the Kubernetes objects configure it too: give one or the other");
-    }
     ref.args = args;
   }
   if (!found) list.push_back(policies::PluginRef{name, 1.0, args, {}});
@@ -357,10 +376,12 @@ policies::Profile with_plugin_args(policies::Profile profile, const nlohmann::js
   if (!plugin_args.is_object()) return profile;
   for (const auto& [name, args] : plugin_args.items()) {
     if (name == "capacity-queues") {
-      put(profile.filter, "filter", name, args, source);
-      put(profile.post_filter, "post_filter", name, args, source);
+      const auto merged = merged_args(profile, name, args, source);
+      put(profile.filter, name, merged);
+      put(profile.post_filter, name, merged);
+      if (profile.queue_sort.name == name) profile.queue_sort.args = merged;
     } else if (name == "resource-quota") {
-      put(profile.pre_filter, "pre_filter", name, args, source);
+      put(profile.pre_filter, name, merged_args(profile, name, args, source));
     } else if (name == "drf") {
       auto& qs = profile.queue_sort;
       if (qs.name == "drf") {

@@ -132,6 +132,7 @@ struct QuotaEntry {
   std::int64_t amount = 0;
   std::string written;
   json value;
+  std::string quota_name;   ///< the ResourceQuota that set this (tightest) limit
 };
 
 void resource_quota(const ObjectContext& c, std::map<std::string, std::map<std::string, QuotaEntry>>& quotas) {
@@ -150,14 +151,14 @@ void resource_quota(const ObjectContext& c, std::map<std::string, std::map<std::
           const auto canon = quota_resource(c, "pods", rf);
           auto& e = quotas[ns][canon];
           const auto a = quota_amount(c, canon, amount, rf);
-          if (e.written.empty() || a < e.amount) e = {a, "pods", quota_value(c, canon, amount, rf)};
+          if (e.written.empty() || a < e.amount) e = {a, "pods", quota_value(c, canon, amount, rf), c.object().name};
           continue;
         }
         const auto canon = quota_resource(c, res, rf);
         const auto a = quota_amount(c, canon, amount, rf);
         // Every ResourceQuota of a namespace must hold: the tightest limit per resource counts.
         auto& e = quotas[ns][canon];
-        if (e.written.empty() || a < e.amount) e = {a, res, quota_value(c, canon, amount, rf)};
+        if (e.written.empty() || a < e.amount) e = {a, res, quota_value(c, canon, amount, rf), c.object().name};
       }
     } else if (k == "scopes" || k == "scopeSelector") {
       if (!v.empty()) c.unmodelled(f, "quota scopes (Terminating, BestEffort, PriorityClass, ...): a gpusched quota covers every job of its namespace");
@@ -596,6 +597,12 @@ void translate_quota_objects(const std::vector<KubernetesObject>& objects, const
     for (const auto& [ns, entries] : src) {
       q[ns] = json::object();
       for (const auto& [canon, e] : entries) q[ns][e.written] = e.value;
+      // The API server's refusal names the ResourceQuota ("exceeded quota: <name>"): the one
+      // that set the namespace's limits (several quotas in one namespace: the one that set the
+      // tightest limit of the first resource by name; the plugin keeps one name per namespace).
+      if (any_rq && !entries.empty() && !entries.begin()->second.quota_name.empty()) {
+        q[ns]["name"] = entries.begin()->second.quota_name;
+      }
     }
     json args{{"quotas", q}};
     // A Volcano capability caps what a queue's running jobs hold.

@@ -199,7 +199,30 @@ struct FitArgs {
   json resources = json::array({json{{"name", "cpu"}, {"weight", 1}}, json{{"name", "memory"}, {"weight", 1}}});
   json shape;
   std::string path;   ///< where scoringStrategy was written
+  /// NodeResourcesBalancedAllocation's resources (its args' default: cpu 1, memory 1).
+  json balanced_resources = json::array({json{{"name", "cpu"}, {"weight", 1}}, json{{"name", "memory"}, {"weight", 1}}});
+  std::string balanced_path;   ///< where its resources were written
 };
+
+/// A `resources` list ([{name, weight}]) as kube-scheduler writes it; a 0 or absent weight is 1.
+json resource_specs(const ObjectContext& c, const json& list, const std::string& path) {
+  c.expect_array(list, path);
+  json rs = json::array();
+  for (std::size_t r = 0; r < list.size(); ++r) {
+    const std::string rf = path + "/" + std::to_string(r);
+    c.expect_object(list[r], rf);
+    json one = json::object();
+    for (const auto& [rk, rv] : list[r].items()) {
+      if (rk == "name") one["name"] = c.str(rv, rf + "/name");
+      else if (rk == "weight") one["weight"] = c.integer(rv, rf + "/weight", 0, 100);
+      else c.unknown(rf + "/" + rk, "name, weight");
+    }
+    if (!one.contains("name")) c.fail(ErrorCode::kScenarioMissingField, rf + "/name", "missing field 'name'");
+    if (!one.contains("weight") || one["weight"] == 0) one["weight"] = 1;   // kube defaults a 0 weight to 1
+    rs.push_back(one);
+  }
+  return rs;
+}
 
 /// pluginConfig entries: checked, and NodeResourcesFit's scoring strategy read.
 FitArgs plugin_config(const ObjectContext& c, const json& list, const std::string& path) {
@@ -242,22 +265,7 @@ FitArgs plugin_config(const ObjectContext& c, const json& list, const std::strin
               }
             } else if (sk == "resources") {
               if (sv.is_null()) continue;
-              c.expect_array(sv, sf);
-              json rs = json::array();
-              for (std::size_t r = 0; r < sv.size(); ++r) {
-                const std::string rf = sf + "/" + std::to_string(r);
-                c.expect_object(sv[r], rf);
-                json one = json::object();
-                for (const auto& [rk, rv] : sv[r].items()) {
-                  if (rk == "name") one["name"] = c.str(rv, rf + "/name");
-                  else if (rk == "weight") one["weight"] = c.integer(rv, rf + "/weight", 0, 100);
-                  else c.unknown(rf + "/" + rk, "name, weight");
-                }
-                if (!one.contains("name")) c.fail(ErrorCode::kScenarioMissingField, rf + "/name", "missing field 'name'");
-                if (!one.contains("weight") || one["weight"] == 0) one["weight"] = 1;   // kube defaults a 0 weight to 1
-                rs.push_back(one);
-              }
-              fit.resources = rs;
+              fit.resources = resource_specs(c, sv, sf);
               has_resources = true;
             } else if (sk == "requestedToCapacityRatio") {
               if (sv.is_null()) continue;
@@ -291,6 +299,12 @@ FitArgs plugin_config(const ObjectContext& c, const json& list, const std::strin
       if (fit.type == "RequestedToCapacityRatio" && fit.shape.is_null()) {
         c.fail(ErrorCode::kScenarioMissingField, fit.path + "/requestedToCapacityRatio/shape", "RequestedToCapacityRatio needs a shape");
       }
+    } else if (name == "NodeResourcesBalancedAllocation") {
+      arg_keys({"resources"}, [&](const std::string&, const json& v, const std::string& kf) {
+        if (v.is_null()) return;
+        fit.balanced_resources = resource_specs(c, v, kf);
+        fit.balanced_path = kf;
+      });
     } else if (name == "DefaultPreemption") {
       arg_keys({"minCandidateNodesPercentage", "minCandidateNodesAbsolute"}, [&](const std::string& k, const json& v, const std::string& kf) {
         const auto x = c.integer(v, kf, 0, 1'000'000);
@@ -342,6 +356,16 @@ json fit_score(const ObjectContext& c, const FitArgs& fit, const policies::Regis
   }
   ref["args"] = json{{"resources", fit.resources}};
   return ref;
+}
+
+/// NodeResourcesBalancedAllocation's score: balanced-allocation over its args' `resources`.
+json balanced_score(const ObjectContext& c, const FitArgs& fit, std::int64_t weight) {
+  for (std::size_t i = 0; i < fit.balanced_resources.size(); ++i) {
+    if (fit.balanced_resources[i]["name"] == "ephemeral-storage") {
+      c.unmodelled(fit.balanced_path + "/" + std::to_string(i) + "/name", "balancing ephemeral-storage (gpusched has no node storage)");
+    }
+  }
+  return json{{"name", "balanced-allocation"}, {"weight", weight}, {"args", json{{"resources", fit.balanced_resources}}}};
 }
 
 /// Whether this build's profiles take a field (other helpers add some).
@@ -438,7 +462,6 @@ json translate_scheduler_config(const KubernetesObject& object, const policies::
     const std::int64_t w = e.weight.value_or(0);
     return w == 0 ? std::int64_t{1} : w;
   };
-  auto where = [&](const Entry& e) { return e.path.empty() ? pp + "/plugins (kube-scheduler's defaults)" : e.path; };
 
   json prof = json::object();
   prof["name"] = scheduler_name;
@@ -462,11 +485,7 @@ json translate_scheduler_config(const KubernetesObject& object, const policies::
     if (e.name == "NodeResourcesFit") scores.push_back(fit_score(c, fit, registry, weight_of(e)));
     else if (e.name == "TaintToleration") scores.push_back(json{{"name", "taint-toleration"}, {"weight", weight_of(e)}});
     else if (e.name == "NodeAffinity") scores.push_back(json{{"name", "node-affinity"}, {"weight", weight_of(e)}});
-    else if (e.name == "NodeResourcesBalancedAllocation") {
-      c.unmodelled(where(e), "NodeResourcesBalancedAllocation scoring (enabled by kube-scheduler's defaults): disable it "
-                             "(plugins.score.disabled: [{name: NodeResourcesBalancedAllocation}]) to translate this profile, "
-                             "knowing that kube-scheduler's scores then differ from the cluster's");
-    }
+    else if (e.name == "NodeResourcesBalancedAllocation") scores.push_back(balanced_score(c, fit, weight_of(e)));
     // InterPodAffinity, PodTopologySpread, ImageLocality, VolumeBinding: no effect on simulated jobs.
   }
   json post = json::array();

@@ -246,6 +246,19 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
 
   s.engine->run(progress);
   s.warnings = s.scheduler->warnings();   // after the run: plugins warn when built and when attached
+  // PodDisruptionBudgets are read only by kube-scheduler's preemption rule: say so when the
+  // profile has none (e.g. a sweep that runs the same scenario under another preset).
+  if (const auto it = sc.document.find("pod_disruption_budgets"); it != sc.document.end() && it->is_array() && !it->empty()) {
+    const bool used = std::any_of(sc.profile.post_filter.begin(), sc.profile.post_filter.end(), [](const auto& ref) {
+      if (ref.name != "priority-preemption") return false;
+      const auto nc = ref.args.find("node_choice");
+      return nc == ref.args.end() || (nc->is_string() && nc->template get<std::string>() == "kubernetes");
+    });
+    if (!used) {
+      s.warnings.push_back("pod_disruption_budgets: profile \"" + sc.profile.name +
+                           "\" has no priority-preemption with node_choice \"kubernetes\", so the budgets have no effect");
+    }
+  }
   return RunResult(std::move(state));
 }
 

@@ -52,6 +52,11 @@ class Parser {
     if (!(v >= min)) fail(ErrorCode::kScenarioBadValue, path, "must be >= " + std::to_string(min));
     return v;
   }
+  double number(const nlohmann::json& j, const std::string& path, double min, double max) const {
+    const double v = number(j, path, min);
+    if (!(v <= max)) fail(ErrorCode::kScenarioBadValue, path, "must be <= " + std::to_string(max));
+    return v;
+  }
   void unknown(const std::string& path, const std::string& known) const {
     fail(ErrorCode::kScenarioUnknownField, path, "unknown field (known: " + known + ")");
   }
@@ -622,6 +627,10 @@ void parse_devices(const Parser& p, const nlohmann::json& j, DeviceOptions& o) {
   }
 }
 
+/// The longest timeout or backoff accepted (about 31 years): far beyond any trace, and far
+/// from SimTime's limit, so sums of times never overflow.
+constexpr double kMaxWaitSeconds = 1e9;
+
 /// Kueue's waitForPodsReady: {timeout_s, requeuing: {timestamp, backoff_limit_count,
 /// backoff_base_s, backoff_max_s}} (sim::WaitForPodsReady; Kueue's defaults when left out).
 void parse_wait_for_pods_ready(const Parser& p, const nlohmann::json& j, sim::WaitForPodsReady& w) {
@@ -633,7 +642,7 @@ void parse_wait_for_pods_ready(const Parser& p, const nlohmann::json& j, sim::Wa
       if (!v.is_boolean()) p.fail(ErrorCode::kScenarioBadValue, f, "expected true or false");
       w.enabled = v.get<bool>();
     } else if (k == "timeout_s") {
-      w.timeout = SimTime::from_seconds_f(p.number(v, f, 1e-6));
+      w.timeout = SimTime::from_seconds_f(p.number(v, f, 1e-6, kMaxWaitSeconds));
     } else if (k == "requeuing") {
       p.expect_object(v, f);
       for (const auto& [rk, rv] : v.items()) {
@@ -647,9 +656,9 @@ void parse_wait_for_pods_ready(const Parser& p, const nlohmann::json& j, sim::Wa
           if (rv.is_null()) w.backoff_limit_count.reset();
           else w.backoff_limit_count = static_cast<std::uint32_t>(p.integer(rv, rf, 0, 1'000'000'000));
         } else if (rk == "backoff_base_s") {
-          w.backoff_base = SimTime::from_seconds_f(p.number(rv, rf, 0));
+          w.backoff_base = SimTime::from_seconds_f(p.number(rv, rf, 0, kMaxWaitSeconds));
         } else if (rk == "backoff_max_s") {
-          w.backoff_max = SimTime::from_seconds_f(p.number(rv, rf, 0));
+          w.backoff_max = SimTime::from_seconds_f(p.number(rv, rf, 0, kMaxWaitSeconds));
         } else {
           p.unknown(rf, "timestamp, backoff_limit_count, backoff_base_s, backoff_max_s");
         }

@@ -35,7 +35,13 @@ SimTime WaitForPodsReady::backoff(std::uint32_t n) const {
   // Kueue pkg/workload UpdateRequeueState: base x 2^(n-1), capped at max (jitter left out).
   if (n == 0) return SimTime::zero();
   std::int64_t us = backoff_base.us;
-  for (std::uint32_t i = 1; i < n && us < backoff_max.us; ++i) us *= 2;
+  for (std::uint32_t i = 1; i < n && us < backoff_max.us; ++i) {
+    if (us > backoff_max.us / 2) {   // doubling would pass the cap (and could overflow)
+      us = backoff_max.us;
+      break;
+    }
+    us *= 2;
+  }
   return SimTime::from_us(std::min(us, backoff_max.us));
 }
 
@@ -173,6 +179,7 @@ void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
   retime(j);
   if (shares) retime_sharers(rt.placements, j);
   hook_->job_started(spec, j, rt.placements);
+  ++starts_;
   for (auto* o : observers_) o->on_job_start(now_, j, rt.placements, *this);
 }
 
@@ -496,7 +503,11 @@ void Engine::arm_pods_ready(JobId j) {
   const auto& w = config_.wait_for_pods_ready;
   if (!w.enabled || workload_[j.value].min_available <= 1) return;
   const std::uint32_t generation = ++jobs_[j.value].timer_generation;
-  call_at(now_ + w.timeout, [this, j, generation](SimTime) { pods_ready_timeout(j, generation); });
+  ++ready_timers_;
+  call_at(now_ + w.timeout, [this, j, generation](SimTime) {
+    --ready_timers_;
+    pods_ready_timeout(j, generation);
+  });
 }
 
 namespace {
@@ -514,6 +525,15 @@ void Engine::pods_ready_timeout(JobId j, std::uint32_t generation) {
   // Started, left, or entered the queue again since: this timer is stale.
   if (rt.state != JobState::kPending || rt.backing_off || rt.timer_generation != generation) return;
   const auto& w = config_.wait_for_pods_ready;
+  if (rt.requeues > 0 && rt.starts_at_requeue == starts_ && queue_.live() == ready_timers_) {
+    // Nothing but waitForPodsReady timers is left to happen and no job has started since this
+    // gang's last requeue: requeuing it again could only repeat forever (Kueue would, in a
+    // cluster where nothing else ever changes). It stays pending and the run can end.
+    rt.reason = intern_reason("not started within the PodsReady timeout of " + seconds_text(w.timeout) + " s after " +
+                              std::to_string(rt.requeues) +
+                              " requeue(s); nothing else can change, so it is not requeued again");
+    return;
+  }
   std::erase(pending_, j);
   std::erase(arrived_, j);
   std::erase(requeued_, j);
@@ -530,6 +550,7 @@ void Engine::pods_ready_timeout(JobId j, std::uint32_t generation) {
     return;
   }
   ++rt.requeues;
+  rt.starts_at_requeue = starts_;
   ++pods_ready_requeues_;
   rt.backing_off = true;
   ++backing_off_;
@@ -543,7 +564,11 @@ void Engine::pods_ready_timeout(JobId j, std::uint32_t generation) {
     order_override_[j.value]->submit = now_;
   }
   const std::uint32_t gen = ++rt.timer_generation;
-  call_at(until, [this, j, gen](SimTime) { backoff_done(j, gen); });
+  ++ready_timers_;
+  call_at(until, [this, j, gen](SimTime) {
+    --ready_timers_;
+    backoff_done(j, gen);
+  });
   for (auto* o : observers_) o->on_job_backoff(now_, j, until, reasons_[rt.reason], *this);
 }
 

@@ -19,11 +19,15 @@ EventId EventQueue::push(SimTime t, Event e) {
   heap_.push_back({t, id, std::move(e)});
   std::push_heap(heap_.begin(), heap_.end(), Later{});
   cancelled_.push_back(0);
+  ++live_;
   return id;
 }
 
 void EventQueue::cancel(EventId id) {
-  if (id < cancelled_.size()) cancelled_[id] = 1;
+  if (id < cancelled_.size() && cancelled_[id] == 0) {
+    cancelled_[id] = 1;
+    --live_;
+  }
 }
 
 void EventQueue::drop_cancelled() {
@@ -51,6 +55,7 @@ EventQueue::Entry EventQueue::pop() {
   Entry e = std::move(heap_.back());
   heap_.pop_back();
   cancelled_[e.seq] = 1;   // fired: a late cancel() is a no-op
+  --live_;
   return e;
 }
 

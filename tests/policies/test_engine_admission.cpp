@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <limits>
+
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
 #include <gpusched/policies/quota/resource_quota.hpp>
@@ -336,6 +338,31 @@ TEST_CASE("A gang that times out once more than backoff_limit_count allows is de
   CHECK(sim.metrics.summary().deactivated == 1);
   CHECK(sim.metrics.summary().pods_ready_requeues == 1);
   CHECK(sim.engine.pods_ready_requeues() == 1);
+}
+
+TEST_CASE("A gang that can never fit is not requeued forever once nothing else can change", "[gang-requeue]") {
+  // n1 fails at 0 and never comes back, so the gang (2 tasks of 4 GPUs) can never fit. Kueue's
+  // default (no backoff_limit_count) would requeue it forever; the run must still end. Timeout
+  // 100 s: requeue 1 at 100 (back at 160); at 260 only its own timers are left and no job has
+  // started since the requeue, so it stays pending.
+  auto cfg = pods_ready(100);
+  cfg.node_events = {sim::NodeEvent{s(0), NodeId{1}, false, std::nullopt, false}};
+  Sim sim({t::node("n0", 64, 256, 4, "T4"), t::node("n1", 64, 256, 4, "T4")},
+          {gpu_job("gang", "default", 0, 100, 4, 2)}, builtin_profile("first-fit"), cfg);
+  sim.engine.run();
+  const auto& g = sim.job(0);
+  CHECK(g.state == sim::JobState::kPending);
+  CHECK(g.requeues == 1);
+  CHECK_THAT(sim.reason(0), Catch::Contains("nothing else can change"));
+  CHECK(sim.engine.now() == s(260));
+}
+
+TEST_CASE("waitForPodsReady backoff never overflows near its largest values", "[gang-requeue]") {
+  sim::WaitForPodsReady w;
+  w.backoff_base = s(1);
+  w.backoff_max = SimTime::from_us(std::numeric_limits<std::int64_t>::max() - 1);
+  CHECK(w.backoff(200) == w.backoff_max);
+  CHECK(w.backoff(63).us > 0);
 }
 
 TEST_CASE("A gang in backoff is not tried even when room frees; it starts once its backoff ends",

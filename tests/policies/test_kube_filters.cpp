@@ -682,6 +682,97 @@ TEST_CASE("most-allocated scores as kube-scheduler's MostAllocated, with its non
   }
 }
 
+// kubernetes/kubernetes pkg/scheduler/framework/plugins/noderesources/balanced_allocation_test.go,
+// TestNodeResourcesBalancedAllocation (read at 00fdb4ffc64976886691c99434ab5b01fa54f8fe; the plugin,
+// balanced_allocation.go, at 02d7708af661e2fb5a089a04c3944a54d2afcc0e). The peer's cpu "1000m" and
+// memory "2000" become millicores and MiB (only fractions enter the score); its pods cpuOnly
+// (3000m, memory written "0"), cpuAndMemory (3000m, 5000) and cpuAndMemoryAndGPU (3000m, 5000, 3 GPUs)
+// are placed with exactly those requests: the plugin counts requests as written (useRequested).
+TEST_CASE("balanced-allocation scores as kube-scheduler's NodeResourcesBalancedAllocation", "[kube-scores]") {
+  const auto plugin = built("balanced-allocation", nlohmann::json::object());
+  const auto cpu_and_memory = t::job("pod", 0, 10, milli_request(3000, 5000));
+  SECTION("nothing scheduled, nothing requested, skip in PreScore: 0 on every node") {
+    auto c = t::cluster({gpu_node("node1", 4000, 10000, 0), gpu_node("node2", 4000, 10000, 0)});
+    CHECK(scores(*plugin, c, t::job("pod", 0, 10, TaskRequest{})) == std::vector<double>{0, 0});
+  }
+  SECTION("nothing scheduled, resources requested, differently sized nodes: 87, 100") {
+    auto c = t::cluster({gpu_node("node1", 4000, 10000, 0), gpu_node("node2", 6000, 10000, 0)});
+    CHECK(scores(*plugin, c, cpu_and_memory) == std::vector<double>{87, 100});
+  }
+  SECTION("resources requested, pods scheduled with resources: 82, 95; differently sized nodes: 82, 80") {
+    auto c = t::cluster({gpu_node("node1", 10000, 20000, 0), gpu_node("node2", 10000, 20000, 0)});
+    c.allocate(milli_request(3000, 0), TaskPlacement{NodeId{0}, {}});      // cpuOnly
+    c.allocate(milli_request(3000, 5000), TaskPlacement{NodeId{1}, {}});   // cpuAndMemory
+    // cpuOnly's memory counts 0, not 200 MiB: with the non-zero default node1 would score 83.
+    CHECK(scores(*plugin, c, cpu_and_memory) == std::vector<double>{82, 95});
+    auto d = t::cluster({gpu_node("node1", 10000, 20000, 0), gpu_node("node2", 10000, 50000, 0)});
+    d.allocate(milli_request(3000, 0), TaskPlacement{NodeId{0}, {}});
+    d.allocate(milli_request(3000, 5000), TaskPlacement{NodeId{1}, {}});
+    CHECK(scores(*plugin, d, cpu_and_memory) == std::vector<double>{82, 80});
+  }
+  SECTION("requested resources at node capacity: 50, 75") {
+    auto c = t::cluster({gpu_node("node1", 6000, 10000, 0), gpu_node("node2", 6000, 10000, 0)});
+    c.allocate(milli_request(3000, 0), TaskPlacement{NodeId{0}, {}});
+    c.allocate(milli_request(3000, 5000), TaskPlacement{NodeId{1}, {}});
+    CHECK(scores(*plugin, c, t::job("pod", 0, 10, milli_request(3000, 0))) == std::vector<double>{50, 75});
+  }
+  SECTION("include scalar resource on a node for balanced resource allocation: 70, 65 (three fractions)") {
+    const auto with_gpus = built("balanced-allocation", {{"resources", resources({{"cpu", 1}, {"memory", 1}, {"nvidia.com/gpu", 1}})}});
+    auto c = t::cluster({gpu_node("node1", 3500, 40000, 8), gpu_node("node2", 3500, 40000, 8)});
+    c.allocate(milli_request(3000, 5000, 3), TaskPlacement{NodeId{0}, {{0, 1000, 81920}, {1, 1000, 81920}, {2, 1000, 81920}}});
+    c.allocate(milli_request(3000, 5000), TaskPlacement{NodeId{1}, {}});
+    // The pod asks for one GPU and nothing else: its cpu counts 0 (no 100m default).
+    const auto one_gpu = t::job("pod", 0, 10, milli_request(0, 0, 1));
+    CHECK(scores(*with_gpus, c, one_gpu) == std::vector<double>{70, 65});
+    // Weights only select the resources.
+    const auto heavy = built("balanced-allocation", {{"resources", resources({{"cpu", 1}, {"memory", 7}, {"nvidia.com/gpu", 100}})}});
+    CHECK(scores(*heavy, c, one_gpu) == std::vector<double>{70, 65});
+    // With the default resources (cpu, memory) the pod asks for none of them: a best-effort pod,
+    // which the peer skips (0 everywhere).
+    CHECK(scores(*plugin, c, one_gpu) == std::vector<double>{0, 0});
+  }
+  SECTION("node without the scalar resource should skip the scalar resource: 63, 63") {
+    const auto with_gpus = built("balanced-allocation", {{"resources", resources({{"cpu", 1}, {"memory", 1}, {"nvidia.com/gpu", 1}})}});
+    auto c = t::cluster({gpu_node("node1", 3500, 40000, 8), gpu_node("node2", 3500, 40000, 0)});
+    CHECK(scores(*with_gpus, c, cpu_and_memory) == std::vector<double>{63, 63});
+  }
+  SECTION("resources checked as the peer's ValidateNodeResourcesBalancedAllocationArgs: weights 1..100, names once") {
+    for (int w : {0, 101}) CHECK_THROWS_AS(built("balanced-allocation", {{"resources", resources({{"cpu", w}})}}), ProfileError);
+    CHECK_THROWS_AS(built("balanced-allocation", {{"resources", resources({{"cpu", 1}, {"cpu", 2}})}}), ProfileError);
+  }
+}
+
+TEST_CASE("The default and kube-default presets add balanced-allocation with weight 1, as kube-scheduler's defaults",
+          "[kube-scores]") {
+  for (const char* name : {"default", "kube-default"}) {
+    INFO(name);
+    const auto p = builtin_profile(name);
+    const auto it = std::find_if(p.score.begin(), p.score.end(), [](const PluginRef& r) { return r.name == "balanced-allocation"; });
+    REQUIRE(it != p.score.end());
+    CHECK(it->weight == 1.0);
+    CHECK(it->args.empty());
+  }
+  // A 2-cpu/2-GiB pod, empty nodes of 16 cores with 16 GiB (n0) and 128 GiB (n1). LeastAllocated
+  // alone prefers n1 (87 vs (87 + 98) / 2 = 92); BalancedAllocation scores n0's even fill 100 and
+  // n1's 94, so kube-scheduler's default sum picks n0 (187 vs 186).
+  const auto pod = t::job("pod", 0, 10, milli_request(2000, 2048));
+  auto chosen = [&](const Profile& p) {
+    auto c = t::cluster({t::node("n0", 16, 16), t::node("n1", 16, 128)});
+    Scheduler s(p, Registry::builtins(), 1);
+    std::vector<TaskPlacement> out;
+    REQUIRE(s.schedule(c, pod, JobId{0}, out).ok());
+    return out[0].node.value;
+  };
+  auto c = t::cluster({t::node("n0", 16, 16), t::node("n1", 16, 128)});
+  CHECK(scores(*built("least-allocated", nlohmann::json::object()), c, pod) == std::vector<double>{87, 92});
+  CHECK(scores(*built("balanced-allocation", nlohmann::json::object()), c, pod) == std::vector<double>{100, 94});
+  CHECK(chosen(builtin_profile("default")) == 0);
+  CHECK(chosen(builtin_profile("kube-default")) == 0);
+  auto spread_only = builtin_profile("default");
+  spread_only.score = {PluginRef{"least-allocated"}};
+  CHECK(chosen(spread_only) == 1);
+}
+
 TEST_CASE("scoring gpusched keeps gpusched's real-valued cpu/memory/GPU mean", "[kube-scores]") {
   auto c = t::cluster({gpu_node("node1", 4000, 10000, 0), gpu_node("node2", 6000, 10000, 4)});
   const auto pod = t::job("pod", 0, 10, milli_request(3000, 5000));
@@ -740,4 +831,20 @@ TEST_CASE("The default preset picks among equally scored nodes at random, reprod
   std::vector<TaskPlacement> out;
   REQUIRE(s.schedule(c, job, JobId{0}, out).ok());
   CHECK(out[0].node.value == 1);
+}
+
+TEST_CASE("Scoring resources must name something a node reports", "[kube-scores]") {
+  // kube-scheduler would skip these on every node without a word; gpusched refuses them.
+  for (const char* plugin : {"least-allocated", "most-allocated", "balanced-allocation"}) {
+    INFO(plugin);
+    for (const char* bad : {"gpu", "GPU", "cpus", "gpusched.io/gpu-milli", "requests.nvidia.com/gpu",
+                            "nvidia.com/mig-1g.10gb", "ephemeral-storage", "hugepages-2Mi", "/gpu", "nvidia.com/"}) {
+      INFO(bad);
+      CHECK_THROWS_AS(built(plugin, {{"resources", resources({{bad, 1}})}}), ProfileError);
+    }
+    for (const char* good : {"cpu", "memory", "nvidia.com/gpu", "google.com/tpu", "example.com/fpga"}) {
+      INFO(good);
+      CHECK_NOTHROW(built(plugin, {{"resources", resources({{good, 1}})}}));
+    }
+  }
 }

@@ -51,7 +51,7 @@ ProfileError profile_error(const char* text) {
 
 TEST_CASE("A child's score entries are added to the parent's scores", "[policies][profile]") {
   const auto p = parse(R"({"name": "pack", "extends": "default", "score": [{"name": "gpu-binpack", "weight": 2}]})");
-  CHECK(entries(p.score) == Names{"least-allocated", "gpu-binpack*2"});
+  CHECK(entries(p.score) == Names{"least-allocated", "balanced-allocation", "gpu-binpack*2"});
   CHECK(p.name == "pack");
   // Hooks the child does not give are the parent's.
   CHECK(entries(p.filter) == entries(builtin_profile("default").filter));
@@ -61,11 +61,11 @@ TEST_CASE("A child's score entries are added to the parent's scores", "[policies
 TEST_CASE("A child entry naming a parent's plugin overrides its weight and args in place", "[policies][profile]") {
   const auto p = parse(R"({"extends": "kube-default",
                            "score": ["gpu-binpack", {"name": "node-affinity", "weight": 5, "args": {"x": 1}}]})");
-  CHECK(entries(p.score) == Names{"least-allocated", "taint-toleration*3", "node-affinity*5", "gpu-binpack"});
-  CHECK(p.score[2].args == nlohmann::json{{"x", 1}});
+  CHECK(entries(p.score) == Names{"least-allocated", "balanced-allocation", "taint-toleration*3", "node-affinity*5", "gpu-binpack"});
+  CHECK(p.score[3].args == nlohmann::json{{"x", 1}});
   // A bare name takes the entry's place with the defaults (weight 1, no args).
   const auto q = parse(R"({"extends": "kube-default", "score": ["taint-toleration"]})");
-  CHECK(entries(q.score) == Names{"least-allocated", "taint-toleration", "node-affinity*2"});
+  CHECK(entries(q.score) == Names{"least-allocated", "balanced-allocation", "taint-toleration", "node-affinity*2"});
   // Kueue: configuring capacity-queues at filter keeps the list and its post-filter.
   const auto k = parse(R"({"extends": "kueue-cohorts", "filter": [{"name": "capacity-queues", "args": {"queues": {}}}]})");
   // (kube-scheduler's filter order, issue 12: NodeUnschedulable, TaintToleration, NodeAffinity
@@ -146,7 +146,7 @@ TEST_CASE("A resolved extending profile round-trips through JSON", "[policies][p
 
 TEST_CASE("A plugin a child lists twice is still a duplicate", "[policies][profile]") {
   const auto p = parse(R"({"extends": "default", "score": ["gpu-binpack", "gpu-binpack"]})");
-  CHECK(entries(p.score) == Names{"least-allocated", "gpu-binpack", "gpu-binpack"});
+  CHECK(entries(p.score) == Names{"least-allocated", "balanced-allocation", "gpu-binpack", "gpu-binpack"});
   try {
     Scheduler s(p, Registry::builtins(), 0);
     FAIL("accepted");
@@ -182,7 +182,7 @@ TEST_CASE("The example scenarios' extending profiles resolve to what they meant"
   };
   // trace-replay: default's least-allocated at weight 2, plus gpu-binpack.
   const auto replay = profile_of("trace-replay.json");
-  CHECK(entries(replay.score) == Names{"least-allocated*2", "gpu-binpack"});
+  CHECK(entries(replay.score) == Names{"least-allocated*2", "balanced-allocation", "gpu-binpack"});
   CHECK(replay.name == "spread-custom");
   // devices: default's filters (kube-scheduler's: cordon, taints, node affinity, resources) plus
   // the topology manager.
@@ -191,17 +191,17 @@ TEST_CASE("The example scenarios' extending profiles resolve to what they meant"
         Names{"node-unschedulable", "taint-toleration", "node-affinity", "node-resources-fit", "topology-manager"});
   CHECK(devices.filter[4].args == nlohmann::json{{"policy", "best-effort"}});
   CHECK(devices.device_select.name == "topology-manager");
-  CHECK(entries(devices.score) == Names{"least-allocated"});
+  CHECK(entries(devices.score) == Names{"least-allocated", "balanced-allocation"});
 }
 
 TEST_CASE("Errors in a merged list name the entry where the child wrote it", "[policies][profile][errors]") {
   const auto p = parse(R"({"extends": "kube-default", "score": ["gpu-binpack", "least-alocated"]})");
-  REQUIRE(p.score.size() == 5);   // three of the parent's, then the child's two
+  REQUIRE(p.score.size() == 6);   // four of the parent's, then the child's two
   try {
     Scheduler s(p, Registry::builtins(), 0);
     FAIL("accepted");
   } catch (const ProfileError& e) {
     CHECK(e.code() == ErrorCode::kProfileUnknownPlugin);
-    CHECK(e.where().field == "score/1");   // not score/4, its place in the merged list
+    CHECK(e.where().field == "score/1");   // not score/5, its place in the merged list
   }
 }

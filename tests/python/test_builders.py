@@ -99,7 +99,8 @@ def _resolved_profile(profile: Profile) -> dict:
 def test_an_extending_profile_adds_its_plugins_to_the_base_lists():
     p = _resolved_profile(Profile("kb", extends="kube-default").score("gpu-binpack", weight=2).post_filter("capacity-queues"))
     assert [(s["name"], s["weight"]) for s in p["score"]] == [
-        ("least-allocated", 1), ("taint-toleration", 3), ("node-affinity", 2), ("gpu-binpack", 2)]
+        ("least-allocated", 1), ("balanced-allocation", 1), ("taint-toleration", 3), ("node-affinity", 2),
+        ("gpu-binpack", 2)]
     assert [f["name"] for f in p["post_filter"]] == ["priority-preemption", "capacity-queues"]
     # kube-scheduler's filter order (cordon, taints, node affinity, then resources; issue 12).
     assert [f["name"] for f in p["filter"]] == [
@@ -110,7 +111,7 @@ def test_an_extending_profile_adds_its_plugins_to_the_base_lists():
     # A plugin the base already has keeps its place with the new weight.
     q = _resolved_profile(Profile("kb", extends="kube-default", description="mine").score("taint-toleration", weight=5))
     assert [(s["name"], s["weight"]) for s in q["score"]] == [
-        ("least-allocated", 1), ("taint-toleration", 5), ("node-affinity", 2)]
+        ("least-allocated", 1), ("balanced-allocation", 1), ("taint-toleration", 5), ("node-affinity", 2)]
     assert q["description"] == "mine"
 
 

@@ -5,6 +5,7 @@
 // field is an error naming the file, line, document, kind, name and field.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <string_view>
@@ -179,9 +180,10 @@ TEST_CASE("PriorityClass objects in a List become the scenario's priority classe
 
 TEST_CASE("ResourceQuota objects become resource-quota args and decide as the hand-written ones", "[k8s-objects]") {
   const auto tr = translate_file("resource-quotas.yaml");
-  // Object counts (configmaps, services, ...) never bind simulated jobs; pods does.
-  const auto expected = json::parse(R"({"quotas": {"team-a": {"requests.cpu": "16", "requests.memory": "64Gi",
-                                                              "requests.nvidia.com/gpu": 2, "pods": 4}}})");
+  // Object counts (configmaps, services, ...) never bind simulated jobs; pods does. The name is
+  // the ResourceQuota a refusal names ("exceeded quota: compute-resources, ...").
+  const auto expected = json::parse(R"({"quotas": {"team-a": {"name": "compute-resources", "requests.cpu": "16",
+                                        "requests.memory": "64Gi", "requests.nvidia.com/gpu": 2, "pods": 4}}})");
   CHECK(tr.plugin_args["resource-quota"] == expected);
   const std::string jobs =
       R"({"id": "j1", "submit_time": 0, "duration": 100, "queue": "team-a", "requests": {"cpu": 1, "nvidia.com/gpu": 2}},
@@ -270,13 +272,38 @@ TEST_CASE("A KubeSchedulerConfiguration becomes a profile that decides as the ha
   CHECK(spread.at("j1").placement.substr(0, 1) != spread.at("j2").placement.substr(0, 1));
 }
 
-TEST_CASE("kube-scheduler's default profile translates once NodeResourcesBalancedAllocation is disabled", "[k8s-objects]") {
+TEST_CASE("kube-scheduler's default profile translates, NodeResourcesBalancedAllocation included", "[k8s-objects]") {
   constexpr std::string_view kDefault = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n";
-  const auto e = error_of(kDefault);
+  // kube-scheduler's default scores: TaintToleration 3, NodeAffinity 2, NodeResourcesFit 1,
+  // NodeResourcesBalancedAllocation 1 (its args' default resources: cpu 1, memory 1).
+  const auto all = translate_text(kDefault);
+  CHECK(all.profile["score"] == json::parse(R"([{"name": "taint-toleration", "weight": 3}, {"name": "node-affinity", "weight": 2},
+      {"name": "least-allocated", "weight": 1, "args": {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}},
+      {"name": "balanced-allocation", "weight": 1, "args": {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}}])"));
+  CHECK_NOTHROW(policies::Scheduler(policies::Profile::from_json(all.profile, "t"), policies::Registry::builtins(), 0));
+  // Its args' resources, and its weight, as written.
+  const auto gpus = translate_text(std::string(kDefault) + R"(profiles:
+  - plugins:
+      score:
+        enabled: [{name: NodeResourcesBalancedAllocation, weight: 2}]
+    pluginConfig:
+      - name: NodeResourcesBalancedAllocation
+        args:
+          resources: [{name: cpu, weight: 1}, {name: memory}, {name: nvidia.com/gpu, weight: 0}]
+)");
+  const auto& gpu_scores = gpus.profile["score"];
+  const auto balanced = std::find_if(gpu_scores.begin(), gpu_scores.end(), [](const json& r) { return r["name"] == "balanced-allocation"; });
+  REQUIRE(balanced != gpu_scores.end());
+  CHECK(gpu_scores.size() == 4);
+  CHECK(*balanced == json::parse(R"({"name": "balanced-allocation", "weight": 2, "args": {"resources":
+      [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": "nvidia.com/gpu", "weight": 1}]}})"));
+  const auto e = error_of(std::string(kDefault) + R"(profiles:
+  - pluginConfig:
+      - name: NodeResourcesBalancedAllocation
+        args: {resources: [{name: cpu}], shape: []}
+)");
   CHECK(e.code() == ErrorCode::kScenarioUnknownField);
-  CHECK(e.where().file == "objs.yaml");
-  CHECK_THAT(e.where().field, Catch::StartsWith("document 1, KubeSchedulerConfiguration, /profiles/0/plugins"));
-  CHECK_THAT(e.detail(), Catch::Contains("NodeResourcesBalancedAllocation") && Catch::Contains("disable it"));
+  CHECK(e.where().field == "document 1, KubeSchedulerConfiguration, /profiles/0/pluginConfig/0/args/shape");
   const auto tr = translate_text(std::string(kDefault) + R"(profiles:
   - plugins:
       multiPoint:
@@ -532,4 +559,34 @@ TEST_CASE("The Kueue example runs with its objects translated into kueue-cohorts
   const auto r = rows(sc);
   CHECK(r.at("train-1").start_s == 0.0);
   CHECK(r.at("serve-1").start_s == 1800.0);
+}
+
+TEST_CASE("Kubernetes objects add to the profile's own capacity-queues args; the same key twice is a conflict",
+          "[k8s-objects]") {
+  // Kueue enables fair sharing in its Configuration, not in a ClusterQueue: the profile says
+  // fair_sharing, the objects give the queues and their weights, and both reach the plugin.
+  auto profile = policies::builtin_profile("kueue-cohorts");
+  profile.queue_sort = policies::PluginRef{"capacity-queues", 1.0, json::object(), {}};
+  for (auto& f : profile.filter) {
+    if (f.name == "capacity-queues") f.args = json{{"fair_sharing", {{"enable", true}}}};
+  }
+  const json translated = {{"capacity-queues", {{"queues", {{"cq", {{"fair_sharing", {{"weight", 0.5}}}}}}}}}};
+  const auto merged = with_plugin_args(profile, translated, "kueue.yaml");
+  const json want = {{"fair_sharing", {{"enable", true}}}, {"queues", translated["capacity-queues"]["queues"]}};
+  CHECK(merged.queue_sort.args == want);
+  for (const auto* list : {&merged.filter, &merged.post_filter}) {
+    const auto it = std::find_if(list->begin(), list->end(), [](const auto& r) { return r.name == "capacity-queues"; });
+    REQUIRE(it != list->end());
+    CHECK(it->args == want);
+  }
+  // The profile giving queues of its own as well: an error naming the key.
+  for (auto& f : profile.filter) {
+    if (f.name == "capacity-queues") f.args["queues"] = json{{"other", json::object()}};
+  }
+  try {
+    (void)with_plugin_args(profile, translated, "kueue.yaml");
+    FAIL("expected a conflict");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("\"queues\"") != std::string::npos);
+  }
 }

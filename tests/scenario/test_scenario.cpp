@@ -114,7 +114,7 @@ TEST_CASE("Node groups expand into numbered nodes and traces resolve next to the
   CHECK(*replay.trace == t::example("traces/mixed.csv"));
   CHECK(replay.jobs.size() == 7);
   CHECK(replay.profile.name == "spread-custom");
-  CHECK(replay.profile.score.size() == 2);
+  CHECK(replay.profile.score.size() == 3);   // default's least-allocated and balanced-allocation, then gpu-binpack
 }
 
 TEST_CASE("The embedded demo is examples/demo.json", "[scenario]") {

@@ -126,6 +126,7 @@ struct JobRuntime {
   bool deactivated = false;        ///< waitForPodsReady gave up on it (backoff limit); state kFailed
   bool backing_off = false;        ///< pending but out of the queue until its backoff ends
   std::uint32_t timer_generation = 0;   ///< waitForPodsReady: only the latest timer counts
+  std::uint64_t starts_at_requeue = 0;  ///< waitForPodsReady: the engine's job starts at its last requeue
 };
 
 class Engine final : public JobsView {
@@ -250,6 +251,8 @@ class Engine final : public JobsView {
   void start_placed(JobId j);
   std::uint64_t evictions_ = 0, preemptions_ = 0, pods_ready_requeues_ = 0, rejected_ = 0;
   std::size_t backing_off_ = 0;
+  std::size_t ready_timers_ = 0;   // waitForPodsReady and backoff timers in the event queue (stale ones too)
+  std::uint64_t starts_ = 0;       // job starts so far (waitForPodsReady: did anything change?)
   std::vector<std::unique_ptr<JobSpec>> order_override_;   // empty unless a gang was requeued
   double lost_gpu_hours_ = 0.0;
   std::vector<std::vector<JobId>> sharers_;   // per flat GPU (time-slicing / MPS only): running jobs

@@ -47,6 +47,8 @@ class EventQueue {
   Entry pop();
   /// Events pushed so far (live, fired or cancelled).
   [[nodiscard]] std::uint64_t pushed() const { return next_seq_; }
+  /// Events still to fire (pushed, neither popped nor cancelled). O(1).
+  [[nodiscard]] std::size_t live() const { return live_; }
   void reserve(std::size_t n) { heap_.reserve(n); }
 
  private:
@@ -54,6 +56,7 @@ class EventQueue {
   std::vector<Entry> heap_;
   std::vector<std::uint8_t> cancelled_;   // by seq
   EventId next_seq_ = 0;
+  std::size_t live_ = 0;
 };
 
 }  // namespace gpusched::sim

@@ -16,7 +16,8 @@
 /// none). queue_sort and device_select hold one plugin and are replaced when given. The
 /// description is the child's, else "extends <parent>"; the name is the child's, else the parent's.
 ///   {"name": "pack", "extends": "kube-default", "score": [{"name": "gpu-binpack", "weight": 2}]}
-///     -> scores least-allocated (1), taint-toleration (3), node-affinity (2), gpu-binpack (2)
+///     -> scores least-allocated (1), balanced-allocation (1), taint-toleration (3), node-affinity (2),
+///        gpu-binpack (2)
 ///   {"name": "pack", "extends": "kube-default", "replace": ["score"], "score": ["gpu-binpack"]}
 ///     -> scores gpu-binpack alone
 #include <string>

@@ -171,6 +171,9 @@ class PriorityPreemption final : public PostFilterPlugin, public JobEventsPlugin
   /// so the node scan never reads JobSpecs, and the budgets' healthy and expected counts. O(placements).
   void job_started(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
   void job_stopped(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
+  /// A victim that leaves for good before running again (deactivated, failed) no longer
+  /// counts among its budgets' expected pods.
+  void job_left(const JobSpec& job, JobId id) override;
   /// False when no preemptible running job has a lower priority than `job` (O(log n)).
   [[nodiscard]] bool may_help(const JobSpec& job) const override;
   /// Success: the victims are evicted in `st` and listed in `victims`, and the job fits.
