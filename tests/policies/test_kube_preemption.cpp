@@ -621,9 +621,20 @@ TEST_CASE("A scenario's pod_disruption_budgets steer kube-default's preemption, 
   CHECK(without.at("web") == 1);
   CHECK(without.at("batch") == 0);
   const std::string pdbs = R"("pod_disruption_budgets": [{"name": "web", "selector": {"app": "web"}, "min_available": 1}],)";
-  const auto with = evictions(scenario::run(scenario::parse_scenario(doc(pdbs), "pdb.json", t::source_dir())));
+  const auto with_run = scenario::run(scenario::parse_scenario(doc(pdbs), "pdb.json", t::source_dir()));
+  const auto with = evictions(with_run);
   CHECK(with.at("web") == 0);
   CHECK(with.at("batch") == 1);
+  CHECK(with_run.warnings().empty());
+  // Under a profile whose preemption does not read budgets, the run says they have no effect.
+  for (const char* profile : {R"("first-fit")", R"({"extends": "kube-default", "post_filter": [{"name": "priority-preemption", "args": {"node_choice": "least-lost-work"}}]})"}) {
+    INFO(profile);
+    auto text = doc(pdbs);
+    text.replace(text.find(R"("kube-default")"), std::string(R"("kube-default")").size(), profile);
+    const auto r = scenario::run(scenario::parse_scenario(text, "pdb.json", t::source_dir()));
+    REQUIRE(r.warnings().size() == 1);
+    CHECK_THAT(r.warnings()[0], Catch::StartsWith("pod_disruption_budgets: profile") && Catch::Contains("no effect"));
+  }
   // `gpusched run --profile kube-default` replaces the profile: the budgets still apply.
   t::TempDir dir;
   const auto file = dir.write("pdb.json", doc(pdbs));
