@@ -688,21 +688,24 @@ Status CapacityQueuesPlugin::post_filter(ClusterState& cluster, const JobSpec& j
     }
     return fits({});
   };
+  // A what-if eviction of a running job, on the nodes (through `sim`) and on the quotas; and its undo.
+  auto sim_take = [&](Statement& sim, JobId j) {
+    for (const auto& pl : jobs_->placements(j)) sim.evict(jobs_->spec(j).request, pl);
+    running_[j.value].evicting = true;
+    apply(running_[j.value], -1);
+  };
+  auto sim_give_back = [&](Statement& sim, JobId j) {
+    for (const auto& pl : jobs_->placements(j)) sim.allocate(jobs_->spec(j).request, pl);
+    running_[j.value].evicting = false;
+    apply(running_[j.value], +1);
+  };
   // Kueue minimalPreemptions + fillBackWorkloads, simulated on the cluster and the quotas and
   // undone before returning. Returns the victims, empty when the job would still not fit.
   auto minimal = [&](const std::vector<Candidate>& cands, bool allow_borrowing, std::optional<std::int32_t> below) {
     Statement sim(cluster);
     std::vector<JobId> targets;
-    auto take = [&](JobId j) {
-      for (const auto& pl : jobs_->placements(j)) sim.evict(jobs_->spec(j).request, pl);
-      running_[j.value].evicting = true;
-      apply(running_[j.value], -1);
-    };
-    auto give_back = [&](JobId j) {
-      for (const auto& pl : jobs_->placements(j)) sim.allocate(jobs_->spec(j).request, pl);
-      running_[j.value].evicting = false;
-      apply(running_[j.value], +1);
-    };
+    auto take = [&](JobId j) { sim_take(sim, j); };
+    auto give_back = [&](JobId j) { sim_give_back(sim, j); };
     bool fit = false;
     for (const auto& c : cands) {
       if (!c.own) {
@@ -742,16 +745,8 @@ Status CapacityQueuesPlugin::post_filter(ClusterState& cluster, const JobSpec& j
   auto fair = [&]() {
     Statement sim(cluster);
     std::vector<JobId> targets;
-    auto take = [&](JobId j) {
-      for (const auto& pl : jobs_->placements(j)) sim.evict(jobs_->spec(j).request, pl);
-      running_[j.value].evicting = true;
-      apply(running_[j.value], -1);
-    };
-    auto give_back = [&](JobId j) {
-      for (const auto& pl : jobs_->placements(j)) sim.allocate(jobs_->spec(j).request, pl);
-      running_[j.value].evicting = false;
-      apply(running_[j.value], +1);
-    };
+    auto take = [&](JobId j) { sim_take(sim, j); };
+    auto give_back = [&](JobId j) { sim_give_back(sim, j); };
     // The job's usage, simulated in its queue's share (Kueue SimulateUsageAddition).
     std::vector<std::int64_t> with_job(frs, 0);
     for (const auto& [k, c] : request) with_job[k] += c;
