@@ -441,17 +441,49 @@ Status Scheduler::what_if(ClusterState& cluster, const JobSpec& job, JobId id, s
 
 void Scheduler::attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) {
   jobs_ = jobs;
+  node_priorities_.assign(cluster.node_count(), {});
+  running_priorities_.clear();
+  priorities_fed_ = false;
   start_ = 0;   // each run's node search starts at the first node, however often the scheduler ran
   const std::span<const JobSpec> seen = target_.empty() ? workload : std::span<const JobSpec>(target_);
   for (auto* p : events_) p->attach(cluster, seen, jobs);
 }
 
+namespace {
+/// The distinct nodes of `placements`, in first-seen order.
+void distinct_nodes(std::span<const TaskPlacement> placements, std::vector<std::uint32_t>& out) {
+  out.clear();
+  for (const auto& p : placements) {
+    if (std::find(out.begin(), out.end(), p.node.value) == out.end()) out.push_back(p.node.value);
+  }
+}
+}  // namespace
+
 void Scheduler::job_started(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) {
   for (auto* p : events_) p->job_started(job, id, placements);
+  if (kube_preemption_) {
+    priorities_fed_ = true;
+    std::vector<std::uint32_t> nodes;
+    distinct_nodes(placements, nodes);
+    for (const auto n : nodes) {
+      if (n >= node_priorities_.size()) node_priorities_.resize(n + 1);
+      node_priorities_[n].insert(job.priority);
+    }
+    running_priorities_.insert(job.priority);
+  }
 }
 
 void Scheduler::job_stopped(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) {
   for (auto* p : events_) p->job_stopped(job, id, placements);
+  if (kube_preemption_) {
+    std::vector<std::uint32_t> nodes;
+    distinct_nodes(placements, nodes);
+    for (const auto n : nodes) {
+      if (n >= node_priorities_.size()) continue;
+      if (const auto it = node_priorities_[n].find(job.priority); it != node_priorities_[n].end()) node_priorities_[n].erase(it);
+    }
+    if (const auto it = running_priorities_.find(job.priority); it != running_priorities_.end()) running_priorities_.erase(it);
+  }
 }
 
 Status Scheduler::admit(const JobSpec& job, JobId id) {
@@ -595,9 +627,21 @@ std::string Scheduler::preemption_message(const ClusterState& cluster, const Job
   if (nodes_seen_ != all || rejected_nodes_ != all || batch_rejected_) return {};
   if (pre_filter_rejected_ && unresolvable_nodes_ != all) return {};
   if (!resolvable_nodes_.empty() && !jobs_) return {};
-  for (const NodeId n : resolvable_nodes_) {
-    for (const JobId j : jobs_->running_on(n)) {
-      if (jobs_->spec(j).priority < job.priority) return {};
+  if (priorities_fed_) {
+    // Same answer as scanning every job on the nodes (below), from the priority index.
+    if (!running_priorities_.empty() && *running_priorities_.begin() < job.priority) {
+      for (const NodeId n : resolvable_nodes_) {
+        if (n.value < node_priorities_.size() && !node_priorities_[n.value].empty() &&
+            *node_priorities_[n.value].begin() < job.priority) {
+          return {};
+        }
+      }
+    }
+  } else {
+    for (const NodeId n : resolvable_nodes_) {
+      for (const JobId j : jobs_->running_on(n)) {
+        if (jobs_->spec(j).priority < job.priority) return {};
+      }
     }
   }
   const std::size_t no_victims = resolvable_nodes_.size();

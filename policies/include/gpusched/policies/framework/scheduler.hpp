@@ -11,6 +11,7 @@
 ///   std::vector<TaskPlacement> where;
 ///   if (sched.schedule(cluster, job, JobId{0}, where).ok()) { ... where[0].node ... }
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,12 @@ class Scheduler final : public SchedulingHook {
   bool reads_queue_ = false;     // a placement plugin reads queue state (quota): not node-local
   bool dynamic_order_ = false;   // the queue sort reads usage (fair share)
   const JobsView* jobs_ = nullptr;
+  // kube-scheduler diagnosis with preemption: the priorities of the jobs running on each node
+  // (one entry per job and node) and over all nodes, from job events, so the preemption part of
+  // a pending reason does not read every running job on every node per failed attempt.
+  std::vector<std::multiset<std::int32_t>> node_priorities_;
+  std::multiset<std::int32_t> running_priorities_;
+  bool priorities_fed_ = false;   // job events arrived (else the JobsView is scanned)
   std::vector<JobId> victims_;
   bool first_feasible_wins_ = false;
   RngStreams streams_;
