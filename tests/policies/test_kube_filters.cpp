@@ -352,40 +352,11 @@ TEST_CASE("A preset missing its essential arguments warns, a configured one does
   CHECK(Scheduler(builtin_profile("kube-default"), Registry::builtins(), 1).warnings().empty());
 }
 
-namespace {
-struct CliResult {
-  int rc = 0;
-  std::string out, err;
-};
-/// `gpusched ARGS...` in-process, capturing std::cout and std::cerr.
-CliResult cli(std::vector<std::string> args) {
-  args.insert(args.begin(), "gpusched");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  auto* old_out = std::cout.rdbuf(out.rdbuf());
-  auto* old_err = std::cerr.rdbuf(err.rdbuf());
-  CliResult r;
-  try {
-    r.rc = scenario::cli_main(static_cast<int>(argv.size()), argv.data());
-  } catch (...) {
-    std::cout.rdbuf(old_out);
-    std::cerr.rdbuf(old_err);
-    throw;
-  }
-  std::cout.rdbuf(old_out);
-  std::cerr.rdbuf(old_err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
-}  // namespace
-
 TEST_CASE("gpusched run prints a configuration warning once and lists it in summary.json", "[kube-filters]") {
   t::TempDir dir;
   const auto small = t::example("small.json").string();
   const std::string warning = "capacity-queues: no ClusterQueue configured: every job is admitted without quota";
-  const auto bare = cli({"run", small, "--out", (dir.path() / "bare").string(), "--profile", "kueue-cohorts", "--progress", "never", "--quiet"});
+  const auto bare = t::cli({"run", small, "--out", (dir.path() / "bare").string(), "--profile", "kueue-cohorts", "--progress", "never", "--quiet"});
   INFO(bare.err);
   REQUIRE(bare.rc == 0);
   // One line on stderr (even with --quiet), the same text in summary.json.
@@ -400,7 +371,7 @@ TEST_CASE("gpusched run prints a configuration warning once and lists it in summ
   const auto profile = dir.write("kueue.json", R"({"name": "kueue", "extends": "kueue-cohorts", "filter": [{"name": "capacity-queues",
     "args": {"queues": {"team": {"resource_groups": [{"flavors": [{"name": "default", "resources": {"nvidia.com/gpu": 16}}]}]}},
              "default_queue": "team"}}]})");
-  const auto configured = cli({"run", small, "--out", (dir.path() / "conf").string(), "--profile", profile.string(), "--progress", "never", "--quiet"});
+  const auto configured = t::cli({"run", small, "--out", (dir.path() / "conf").string(), "--profile", profile.string(), "--progress", "never", "--quiet"});
   INFO(configured.err);
   REQUIRE(configured.rc == 0);
   CHECK(configured.err.empty());

@@ -639,13 +639,6 @@ TEST_CASE("A scenario's pod_disruption_budgets steer kube-default's preemption, 
   t::TempDir dir;
   const auto file = dir.write("pdb.json", doc(pdbs));
   const std::string out = (dir.path() / "out").string();
-  std::vector<std::string> args = {"gpusched", "run", file.string(), "--profile", "kube-default", "--out", out};
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream sink;
-  auto* old_out = std::cout.rdbuf(sink.rdbuf());
-  const int rc = scenario::cli_main(static_cast<int>(argv.size()), argv.data());
-  std::cout.rdbuf(old_out);
-  REQUIRE(rc == 0);
+  REQUIRE(t::cli({"run", file.string(), "--profile", "kube-default", "--out", out}).rc == 0);
   CHECK(t::read_file(dir.path() / "out" / "events.csv").find("requeue,batch,,preempted by urgent") != std::string::npos);
 }

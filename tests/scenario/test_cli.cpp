@@ -16,33 +16,6 @@ namespace t = gpusched::test;
 
 namespace {
 
-struct CliResult {
-  int rc = 0;
-  std::string out, err;
-};
-
-/// Runs `gpusched ARGS...` in-process, capturing std::cout and std::cerr.
-CliResult cli(std::vector<std::string> args) {
-  args.insert(args.begin(), "gpusched");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  auto* old_out = std::cout.rdbuf(out.rdbuf());
-  auto* old_err = std::cerr.rdbuf(err.rdbuf());
-  CliResult r;
-  try {
-    r.rc = cli_main(static_cast<int>(argv.size()), argv.data());
-  } catch (...) {
-    std::cout.rdbuf(old_out);
-    std::cerr.rdbuf(old_err);
-    throw;
-  }
-  std::cout.rdbuf(old_out);
-  std::cerr.rdbuf(old_err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
 
 nlohmann::json json_file(const std::filesystem::path& p) { return nlohmann::json::parse(t::read_file(p)); }
 
@@ -51,9 +24,9 @@ nlohmann::json json_file(const std::filesystem::path& p) { return nlohmann::json
 TEST_CASE("run --profile NAME runs the scenario with that built-in profile", "[scenario][cli]") {
   t::TempDir dir;
   const auto small = t::example("small.json").string();
-  const auto plain = cli({"run", small, "--out", (dir.path() / "plain").string(), "--progress", "never"});
+  const auto plain = t::cli({"run", small, "--out", (dir.path() / "plain").string(), "--progress", "never"});
   REQUIRE(plain.rc == 0);
-  const auto ff = cli({"run", small, "--out", (dir.path() / "ff").string(), "--profile", "first-fit", "--progress", "never"});
+  const auto ff = t::cli({"run", small, "--out", (dir.path() / "ff").string(), "--profile", "first-fit", "--progress", "never"});
   INFO(ff.err);
   REQUIRE(ff.rc == 0);
   CHECK_THAT(ff.out, Catch::Contains("(seed 7, profile first-fit)"));
@@ -69,7 +42,7 @@ TEST_CASE("run --profile NAME runs the scenario with that built-in profile", "[s
   CHECK(t::read_file(dir.path() / "ff" / "events.csv") != t::read_file(dir.path() / "plain" / "events.csv"));
 
   // Naming the scenario's own profile changes nothing, byte for byte.
-  const auto same = cli({"run", small, "--out", (dir.path() / "same").string(), "--profile", "binpack", "--progress", "never"});
+  const auto same = t::cli({"run", small, "--out", (dir.path() / "same").string(), "--profile", "binpack", "--progress", "never"});
   REQUIRE(same.rc == 0);
   for (const char* f : {"summary.json", "meta.json", "jobs.csv", "events.csv", "timeseries.csv", "report.md"}) {
     INFO(f);
@@ -80,7 +53,7 @@ TEST_CASE("run --profile NAME runs the scenario with that built-in profile", "[s
 TEST_CASE("run --profile FILE uses a profile file, named after the file when it gives no name", "[scenario][cli]") {
   t::TempDir dir;
   const auto file = dir.write("spread-heavy.json", R"({"extends": "binpack", "score": [{"name": "least-allocated", "weight": 3}]})");
-  const auto r = cli({"run", t::example("small.json").string(), "--out", (dir.path() / "out").string(), "--profile", file.string(),
+  const auto r = t::cli({"run", t::example("small.json").string(), "--out", (dir.path() / "out").string(), "--profile", file.string(),
                       "--progress", "never", "--quiet"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
@@ -100,26 +73,26 @@ TEST_CASE("run --profile rejects unknown names and bad profile files before runn
   t::TempDir dir;
   const auto small = t::example("small.json").string();
   const auto out = (dir.path() / "out").string();
-  auto r = cli({"run", small, "--out", out, "--profile", "fastest"});
+  auto r = t::cli({"run", small, "--out", out, "--profile", "fastest"});
   CHECK(r.rc == 1);
   CHECK_THAT(r.err, Catch::Contains("[gpusched.profile_error.306] --profile:"));
   CHECK_THAT(r.err, Catch::Contains("kube-default"));
   const auto bad = dir.write("bad.json", R"({"extends": "default", "score": ["gpu-binpack", "least-alocated"]})");
-  r = cli({"run", small, "--out", out, "--profile", bad.string()});
+  r = t::cli({"run", small, "--out", out, "--profile", bad.string()});
   CHECK(r.rc == 1);
   CHECK_THAT(r.err, Catch::Contains(std::string("[gpusched.profile_error.301] ").append(bad.string()).append(": field 'score/1'")));
   const auto broken = dir.write("broken.json", R"({"score": )");
-  r = cli({"run", small, "--out", out, "--profile", broken.string()});
+  r = t::cli({"run", small, "--out", out, "--profile", broken.string()});
   CHECK(r.rc == 1);
   CHECK_THAT(r.err, Catch::Contains("[gpusched.scenario_error.202]"));
-  r = cli({"run", small, "--out", out, "--profile", (dir.path() / "missing.json").string()});
+  r = t::cli({"run", small, "--out", out, "--profile", (dir.path() / "missing.json").string()});
   CHECK(r.rc == 1);
   CHECK_THAT(r.err, Catch::Contains("[gpusched.scenario_error.201]"));
   CHECK_FALSE(std::filesystem::exists(dir.path() / "out"));   // nothing ran
 }
 
 TEST_CASE("run --help documents --profile", "[scenario][cli]") {
-  const auto r = cli({"run", "--help"});
+  const auto r = t::cli({"run", "--help"});
   CHECK(r.rc == 0);
   CHECK_THAT(r.out, Catch::Contains("--profile"));
   CHECK_THAT(r.out, Catch::Contains("profile JSON file"));

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
@@ -12,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <gpusched/quantity.hpp>
+#include <gpusched/scenario/scenario.hpp>
 
 namespace gpusched::test {
 
@@ -241,6 +243,28 @@ std::string scenario_doc(std::string_view name, std::string_view list, std::stri
   s += jobs;
   s += "]}}";
   return s;
+}
+
+CliResult cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "gpusched");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  auto* old_out = std::cout.rdbuf(out.rdbuf());
+  auto* old_err = std::cerr.rdbuf(err.rdbuf());
+  CliResult r;
+  try {
+    r.rc = scenario::cli_main(static_cast<int>(argv.size()), argv.data());
+  } catch (...) {
+    std::cout.rdbuf(old_out);
+    std::cerr.rdbuf(old_err);
+    throw;
+  }
+  std::cout.rdbuf(old_out);
+  std::cerr.rdbuf(old_err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
 }
 
 }  // namespace gpusched::test

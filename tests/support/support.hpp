@@ -72,6 +72,14 @@ std::string numbered(std::string prefix, std::int64_t i);
 /// The whole file as bytes.
 std::string read_file(const std::filesystem::path& p);
 
+/// What `gpusched ARGS...` returned and printed, run in-process (scenario::cli_main).
+struct CliResult {
+  int rc = 0;
+  std::string out, err;
+};
+/// Runs `gpusched ARGS...` in-process with the built-in registry, capturing std::cout and std::cerr.
+CliResult cli(std::vector<std::string> args);
+
 using Items = std::vector<std::pair<std::string, std::string>>;
 
 /// A node with `cpu_cores` cores, `memory_gib` GiB and `gpus` GPUs of `model` (builtin catalog name).
