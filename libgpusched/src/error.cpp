@@ -46,7 +46,9 @@ void throw_error(ErrorCode code, Location where, const std::string& message) {
     case 4: throw CatalogError(code, std::move(where), message);
     case 5: throw QuantityError(code, std::move(where), message);
     case 7: throw PluginError(code, std::move(where), message);
-    default: throw OutputError(code, std::move(where), message);
+    default:
+      if (code == ErrorCode::kInterrupted) throw InterruptedError(code, std::move(where), message);
+      throw OutputError(code, std::move(where), message);
   }
 }
 

@@ -22,6 +22,7 @@ enum class ErrorCode : std::uint16_t {
   kTraceDuplicateId = 107,
   kTraceSchemaVersion = 108,
   kTraceUnknownColumn = 109,
+  kTraceOutOfRange = 110,        ///< a number outside its documented range (times beyond the clock, ...)
   // scenario_error: scenario files and cluster descriptions
   kScenarioCannotOpen = 201,
   kScenarioParse = 202,
@@ -32,6 +33,8 @@ enum class ErrorCode : std::uint16_t {
   kScenarioUnknownNode = 207,
   kScenarioDuplicateNode = 208,
   kScenarioBadDevices = 209,     ///< impossible device layout: overlapping GIs, mixed vGPU profiles, ...
+  kScenarioTooDeep = 210,        ///< JSON nested deeper than the parser's limit (kMaxJsonDepth)
+  kScenarioOutOfRange = 211,     ///< a number outside its documented range (times beyond the clock, counts, ...)
   // profile_error: scheduling profiles
   kProfileUnknownPlugin = 301,
   kProfileDuplicatePlugin = 302,
@@ -51,6 +54,7 @@ enum class ErrorCode : std::uint16_t {
   kResourceUnknown = 502,
   // io_error
   kOutputWrite = 601,
+  kInterrupted = 602,        ///< the run was interrupted (SIGINT/SIGTERM, Ctrl-C in Python); nothing was written
   // plugin_error: a plugin written outside the library (Python) failed during a run
   kPluginRaised = 701,       ///< the plugin raised an exception (its traceback is in the message)
   kPluginBadResult = 702,    ///< the plugin returned something of the wrong type, shape or range
@@ -91,6 +95,8 @@ class CatalogError : public Error { using Error::Error; };
 class QuantityError : public Error { using Error::Error; };
 class OutputError : public Error { using Error::Error; };
 class PluginError : public Error { using Error::Error; };
+/// A run stopped by an interruption request (see gpusched/interrupt.hpp). The CLI exits 130.
+class InterruptedError : public Error { using Error::Error; };
 
 /// Throws the exception class that matches the code's category.
 [[noreturn]] void throw_error(ErrorCode code, Location where, const std::string& message);

@@ -32,4 +32,15 @@ struct SimTime {
 
 inline constexpr SimTime kSecond = SimTime::from_us(1'000'000);
 
+/// The largest time-like value (a time or a span, in seconds) any input may give: 10^10 s, about
+/// 317 years. Sums of a handful of such values (submit + duration + delays, times slow-downs up to
+/// 100x) stay far below the clock's limit (9.2e12 s), so no input can overflow the clock.
+/// Readers reject larger values with an `out of range` error naming the field.
+inline constexpr double kMaxInputSeconds = 1e10;
+/// The smallest positive time-like value an input may give where the format says "> 0": one
+/// microsecond, the clock's tick. Smaller positive values would round to 0.
+inline constexpr double kMinPositiveSeconds = 1e-6;
+/// The deepest JSON nesting any reader accepts (scenario, profile, trace, kubectl files).
+inline constexpr int kMaxJsonDepth = 256;
+
 }  // namespace gpusched
