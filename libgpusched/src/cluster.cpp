@@ -537,7 +537,10 @@ void ClusterState::take_gpu(NodeState& s, const GpuGrant& grant) {
     case GpuPartition::kTimeSlicing:
     case GpuPartition::kMps: GPUSCHED_ASSERT(g.tasks <= g.replicas, "more sharers than replicas"); break;
     case GpuPartition::kPassthrough:
-    case GpuPartition::kWhole: GPUSCHED_ASSERT(grant.milli < kMilliPerGpu || g.tasks == 1, "a whole GPU given twice"); break;
+    case GpuPartition::kWhole:
+      // share_fits(): a grant of all the compute (a whole GPU, HAMi gpucores 100) needs an idle GPU.
+      GPUSCHED_ASSERT(grant.milli < kMilliPerGpu || g.tasks == 1, "a whole GPU given twice");
+      break;
     case GpuPartition::kVgpu: {
       GPUSCHED_ASSERT(grant.vgpu_profile >= 0 && (g.vgpu_profile < 0 || g.vgpu_profile == grant.vgpu_profile),
                       "vGPU profiles mixed on one GPU");
@@ -549,6 +552,15 @@ void ClusterState::take_gpu(NodeState& s, const GpuGrant& grant) {
       GPUSCHED_ASSERT(grant.mig_profile >= 0 && grant.mig_start >= 0, "a MIG GPU granted without a GPU instance");
       auto& m = migs_[static_cast<std::size_t>(g.mig)];
       const auto& geo = mig_geometry(g);
+      if (restore_) {   // undo_release(): the GI release() left idle is taken again, nothing else
+        const bool there = std::any_of(m.layout.instances().begin(), m.layout.instances().end(), [&](const MigInstance& i) {
+          return i.start == grant.mig_start && i.profile == grant.mig_profile;
+        });
+        GPUSCHED_ASSERT(there, "restored a GPU instance that is gone");
+        GPUSCHED_ASSERT(!m.busy_at(grant.mig_start), "a GPU instance given twice");
+        m.busy = static_cast<std::uint8_t>(m.busy | (1U << grant.mig_start));
+        break;
+      }
       for_each_destroyed(grant.mig_destroyed, [&](const MigInstance& i) {
         if (m.layout.remove(geo, i.profile, i.start)) ++totals_.mig_reconfigurations;
         GPUSCHED_ASSERT(!m.busy_at(i.start), "destroyed a busy GPU instance");
@@ -678,6 +690,12 @@ void ClusterState::undo_allocate(const TaskRequest& r, const TaskPlacement& p) {
   undo_ = true;
   release(r, p);
   undo_ = false;
+}
+
+void ClusterState::undo_release(const TaskRequest& r, const TaskPlacement& p) {
+  restore_ = true;
+  allocate(r, p);
+  restore_ = false;
 }
 
 void ClusterState::set_schedulable(NodeId n, bool schedulable) {

@@ -1,5 +1,6 @@
 #include <gpusched/error.hpp>
 #include <gpusched/status.hpp>
+#include <gpusched/utf8.hpp>
 
 namespace gpusched {
 namespace {
@@ -34,9 +35,19 @@ std::string error_id(ErrorCode code) {
   return "gpusched." + std::string(error_category(code)) + "." + std::to_string(static_cast<int>(code));
 }
 
+namespace {
+/// Messages quote input; invalid UTF-8 in it becomes \xNN so that every message is valid UTF-8
+/// (Python decodes it; a terminal prints it).
+Location printable(Location w) {
+  w.file = printable_utf8(w.file);
+  w.field = printable_utf8(w.field);
+  return w;
+}
+}  // namespace
+
 Error::Error(ErrorCode code, Location where, const std::string& message)
-    : std::runtime_error(format_message(code, where, message)),
-      code_(code), where_(std::move(where)), detail_(message) {}
+    : std::runtime_error(format_message(code, printable(where), printable_utf8(message))),
+      code_(code), where_(printable(std::move(where))), detail_(printable_utf8(message)) {}
 
 void throw_error(ErrorCode code, Location where, const std::string& message) {
   switch (static_cast<int>(code) / 100) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -38,6 +39,25 @@ int GpuModel::find_vgpu(std::string_view profile) const {
 }
 
 namespace {
+/// A whole number lo..hi from a catalog entry (never a cast of an out-of-range double or a
+/// truncated 64-bit integer); kCatalogBadEntry naming `path` otherwise.
+std::int64_t catalog_int(const nlohmann::json& v, const std::string& source, const std::string& path, std::int64_t lo,
+                         std::int64_t hi) {
+  const bool whole = v.is_number_integer() ||
+                     (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>()));
+  if (!whole) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path}, "expected a whole number, got " + v.dump());
+  const double d = v.get<double>();
+  if (v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)
+                             : (d < static_cast<double>(lo) || d > static_cast<double>(hi))) {
+    throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path},
+                v.dump() + " is out of range: must be " + std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  return v.is_number_integer() ? v.get<std::int64_t>() : static_cast<std::int64_t>(d);
+}
+
+/// The most memory one GPU model may declare: 2^40 MiB (1 EiB); keeps products of it in range.
+constexpr std::int64_t kMaxGpuMemoryMib = std::int64_t{1} << 40;
+
 std::vector<VgpuProfile> vgpu_from_json(const nlohmann::json& v, const std::string& source, const std::string& path,
                                         std::int64_t memory_mib) {
   if (!v.is_array()) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path}, "expected a list of vGPU profiles");
@@ -48,8 +68,8 @@ std::vector<VgpuProfile> vgpu_from_json(const nlohmann::json& v, const std::stri
     VgpuProfile p;
     for (const auto& [k, x] : v[i].items()) {
       if (k == "name") p.name = x.get<std::string>();
-      else if (k == "framebuffer_mib") p.framebuffer_mib = x.get<std::int64_t>();
-      else if (k == "max_per_gpu") p.max_per_gpu = x.get<std::int32_t>();
+      else if (k == "framebuffer_mib") p.framebuffer_mib = catalog_int(x, source, pf + "/" + k, 0, kMaxGpuMemoryMib);
+      else if (k == "max_per_gpu") p.max_per_gpu = static_cast<std::int32_t>(catalog_int(x, source, pf + "/" + k, 0, 1 << 16));
       else throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/" + k}, "unknown field (known: name, framebuffer_mib, max_per_gpu)");
     }
     if (p.name.empty()) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/name"}, "a vGPU profile needs a name");
@@ -114,8 +134,8 @@ void GpuCatalog::add_json(const nlohmann::json& doc, const std::string& source) 
         if (k == "name") m.name = v.get<std::string>();
         else if (k == "aliases") m.aliases = v.get<std::vector<std::string>>();
         else if (k == "vendor") m.vendor = v.get<std::string>();
-        else if (k == "memory_mib") m.memory_mib = v.get<std::int64_t>();
-        else if (k == "sms") m.sms = v.get<std::int32_t>();
+        else if (k == "memory_mib") m.memory_mib = catalog_int(v, source, path + "/" + k, 0, kMaxGpuMemoryMib);
+        else if (k == "sms") m.sms = static_cast<std::int32_t>(catalog_int(v, source, path + "/" + k, 0, 1 << 20));
         else if (k == "mig_capable") m.mig_capable = v.get<bool>();
         else if (k == "nvlink") m.nvlink = v.get<bool>();
         else if (k == "mig") m.mig = mig_geometry_from_json(v, source, path + "/mig");

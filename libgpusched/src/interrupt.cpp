@@ -1,5 +1,7 @@
 #include <gpusched/interrupt.hpp>
 
+#include <gpusched/error.hpp>
+
 namespace gpusched {
 namespace {
 std::atomic<bool> g_interrupt{false};
@@ -12,5 +14,12 @@ void clear_interrupt() noexcept { g_interrupt.store(false, std::memory_order_rel
 bool interrupt_requested() noexcept { return g_interrupt.load(std::memory_order_relaxed); }
 void set_thread_interrupt_poll(InterruptPoll poll) noexcept { t_poll = poll; }
 InterruptPoll thread_interrupt_poll() noexcept { return t_poll; }
+
+void throw_if_interrupted() {
+  const InterruptPoll poll = t_poll;
+  if (interrupt_requested() || (poll != nullptr && poll())) {
+    throw InterruptedError(ErrorCode::kInterrupted, {}, "the run was interrupted; nothing was written");
+  }
+}
 
 }  // namespace gpusched

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -36,12 +37,24 @@ MigGeometry mig_geometry_from_json(const nlohmann::json& j, const std::string& s
     throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + field}, msg);
   };
   if (!j.is_object()) bad("", "expected an object");
+  // A whole number lo..hi (never a cast of an out-of-range double or a truncated 64-bit integer).
+  auto integer = [&](const nlohmann::json& v, const std::string& field, std::int64_t lo, std::int64_t hi) -> std::int64_t {
+    const bool whole = v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                                                 v.get<double>() == std::floor(v.get<double>()));
+    if (!whole) bad(field, "expected a whole number, got " + v.dump());
+    const double d = v.get<double>();
+    if (v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)
+                               : (d < static_cast<double>(lo) || d > static_cast<double>(hi))) {
+      bad(field, v.dump() + " is out of range: must be " + std::to_string(lo) + ".." + std::to_string(hi));
+    }
+    return v.is_number_integer() ? v.get<std::int64_t>() : static_cast<std::int64_t>(d);
+  };
   MigGeometry g;
   try {
     for (const auto& [k, v] : j.items()) {
-      if (k == "memory_slices") g.memory_slices = v.get<int>();
-      else if (k == "compute_slices") g.compute_slices = v.get<int>();
-      else if (k == "max_media_instances") g.max_media_instances = v.get<int>();
+      if (k == "memory_slices") g.memory_slices = static_cast<int>(integer(v, "/memory_slices", 1, 32));
+      else if (k == "compute_slices") g.compute_slices = static_cast<int>(integer(v, "/compute_slices", 1, 64));
+      else if (k == "max_media_instances") g.max_media_instances = static_cast<int>(integer(v, "/max_media_instances", 0, 64));
       else if (k == "reconfigure_requires_idle") g.reconfigure_requires_idle = v.get<bool>();
       else if (k == "notes") continue;
       else if (k == "profiles") {
@@ -50,14 +63,18 @@ MigGeometry mig_geometry_from_json(const nlohmann::json& j, const std::string& s
           const std::string pf = "/profiles/" + std::to_string(i);
           MigProfile p;
           for (const auto& [pk, pv] : v[i].items()) {
-            if (pk == "id") p.id = pv.get<int>();
+            const std::string pkf = pf + "/" + pk;
+            if (pk == "id") p.id = static_cast<int>(integer(pv, pkf, -1, 1 << 20));
             else if (pk == "name") p.name = pv.get<std::string>();
-            else if (pk == "compute_slices") p.compute_slices = pv.get<int>();
-            else if (pk == "memory_slices") p.memory_slices = pv.get<int>();
-            else if (pk == "memory_mib") p.memory_mib = pv.get<std::int64_t>();
-            else if (pk == "sms") p.sms = pv.get<int>();
-            else if (pk == "max_count") p.max_count = pv.get<int>();
-            else if (pk == "starts") p.starts = pv.get<std::vector<int>>();
+            else if (pk == "compute_slices") p.compute_slices = static_cast<int>(integer(pv, pkf, 1, 64));
+            else if (pk == "memory_slices") p.memory_slices = static_cast<int>(integer(pv, pkf, 1, 32));
+            else if (pk == "memory_mib") p.memory_mib = integer(pv, pkf, 0, std::int64_t{1} << 40);
+            else if (pk == "sms") p.sms = static_cast<int>(integer(pv, pkf, 0, 1 << 20));
+            else if (pk == "max_count") p.max_count = static_cast<int>(integer(pv, pkf, 1, 64));
+            else if (pk == "starts") {
+              if (!pv.is_array()) bad(pkf, "expected a list of memory-slice starts");
+              for (std::size_t s = 0; s < pv.size(); ++s) p.starts.push_back(static_cast<int>(integer(pv[s], pkf + "/" + std::to_string(s), 0, 31)));
+            }
             else if (pk == "media_extensions") p.media_extensions = pv.get<bool>();
             else bad(pf + "/" + pk, "unknown field");
           }
@@ -103,7 +120,10 @@ void to_json(nlohmann::json& j, const MigGeometry& g) {
 // ----------------------------------------------------------------------------- MigLayout
 
 namespace {
-std::uint32_t slice_mask(int start, int size) { return ((1u << size) - 1u) << start; }
+/// Bits start..start+size-1; size 32 (a whole 32-slice GPU) must not shift a 32-bit 1 by 32 (UB).
+std::uint32_t slice_mask(int start, int size) {
+  return static_cast<std::uint32_t>(((std::uint64_t{1} << size) - 1u) << start);
+}
 }  // namespace
 
 bool MigLayout::can_place(const MigGeometry& g, int p, int start) const {

@@ -96,7 +96,11 @@ TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>
     else if (name == kGpuMem) mem_gib = parse_count(value, at(name));
     else if (name == kHamiMem) hami_mem = parse_count(value, at(name));
     else if (name == kHamiCores) hami_cores = parse_count(value, at(name));
-    else if (name == kTpu) r.tpu.chips = static_cast<std::int32_t>(std::min<std::int64_t>(parse_count(value, at(name)), 1 << 20));
+    else if (name == kTpu) {
+      const auto chips = parse_count(value, at(name));
+      if (chips > 1 << 20) throw_error(ErrorCode::kQuantityBad, at(name), "more than 1048576 TPU chips per task");
+      r.tpu.chips = static_cast<std::int32_t>(chips);
+    }
     else if (name == kTpuTopology) tpu_topology = value;
     else if (name == kTpuAccelerator) tpu_accel = value;
     else if (name == kPassthrough) passthrough = value;
@@ -132,10 +136,15 @@ TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>
                 "a task asks for GPUs one way: nvidia.com/gpu (optionally with gpu-milli/gpu-mem or HAMi gpumem/gpucores), "
                 "a MIG or vGPU profile, pci_passthrough:alias, or google.com/tpu");
   }
+  if (milli == 0) {
+    throw_error(ErrorCode::kQuantityBad, at(kGpuMilli), "0 is not a share of a GPU (1..1000); leave it out for none");
+  }
   if (milli > kMilliPerGpu) {
     throw_error(ErrorCode::kQuantityBad, at(kGpuMilli),
                 std::to_string(milli) + " is more than one GPU (1..1000); ask for whole GPUs with " + std::string(kGpu));
   }
+  if (mem_gib > 1 << 20) throw_error(ErrorCode::kQuantityBad, at(kGpuMem), "more than 1048576 GiB of one GPU's memory");
+  if (hami_mem > std::int64_t{1} << 30) throw_error(ErrorCode::kQuantityBad, at(kHamiMem), "more than 2^30 MiB of one GPU's memory");
   if (hami_cores > 100) throw_error(ErrorCode::kQuantityBad, at(kHamiCores), "a percentage, 0..100");
   if (fgd_share && gpus > 1) {
     throw_error(ErrorCode::kQuantityBad, at(kGpu),
@@ -153,6 +162,7 @@ TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>
     r.gpu.count = 1;
     r.gpu.milli = static_cast<std::int32_t>(std::max<std::int64_t>(milli, 0));
     r.gpu.memory_mib = std::max<std::int64_t>(mem_gib, 0) * 1024;
+    r.gpu.names_gpu = gpus > 0;
   } else if (fgd_share || gpus > 0) {
     r.gpu.mode = GpuMode::kWhole;
     r.gpu.count = static_cast<std::int32_t>(std::max<std::int64_t>(gpus, 1));
@@ -238,6 +248,7 @@ std::vector<std::pair<std::string, std::string>> format_requests(const TaskReque
     if (r.gpu.memory_mib != kAllGpuMemory) out.emplace_back(kHamiMem, std::to_string(r.gpu.memory_mib));
     out.emplace_back(kHamiCores, std::to_string(r.gpu.milli / 10));
   } else if (r.gpu.mode == GpuMode::kShared) {
+    if (r.gpu.names_gpu) out.emplace_back(kGpu, "1");
     if (r.gpu.milli > 0) out.emplace_back(kGpuMilli, std::to_string(r.gpu.milli));
     if (r.gpu.memory_mib > 0) out.emplace_back(kGpuMem, std::to_string(r.gpu.memory_mib / 1024));
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -10,8 +11,13 @@
 namespace gpusched {
 
 std::int64_t TpuTopology::chips() const {
+  // Saturates instead of overflowing (parse_tpu_topology bounds dims, but a TpuTopology is a plain struct).
   std::int64_t c = 1;
-  for (int d : dims) c *= d;
+  for (int d : dims) {
+    if (d <= 0) return 0;
+    if (c > std::numeric_limits<std::int64_t>::max() / d) return std::numeric_limits<std::int64_t>::max();
+    c *= d;
+  }
   return c;
 }
 
@@ -32,8 +38,9 @@ TpuTopology parse_tpu_topology(std::string_view topology, const Location& where)
     const auto part = topology.substr(pos, x == std::string_view::npos ? std::string_view::npos : x - pos);
     int v = 0;
     const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-    if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || v < 1) {
-      throw_error(ErrorCode::kCatalogBadTopology, where, "\"" + std::string(topology) + "\" is not of the form AxB or AxBxC");
+    if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || v < 1 || v > 65536 || t.dims.size() >= 3) {
+      throw_error(ErrorCode::kCatalogBadTopology, where,
+                  "\"" + std::string(topology) + "\" is not of the form AxB or AxBxC (each dimension 1..65536)");
     }
     t.dims.push_back(v);
     if (x == std::string_view::npos) break;

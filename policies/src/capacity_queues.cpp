@@ -695,7 +695,7 @@ Status CapacityQueuesPlugin::post_filter(ClusterState& cluster, const JobSpec& j
     apply(running_[j.value], -1);
   };
   auto sim_give_back = [&](Statement& sim, JobId j) {
-    for (const auto& pl : jobs_->placements(j)) sim.allocate(jobs_->spec(j).request, pl);
+    for (const auto& pl : jobs_->placements(j)) sim.restore(jobs_->spec(j).request, pl);
     running_[j.value].evicting = false;
     apply(running_[j.value], +1);
   };

@@ -200,8 +200,9 @@ Contrib contrib(const ClusterState& c, const NodeMig& f, const Look& l, const Ta
     case GpuPartition::kWhole:
       if (m.gpu.mode == GpuMode::kWhole) return l.tasks == 0 ? Contrib{l.milli_free, 1} : Contrib{};
       if (m.gpu.mode == GpuMode::kShared) {
-        const auto mem = m.gpu.memory_mib == kAllGpuMemory ? g.memory_mib : m.gpu.memory_mib;
-        return l.milli_free >= m.gpu.milli && l.memory_free_mib >= mem ? Contrib{l.milli_free, 1} : Contrib{};
+        return ClusterState::share_fits(l.milli_free, l.memory_free_mib, l.tasks, g.memory_mib, m.gpu.milli, m.gpu.memory_mib)
+                   ? Contrib{l.milli_free, 1}
+                   : Contrib{};
       }
       return {};
     case GpuPartition::kTimeSlicing:

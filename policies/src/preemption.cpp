@@ -249,7 +249,7 @@ void PriorityPreemption::take(ClusterState& cluster, JobId j) const {
 void PriorityPreemption::give(ClusterState& cluster, JobId j) const {
   const auto& r = jobs_->spec(j).request;
   const auto ps = jobs_->placements(j);
-  for (auto it = ps.rbegin(); it != ps.rend(); ++it) cluster.allocate(r, *it);
+  for (auto it = ps.rbegin(); it != ps.rend(); ++it) cluster.undo_release(r, *it);   // exact: no MIG replay
 }
 
 bool PriorityPreemption::fits_without(ClusterState& cluster, std::span<const Candidate* const> set, NodeId node,

@@ -181,6 +181,21 @@ double QuotaResources::gpu_equivalent(const ClusterState* cluster, const TaskReq
   return g;
 }
 
+std::int64_t QuotaResources::nvidia_gpus(const GpuRequest& g) {
+  // What the pod requests as nvidia.com/gpu (Kubernetes charges requests.nvidia.com/gpu that):
+  // whole GPUs (also replicas of time-slicing / MPS GPUs and GIs of MIG `single` nodes, all
+  // advertised as nvidia.com/gpu; gpu-milli 1000 is a whole GPU), passthrough GPUs (gpusched's
+  // mapping of the flavor alias), a HAMi share (nvidia.com/gpu: N with gpumem / gpucores), a
+  // gpu-milli / gpu-mem share written with nvidia.com/gpu: 1. MIG profiles and vGPUs are their
+  // own resource names (nvidia.com/mig-<profile>, nvidia.com/vgpu-<profile>), not GPUs.
+  switch (g.mode) {
+    case GpuMode::kWhole:
+    case GpuMode::kPassthrough: return g.count;
+    case GpuMode::kShared: return g.names_gpu ? g.count : 0;
+    default: return 0;
+  }
+}
+
 void QuotaResources::charge(const ClusterState* cluster, const JobSpec& job, std::int64_t tasks,
                             std::span<std::int64_t> out) const {
   const auto& r = job.request;
@@ -190,7 +205,7 @@ void QuotaResources::charge(const ClusterState* cluster, const JobSpec& job, std
     switch (e.kind) {
       case QuotaKind::kCpu: per = r.cpu_milli; break;
       case QuotaKind::kMemory: per = r.memory_mib; break;
-      case QuotaKind::kGpu: per = (r.gpu.mode == GpuMode::kWhole || r.gpu.mode == GpuMode::kPassthrough) ? r.gpu.count : 0; break;
+      case QuotaKind::kGpu: per = nvidia_gpus(r.gpu); break;
       case QuotaKind::kGpuMilli: per = r.gpu.mode == GpuMode::kShared ? std::int64_t{r.gpu.count} * r.gpu.milli : 0; break;
       case QuotaKind::kMig: per = (r.gpu.mode == GpuMode::kMig && iequals(r.gpu.profile, e.detail)) ? r.gpu.count : 0; break;
       case QuotaKind::kVgpu: per = (r.gpu.mode == GpuMode::kVgpu && iequals(r.gpu.profile, e.detail)) ? r.gpu.count : 0; break;

@@ -2,6 +2,10 @@
 
 import sys
 
-from .cli import main
+try:
+    from .cli import main
+except KeyboardInterrupt:  # Ctrl-C while Python imports: one line, no traceback
+    print("gpusched: interrupted; nothing was written", file=sys.stderr)
+    sys.exit(130)
 
 sys.exit(main())

@@ -106,9 +106,23 @@ def run_tasks(fn: Callable[[T], R], tasks: Sequence[T], executor: Any, max_worke
                 continue
             results[i] = fut.result()
             bar.update()
-    except BaseException:
+    except BaseException as exc:
         for f in futures:
             f.cancel()
+        if isinstance(exc, KeyboardInterrupt) and not isinstance(pool, cf.ProcessPoolExecutor):
+            # Ctrl-C: the runs under way in this process's threads stop too (each raises
+            # KeyboardInterrupt in its thread) instead of running to the end.
+            from . import _core
+
+            _core.request_interrupt()
+            try:
+                if own:
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    own = False
+                else:
+                    cf.wait([f for f in futures if not f.cancelled()])
+            finally:
+                _core.clear_interrupt()
         raise
     finally:
         if own:

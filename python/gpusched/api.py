@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Union
 
 from . import _core
+from ._seeds import check_optional_seed
 from .result import Result
 
 if TYPE_CHECKING:
@@ -81,8 +82,7 @@ def run(
     The simulation runs with the GIL released, so threads can run several at once.
     Raises a GpuschedError subclass (ScenarioError, TraceError, ProfileError, ...) on bad input.
     """
-    if seed is not None and seed < 0:
-        raise ValueError("seed must be >= 0")
+    seed = check_optional_seed(seed)   # 0..2**64-1, else ScenarioError (never a pybind TypeError)
     how = _resolve(scenario, source, base_dir)
     if how.kind == "demo":
         raw = _core.run_demo(seed=seed, progress=progress)

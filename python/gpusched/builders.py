@@ -22,6 +22,8 @@ import copy
 import os
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ._seeds import check_seed
+
 if TYPE_CHECKING:
     from .api import ProgressFn
     from .result import Result
@@ -516,7 +518,7 @@ class Scenario:
         self.cluster = cluster
         self.profile = profile
         self.workload = workload
-        self.seed = seed
+        self.seed = check_seed(seed)
         self.mode = mode
         self.horizon_s = horizon_s
         self.name = name
@@ -570,7 +572,7 @@ class Scenario:
         d: Dict[str, Any] = {"schema_version": 1, "name": self.name}
         if self.description is not None:
             d["description"] = self.description
-        d["seed"] = int(self.seed)
+        d["seed"] = check_seed(self.seed)   # 0..2**64-1, never truncated (1.5 is an error, not 1)
         d["mode"] = self.mode
         d["cluster"] = cluster
         d["profile"] = profile

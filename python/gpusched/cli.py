@@ -1,7 +1,8 @@
 """The ``gpusched`` command (also ``python -m gpusched``).
 
 The C++ command line does the work (run, demo, validate, policies, version; exit codes 0 ok,
-1 bad input, 2 wrong usage, 3 outputs not written). After a successful ``run`` or ``demo``, when
+1 bad input, 2 wrong usage, 3 outputs not written, 130 interrupted: Ctrl-C or SIGTERM prints one
+line, ``gpusched: interrupted; nothing was written``, and no traceback). After a successful ``run`` or ``demo``, when
 matplotlib is installed, this wrapper also draws ``timeseries.png`` into the output folder and
 links it from ``report.md``. Plotting never changes the exit code.
 """
@@ -9,9 +10,12 @@ links it from ``report.md``. Plotting never changes the exit code.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+import threading
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 from . import _core
 
@@ -77,14 +81,31 @@ def add_plot(out_dir: Path) -> Path:
             s = json.load(f)
         title = f"{s['scenario']['name']} (seed {s['seed']}, profile {s['profile']})"
     png = out_dir / "timeseries.png"
-    plot_timeseries(timeseries, title=title, path=png)
+    _replace_atomically(png, lambda tmp: plot_timeseries(timeseries, title=title, path=tmp))
     report = out_dir / "report.md"
     if report.exists():
         text = report.read_text(encoding="utf-8")
         if "![](timeseries.png)" not in text:
             sep = "" if text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
-            report.write_text(text + sep + "## Plot\n\n![](timeseries.png)\n", encoding="utf-8")
+            _write_text_atomically(report, text + sep + "## Plot\n\n![](timeseries.png)\n")
     return png
+
+
+def _replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
+    """``write(tmp)`` writes a hidden file beside ``path``, which then replaces ``path`` in one
+    rename: an interrupted write never leaves a truncated file under the real name."""
+    tmp = path.with_name(f".{path.name}.gpusched-tmp-{os.getpid()}{path.suffix}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _write_text_atomically(path: Path, text: str) -> None:
+    """``path.write_text(text)`` through a hidden file and a rename (see _replace_atomically)."""
+    _replace_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def _experiment_dir(args: Sequence[str]) -> Optional[Path]:
@@ -106,21 +127,56 @@ def add_fgd_plot(out_dir: Path) -> Path:
 
     result = read_fgd_outputs(out_dir)
     png = out_dir / "fgd.png"
-    result.plot(png, title=f"FGD experiment ({out_dir.name}), {result.curve['seed'].nunique()} seeds")
+    title = f"FGD experiment ({out_dir.name}), {result.curve['seed'].nunique()} seeds"
+    _replace_atomically(png, lambda tmp: result.plot(tmp, title=title))
     report = out_dir / "report.md"
     if report.exists():
         text = report.read_text(encoding="utf-8")
         if "![](fgd.png)" not in text:
-            report.write_text(text.rstrip("\n") + "\n\n## Plot\n\n![](fgd.png)\n", encoding="utf-8")
+            _write_text_atomically(report, text.rstrip("\n") + "\n\n## Plot\n\n![](fgd.png)\n")
     return png
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Runs the command line with ``argv`` (default: sys.argv[1:]); returns the exit code."""
+    """Runs the command line with ``argv`` (default: sys.argv[1:]); returns the exit code (130
+    when interrupted: Ctrl-C or SIGTERM, reported in one line on stderr, never a traceback)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    rc = _core.cli_main(args)
+    started = False
+    previous = _sigterm_as_keyboard_interrupt()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # While a run goes, the C++ command line handles SIGINT / SIGTERM itself (exit 130).
+        started = True
+        rc = _core.cli_main(args)
+        return _after(args, rc)
+    except KeyboardInterrupt:
+        # Ctrl-C outside the C++ run: before the command started (nothing written), or after it
+        # (while plotting: the run's files are complete then). A signal that arrived just before
+        # the C++ handlers were installed is only seen by Python once cli_main has returned, when
+        # the run may have completed: then say no more than "interrupted".
+        print("gpusched: interrupted" if started else "gpusched: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _sigterm_as_keyboard_interrupt() -> Any:
+    """SIGTERM outside the C++ run (which handles it itself) stops the command as Ctrl-C does,
+    so temporary files are cleaned up and it exits 130. Only on the main thread, and only when
+    SIGTERM has its default action; returns the handler to put back, or None."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        return None
+    return signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+
+
+def _after(args: Sequence[str], rc: int) -> int:
+    """After the C++ command line: the plot of a successful run or experiment."""
     if rc != 0 or any(a in ("-h", "--help", "--version") for a in args):
         return rc
     try:

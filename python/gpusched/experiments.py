@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Un
 import pandas as pd
 
 from . import _core
+from ._seeds import check_seed
 from ._fanout import check_executor, parallelism, run_tasks
 from ._progress import Progress, want_progress
 
@@ -110,10 +111,10 @@ def fgd(
     policy_list = list(_core.parse_fgd_policies(policies if isinstance(policies, str) else ",".join(policies)))
     if isinstance(seeds, str):
         seed_list = list(_core.parse_seeds(seeds))
-    elif isinstance(seeds, int):
-        seed_list = [seeds]
+    elif isinstance(seeds, int) and not isinstance(seeds, bool):
+        seed_list = [check_seed(seeds, "seeds")]
     else:
-        seed_list = [int(s) for s in seeds]
+        seed_list = [check_seed(s, "seeds") for s in seeds]
     out_dir = None if out is None else Path(out)
     bar = Progress(len(policy_list) * len(seed_list), f"gpusched fgd {workload}", want_progress(progress))
     with bar:

@@ -323,11 +323,12 @@ def _scenario_dict(scenario: ScenarioLike, base_dir: Optional[Union[str, "os.Pat
     if isinstance(scenario, str) and scenario == "demo":
         return json.loads(_core.demo_scenario_text()), None, "<built-in demo>"
     if isinstance(scenario, str) and scenario.lstrip().startswith("{"):
-        return json.loads(scenario), Path(base_dir) if base_dir is not None else None, "<string>"
+        # Read as gpusched reads scenario files: ScenarioError (id, line) for bad JSON, deep nesting, 1e999.
+        doc = _core.read_json(scenario.encode("utf-8"), "<string>")
+        return doc, Path(base_dir) if base_dir is not None else None, "<string>"
     if isinstance(scenario, (str, os.PathLike)):
         path = Path(scenario)
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+        doc = _core.read_json(path)
         return doc, Path(base_dir) if base_dir is not None else path.resolve().parent, str(path)
     raise TypeError(f"scenario must be a dict, a gpusched.Scenario, a path, JSON text or 'demo'; got {type(scenario).__name__}")
 

@@ -236,21 +236,17 @@ class Result:
         """Writes summary.json, meta.json, jobs.csv, timeseries.csv, report.md (and events.csv when
         the event log is on, fragmentation.csv when fragmentation is recorded) into ``directory``
         (created); returns the paths. An unpickled Result writes the same bytes. Raises
-        OutputError."""
+        OutputError.
+
+        Atomic: the files go into a staging folder inside ``directory`` first and are moved into
+        place at the end, ``summary.json`` last; files an earlier run left there under gpusched's
+        own names (e.g. ``events.csv``) that this run does not write are removed, other files are
+        left alone. On an error nothing that looks complete is left (no ``summary.json``); on
+        Ctrl-C (KeyboardInterrupt) the folder is as it was."""
         if self._state is None:
             assert self._raw is not None
             return [Path(p) for p in self._raw.write_outputs(Path(directory))]
-        d = Path(directory)
-        written: List[Path] = []
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-            for name, data in self._state["files"]:
-                path = d / name
-                path.write_bytes(data)
-                written.append(path)
-        except OSError as e:
-            raise _core.OutputError(f"{e.filename or d}: cannot write the outputs: {e.strerror or e}") from e
-        return written
+        return [Path(p) for p in _core.write_output_files(Path(directory), list(self._state["files"]))]
 
     def format_summary(self) -> str:
         """The few aligned lines the command line prints."""

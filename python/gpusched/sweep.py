@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, 
 
 from . import _core
 from ._fanout import run_tasks
+from ._seeds import check_seed
 from ._progress import Progress, want_progress
 
 if TYPE_CHECKING:
@@ -208,15 +209,13 @@ def _load_base(base: Any, base_dir: Optional[PathLike]) -> _Base:
         doc = demo_scenario()
         return _Base(doc, str(bdir), "<built-in demo>", str(doc.get("name", "demo")))
     if how.kind == "json":
-        doc = json.loads(how.text)
+        # Read as gpusched reads scenario files: ScenarioError (id, line) for bad JSON, deep nesting, 1e999.
+        doc = _core.read_json(how.text.encode("utf-8"), "<string>")
+        if not isinstance(doc, dict):
+            raise TypeError("<string>: a scenario holds a JSON object")
         return _Base(doc, str(bdir), "<string>", str(doc.get("name", "")))
     path = Path(how.path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        # Let the C++ loader report it with its usual error (file, line, column).
-        _core.validate_file(path)
-        raise
+    doc = _core.read_json(path)  # ScenarioError with the file and the line when it is not JSON
     if not isinstance(doc, dict):
         _core.validate_file(path)
         raise TypeError(f"{path}: a scenario file holds a JSON object")
@@ -270,14 +269,11 @@ def _seeds(seeds: Optional[Seeds]) -> List[Optional[int]]:
     if isinstance(seeds, bool):
         raise TypeError("seeds is an int, a string like '42-51' or '1,2,3', or a list of ints")
     if isinstance(seeds, int) or (type(seeds).__module__ == "numpy" and getattr(seeds, "ndim", 1) == 0):
-        out = [int(seeds)]  # type: ignore[arg-type]
+        out = [check_seed(seeds, "seeds")]
     else:
-        out = [int(s) for s in seeds]
+        out = [check_seed(s, "seeds") for s in seeds]   # 0..2**64-1, else ScenarioError
     if not out:
         raise ValueError("seeds is empty: a sweep over no seeds has no runs")
-    for s in out:
-        if s < 0:
-            raise ValueError(f"seed {s} is negative (seeds are >= 0)")
     return out
 
 

@@ -47,21 +47,68 @@ PyObject* make_class(py::module_& m, const char* name, PyObject* base, const cha
   return cls;   // one reference kept forever on purpose
 }
 
+/// A Python str from message text, never failing: bytes that are not UTF-8 (gpusched::Error
+/// already escapes them) come out as \xNN instead of raising UnicodeDecodeError.
+py::str message_str(const std::string& text) {
+  PyObject* o = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "backslashreplace");
+  if (o == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
 /// Sets the Python error indicator to an instance of `cls` built from `e`.
 void raise(PyObject* cls, const Error& e) {
-  py::object exc = py::reinterpret_borrow<py::object>(cls)(py::str(e.what()));
+  py::object exc = py::reinterpret_borrow<py::object>(cls)(message_str(e.what()));
   const auto& w = e.where();
   exc.attr("id") = py::str(e.id());
   exc.attr("code") = py::int_(static_cast<int>(e.code()));
   exc.attr("category") = py::str(std::string(error_category(e.code())));
-  exc.attr("detail") = py::str(e.detail());
-  exc.attr("file") = w.file.empty() ? py::object(py::none()) : py::object(py::str(w.file));
+  exc.attr("detail") = message_str(e.detail());
+  exc.attr("file") = w.file.empty() ? py::object(py::none()) : py::object(message_str(w.file));
   exc.attr("line") = w.line > 0 ? py::object(py::int_(w.line)) : py::object(py::none());
-  exc.attr("field") = w.field.empty() ? py::object(py::none()) : py::object(py::str(w.field));
+  exc.attr("field") = w.field.empty() ? py::object(py::none()) : py::object(message_str(w.field));
   PyErr_SetObject(cls, exc.ptr());
 }
 
+thread_local SignalPoll* t_signal_poll = nullptr;
+
 }  // namespace
+
+SignalPoll::SignalPoll() {
+  const auto main_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  if (PyThread_get_thread_ident() != main_ident) return;
+  active_ = true;
+  previous_ = thread_interrupt_poll();
+  outer_ = t_signal_poll;
+  t_signal_poll = this;
+  set_thread_interrupt_poll(&SignalPoll::poll);
+}
+
+SignalPoll::~SignalPoll() {
+  if (!active_) return;
+  t_signal_poll = outer_;
+  set_thread_interrupt_poll(previous_);
+}
+
+bool SignalPoll::check() {
+  if (!active_) return false;
+  if (pending_) return true;
+  PyCallGil gil;
+  if (PyErr_CheckSignals() == 0) return false;
+  pending_.emplace();   // fetches the exception the handler raised
+  return true;
+}
+
+bool SignalPoll::poll() {
+  SignalPoll* self = t_signal_poll;
+  return self != nullptr && self->check();
+}
+
+void SignalPoll::raise_pending() {
+  if (!pending_) return;
+  py::error_already_set e = std::move(*pending_);
+  pending_.reset();
+  throw std::move(e);
+}
 
 py::object json_to_py(const nlohmann::json& j) {
   using T = nlohmann::json::value_t;
@@ -123,6 +170,10 @@ void bind_core(py::module_& m) {
       raise(cls.output, e);
     } catch (const PluginError& e) {
       raise(cls.plugin, e);
+    } catch (const InterruptedError& e) {
+      // A run stopped by the process-wide flag (see gpusched.request_interrupt): Python's own
+      // exception for "stopped by the user".
+      PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
     } catch (const Error& e) {
       raise(cls.base, e);
     }

@@ -3,6 +3,8 @@
 // (policy, seed) run (fgd_run, plain data that pickles) and the assembly of gathered runs
 // (fgd_assemble, the same medians and files as the built-in path). Results come back as plain
 // columns for pandas.
+#include <chrono>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -183,14 +185,39 @@ void bind_experiments(py::module_& m) {
             }
           };
         }
+        // The runs go on a thread of their own; this one waits, and on Python's main thread runs
+        // the signal handlers every 50 ms: Ctrl-C raises the process-wide interrupt flag, which
+        // stops every run of the experiment, then raises KeyboardInterrupt here.
         FgdExperimentResult r;
+        SignalPoll signals;
+        bool interrupted = false;
         try {
           py::gil_scoped_release release;
-          r = scenario::run_fgd_experiment(cfg, on_progress);
-          if (out) (void)scenario::write_fgd_outputs(r, *out);
+          auto done = std::async(std::launch::async, [&] {
+            auto result = scenario::run_fgd_experiment(cfg, on_progress);
+            if (out) (void)scenario::write_fgd_outputs(result, *out);
+            return result;
+          });
+          while (done.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+            if (!interrupted && signals.check()) {
+              interrupted = true;
+              request_interrupt();
+            }
+          }
+          try {
+            r = done.get();
+          } catch (...) {
+            if (interrupted) clear_interrupt();
+            throw;
+          }
+          if (interrupted) clear_interrupt();
         } catch (const ProgressAbort&) {
           throw std::move(*py_error);   // the GIL is held again here
+        } catch (const InterruptedError&) {
+          signals.raise_pending();
+          throw;
         }
+        if (interrupted) signals.raise_pending();   // finished before it saw the flag: still Ctrl-C
         return result_to_py(r);
       },
       py::arg("traces"), py::arg("workload"), py::arg("policies"), py::arg("seeds"), py::arg("threads") = 0,
@@ -238,11 +265,10 @@ void bind_experiments(py::module_& m) {
       [](const FgdInputs& in, const std::string& policy, std::uint64_t seed, double max_arrived_pct) {
         const auto names = scenario::parse_fgd_policies(policy);   // ScenarioError for an unknown name
         if (names.size() != 1) throw py::value_error("fgd_run takes one policy, got \"" + policy + "\"");
-        FgdRun run;
-        {
+        const FgdRun run = interruptible([&] {
           py::gil_scoped_release release;
-          run = scenario::run_fgd_once(in, names.front(), seed, max_arrived_pct);
-        }
+          return scenario::run_fgd_once(in, names.front(), seed, max_arrived_pct);
+        });
         return run_to_py(run);
       },
       py::arg("inputs"), py::arg("policy"), py::arg("seed"), py::arg("max_arrived_pct") = 130.0,

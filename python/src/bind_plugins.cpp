@@ -25,6 +25,7 @@
 #include <pybind11/stl.h>
 
 #include <gpusched/error.hpp>
+#include <gpusched/json_input.hpp>
 #include <gpusched/policies/devices/device_select.hpp>
 #include <gpusched/policies/framework/plugin.hpp>
 #include <gpusched/policies/framework/registry.hpp>
@@ -852,7 +853,12 @@ void bind_plugins(py::module_& m) {
           {
             // The default, through JSON (json.dumps), so profiles compare and print it.
             auto text = py::module_::import("json").attr("dumps")(def).cast<std::string>();
-            dj = nlohmann::json::parse(text);
+            try {
+              dj = parse_json(text, "plugin '" + name + "'", kScenarioJsonErrors);
+            } catch (const Error& e) {   // NaN, Infinity, nesting beyond kMaxJsonDepth
+              throw py::value_error("plugin \"" + name + "\": the default of argument \"" + an +
+                                    "\" is not JSON data: " + e.detail());
+            }
           }
           info.args.push_back({an, at, ad, dj});
         }

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <gpusched/json_input.hpp>
 #include <gpusched/policies/framework/profile.hpp>
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
@@ -55,12 +56,9 @@ void bind_policies(py::module_& m) {
   m.def(
       "check_profile",
       [](const std::string& text, const std::string& source) {
-        nlohmann::json doc;
-        try {
-          doc = nlohmann::json::parse(text);
-        } catch (const nlohmann::json::parse_error& e) {
-          throw_error(ErrorCode::kProfileBadArgs, {source, 0, ""}, std::string("not valid JSON: ") + e.what());
-        }
+        // Every JSON problem (syntax, depth, 1e999) is a ProfileError here, as the profile's other errors.
+        constexpr JsonErrors kProfileJson{ErrorCode::kProfileBadArgs, ErrorCode::kProfileBadArgs, ErrorCode::kProfileBadArgs};
+        const nlohmann::json doc = parse_json(text, source, kProfileJson);
         const auto profile = doc.is_string() ? policies::builtin_profile(doc.get<std::string>(), source)
                                              : policies::Profile::from_json(doc, source);
         // Building the scheduler validates every plugin, hook, weight and argument.

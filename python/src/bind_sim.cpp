@@ -18,6 +18,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <gpusched/json_input.hpp>
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
 #include <gpusched/rng.hpp>
@@ -33,35 +34,39 @@ namespace {
 using scenario::RunResult;
 using scenario::Scenario;
 
-/// Thrown through the engine to stop a run when the progress callback raised (or Ctrl-C).
+/// Thrown through the engine to stop a run when the progress callback raised.
 struct ProgressAbort {};
 
 /// Loads a scenario and runs it with the GIL released. The GIL is taken back only inside the
-/// progress callback, which also lets Ctrl-C (and exceptions raised by `progress`) stop the run.
+/// progress callback and the engine's interrupt poll (SignalPoll: Ctrl-C on the main thread stops
+/// the run and raises KeyboardInterrupt); an exception raised by `progress` stops the run too.
 RunResult run_released(const std::function<Scenario(const policies::Registry&)>& load, std::optional<std::uint64_t> seed,
                        const py::object& progress) {
   const policies::Registry registry = current_registry();   // this process's plugins, Python ones included
   std::optional<py::error_already_set> py_error;
-  const bool has_progress = !progress.is_none();
-  const scenario::ProgressFn on_progress = [&](double fraction) {
-    PyCallGil gil;
-    try {
-      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      if (has_progress) call_python(progress, py::make_tuple(fraction));
-    } catch (py::error_already_set& e) {
-      py_error.emplace(std::move(e));
-      throw ProgressAbort{};
-    }
-  };
-  std::optional<RunResult> result;
-  try {
-    ReleasedGil release;
-    const Scenario sc = load(registry);
-    result.emplace(scenario::run(sc, seed, on_progress, registry));
-  } catch (const ProgressAbort&) {
-    throw std::move(*py_error);   // the GIL is held again here
+  scenario::ProgressFn on_progress;
+  if (!progress.is_none()) {
+    on_progress = [&](double fraction) {
+      PyCallGil gil;
+      try {
+        call_python(progress, py::make_tuple(fraction));
+      } catch (py::error_already_set& e) {
+        py_error.emplace(std::move(e));
+        throw ProgressAbort{};
+      }
+    };
   }
-  return std::move(*result);
+  return interruptible([&] {
+    std::optional<RunResult> result;
+    try {
+      ReleasedGil release;
+      const Scenario sc = load(registry);
+      result.emplace(scenario::run(sc, seed, on_progress, registry));
+    } catch (const ProgressAbort&) {
+      throw std::move(*py_error);   // the GIL is held again here
+    }
+    return std::move(*result);
+  });
 }
 
 /// A 1-D numpy array of `n` elements filled by `get(i)`.
@@ -193,12 +198,7 @@ Checked check_file(const std::filesystem::path& path, const policies::Registry& 
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error&) {
-    (void)scenario::parse_scenario(std::string_view(text), file, path.parent_path(), registry);   // reports the line
-  }
+  const nlohmann::json doc = parse_json(text, file, kScenarioJsonErrors);
   if (doc.is_object() && !doc.contains("cluster") && !doc.contains("workload")) {
     const auto profile = policies::Profile::from_json(doc, file);
     const policies::Scheduler check(profile, registry, 0);
@@ -312,16 +312,16 @@ void bind_sim(py::module_& m) {
       .def(
           "write_outputs",
           [](const RunResult& r, const std::filesystem::path& dir) {
-            std::vector<std::filesystem::path> files;
-            {
+            return interruptible([&] {
               py::gil_scoped_release release;
-              files = scenario::write_outputs(r, dir);
-            }
-            return files;
+              return scenario::write_outputs(r, dir);
+            });
           },
           py::arg("dir"),
           "Writes summary.json, jobs.csv, timeseries.csv, report.md (and events.csv when enabled) into `dir` "
-          "(created); returns the paths. Raises OutputError.")
+          "(created) atomically: into a staging folder first, then moved into place with summary.json last; "
+          "files of an earlier run there that this run does not write are removed. Returns the paths. Raises "
+          "OutputError (nothing that looks complete is left), KeyboardInterrupt on Ctrl-C (nothing written).")
       .def("format_summary", &scenario::format_summary, "The terminal summary (a few aligned lines).");
 
   m.def(
@@ -350,6 +350,48 @@ void bind_sim(py::module_& m) {
       },
       py::arg("seed") = py::none(), py::arg("progress") = py::none(),
       "Runs the built-in demo: 1,000 nodes, 20,000 synthetic jobs (GIL released).");
+  m.def(
+      "read_json",
+      [](const py::object& what, const std::string& source) {
+        // A path (str or os.PathLike) to read, or JSON text (bytes); errors are ScenarioErrors
+        // with an id and the line, as for scenario files (see gpusched/json_input.hpp).
+        std::string text;
+        std::string shown = source;
+        if (py::isinstance<py::bytes>(what)) {
+          text = what.cast<std::string>();
+        } else {
+          const auto path = what.cast<std::filesystem::path>();
+          if (shown.empty()) shown = path.string();
+          std::ifstream in(path, std::ios::binary);
+          if (!in) throw_error(ErrorCode::kScenarioCannotOpen, {shown, 0, ""}, "cannot open the file");
+          std::stringstream ss;
+          ss << in.rdbuf();
+          text = ss.str();
+        }
+        return json_to_py(parse_json(text, shown.empty() ? "<string>" : shown, kScenarioJsonErrors));
+      },
+      py::arg("what"), py::arg("source") = "",
+      "Reads JSON as gpusched reads scenario files: a path, or bytes of JSON text. Returns dicts/lists; "
+      "raises ScenarioError (202 syntax, 210 too deep, 211 number out of range) with the line.");
+  m.def(
+      "write_output_files",
+      [](const std::filesystem::path& dir, const std::vector<std::pair<std::string, py::bytes>>& files) {
+        std::vector<std::pair<std::string, std::string>> plain;
+        plain.reserve(files.size());
+        for (const auto& [name, data] : files) plain.emplace_back(name, std::string(data));
+        return interruptible([&] {
+          py::gil_scoped_release release;
+          return scenario::write_output_files(dir, plain);
+        });
+      },
+      py::arg("dir"), py::arg("files"),
+      "Writes [(name, bytes)] (what RunResult.write_outputs wrote) into `dir` the same way, atomically; "
+      "returns the paths. Raises OutputError.");
+  m.def("request_interrupt", &request_interrupt,
+        "Asks every simulation running in this process to stop (each raises KeyboardInterrupt in its thread) "
+        "until clear_interrupt() is called.");
+  m.def("clear_interrupt", &clear_interrupt, "Clears the flag request_interrupt() set.");
+  m.def("interrupt_requested", &interrupt_requested, "True while the flag request_interrupt() set is up.");
   m.def("demo_scenario_text", [] { return std::string(scenario::demo_scenario_text()); },
         "The built-in demo scenario as JSON text.");
 

@@ -3,9 +3,13 @@
 /// component (core, policies, sim), plus the JSON -> Python conversion they all use.
 #include <cxxabi.h>
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 #include <pybind11/pybind11.h>
 
+#include <gpusched/error.hpp>
+#include <gpusched/interrupt.hpp>
 #include <gpusched/policies/framework/registry.hpp>
 
 namespace gpusched::python {
@@ -94,5 +98,47 @@ class ReleasedGil {
  private:
   PyThreadState* saved_;
 };
+
+/// Ctrl-C for a simulation run from Python (construct and destroy with the GIL held). On Python's
+/// main thread, while alive, the engine's interrupt poll (every 1024 events or scheduling cycles)
+/// takes the GIL and runs Python's signal handlers (PyErr_CheckSignals). When one raises
+/// (KeyboardInterrupt for Ctrl-C) the exception is kept and the run stops with InterruptedError;
+/// `raise_pending()` then raises the kept exception itself. Elsewhere it does nothing: Python runs
+/// signal handlers only on its main thread.
+class SignalPoll {
+ public:
+  SignalPoll();
+  ~SignalPoll();
+  SignalPoll(const SignalPoll&) = delete;
+  SignalPoll& operator=(const SignalPoll&) = delete;
+  /// True on the main thread (the poll is installed).
+  [[nodiscard]] bool active() const noexcept { return active_; }
+  /// Runs Python's signal handlers now (takes the GIL); true when one raised (kept). Any thread
+  /// of an active poll's run may call it.
+  bool check();
+  /// Throws the exception a signal handler raised meanwhile (py::error_already_set), if any.
+  void raise_pending();
+
+ private:
+  static bool poll();
+  InterruptPoll previous_ = nullptr;
+  SignalPoll* outer_ = nullptr;
+  bool active_ = false;
+  std::optional<py::error_already_set> pending_;
+};
+
+/// Runs `f` (which releases the GIL itself) under a SignalPoll: an interruption raises the
+/// signal handler's exception (KeyboardInterrupt), or KeyboardInterrupt when the process-wide
+/// flag stopped the run.
+template <class F>
+auto interruptible(F&& f) -> decltype(f()) {
+  SignalPoll signals;
+  try {
+    return f();
+  } catch (const InterruptedError&) {
+    signals.raise_pending();
+    throw;
+  }
+}
 
 }  // namespace gpusched::python

@@ -1,5 +1,8 @@
 // The `gpusched` command line. Exit codes: 0 success, 1 bad input or configuration (a
-// gpusched error with its id and location), 2 wrong usage, 3 outputs could not be written.
+// gpusched error with its id and location), 2 wrong usage, 3 outputs could not be written (an
+// io_error id and the path), 130 interrupted (SIGINT or SIGTERM during run, demo or experiment:
+// one line on stderr, no output written).
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +17,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <gpusched/interrupt.hpp>
+#include <gpusched/json_input.hpp>
+#include <gpusched/utf8.hpp>
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
 #include <gpusched/policies/preemption/priority_preemption.hpp>
@@ -25,8 +31,51 @@
 #include <gpusched/traces/swf.hpp>
 #include <gpusched/version.hpp>
 
+#include "output_files.hpp"
+
 namespace gpusched::scenario {
 namespace {
+
+/// SIGINT / SIGTERM: asks the run to stop (the engine polls the flag), and gives the signal its
+/// default action back, so a second Ctrl-C ends the process at once. Async-signal-safe.
+void on_interrupt_signal(int sig) {
+  request_interrupt();
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, nullptr);
+}
+
+/// While alive, SIGINT and SIGTERM interrupt the run instead of killing the process; the
+/// handlers found (Python's, when called from `python -m gpusched`) come back afterwards. A
+/// signal ignored on entry (a background job's SIGINT) stays ignored.
+class InterruptSignals {
+ public:
+  InterruptSignals() {
+    clear_interrupt();
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt_signal;
+    sigemptyset(&sa.sa_mask);
+    for (std::size_t i = 0; i < 2; ++i) {
+      struct sigaction old {};
+      if (sigaction(kSignals[i], nullptr, &old) != 0 || old.sa_handler == SIG_IGN) continue;
+      if (sigaction(kSignals[i], &sa, &old_[i]) == 0) installed_[i] = true;
+    }
+  }
+  ~InterruptSignals() {
+    for (std::size_t i = 0; i < 2; ++i) {
+      if (installed_[i]) sigaction(kSignals[i], &old_[i], nullptr);
+    }
+    clear_interrupt();
+  }
+  InterruptSignals(const InterruptSignals&) = delete;
+  InterruptSignals& operator=(const InterruptSignals&) = delete;
+
+ private:
+  static constexpr int kSignals[2] = {SIGINT, SIGTERM};
+  struct sigaction old_[2] {};
+  bool installed_[2] = {false, false};
+};
 
 enum class ProgressMode { kAuto, kAlways, kNever };
 
@@ -34,6 +83,11 @@ enum class ProgressMode { kAuto, kAlways, kNever };
 class ProgressBar {
  public:
   explicit ProgressBar(ProgressMode mode) : enabled_(mode == ProgressMode::kAlways || (mode == ProgressMode::kAuto && isatty(2))) {}
+  ~ProgressBar() {
+    if (shown_) std::fputc('\n', stderr);   // a run stopped half-way: the next message starts a line of its own
+  }
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
   void operator()(double f) {
     if (!enabled_) return;
     const auto now = std::chrono::steady_clock::now();
@@ -42,6 +96,7 @@ class ProgressBar {
       if (shown_) {
         draw(1.0, elapsed);
         std::fputc('\n', stderr);
+        shown_ = false;
       }
       return;
     }
@@ -118,14 +173,10 @@ void use_profile(Scenario& sc, const std::string& arg, const policies::Registry&
     if (!in) throw_error(ErrorCode::kScenarioCannotOpen, {arg, 0, ""}, "cannot open the profile file (--profile)");
     std::stringstream text;
     text << in.rdbuf();
-    try {
-      given = nlohmann::json::parse(text.str());
-    } catch (const nlohmann::json::parse_error& e) {
-      throw_error(ErrorCode::kScenarioParse, {arg, 0, ""}, std::string("not valid JSON: ") + e.what());
-    }
+    given = parse_json(text.str(), arg, kScenarioJsonErrors);
     sc.profile = policies::Profile::from_json(given, arg);
     if (given.is_object() && !given.contains("name")) {
-      sc.profile.name = path.stem().string();
+      sc.profile.name = printable_utf8(path.stem().string());   // file names need not be UTF-8; JSON does
       given["name"] = sc.profile.name;
     }
   }
@@ -223,17 +274,7 @@ int convert(const std::string& in_file, const std::string& out_file, const std::
     else throw_error(ErrorCode::kTraceBadValue, {out_file, 0, ""}, "output format from the extension: .csv or .jsonl (native trace) or .swf");
     what = describe_jobs(jobs);
   }
-  std::ofstream out(out_path, std::ios::binary);
-  if (!out) {
-    std::cerr << "gpusched: error: cannot write " << out_file << "\n";
-    return 3;
-  }
-  out << text.str();
-  out.flush();
-  if (!out) {
-    std::cerr << "gpusched: error: write failed: " << out_file << "\n";
-    return 3;
-  }
+  detail::write_file_atomically(out_path, text.str());   // OutputError (exit 3) when it cannot
   std::cout << "wrote " << out_file << " from " << name << " " << in_file << ": " << what << "\n";
   return 0;
 }
@@ -256,13 +297,7 @@ int validate(const std::string& file, const std::string& format, const policies:
   if (!in) throw_error(ErrorCode::kScenarioCannotOpen, {file, 0, ""}, "cannot open the file");
   std::stringstream ss;
   ss << in.rdbuf();
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error&) {
-    const std::string text = ss.str();
-    (void)parse_scenario(std::string_view(text), file, path.parent_path(), registry);   // reports the line
-  }
+  const nlohmann::json doc = parse_json(ss.str(), file, kScenarioJsonErrors);
   if (doc.is_object() && !doc.contains("cluster") && !doc.contains("workload")) {
     const auto profile = policies::Profile::from_json(doc, file);
     policies::Scheduler check(profile, registry, 0);
@@ -326,14 +361,14 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
 
   std::string scenario_path, out_dir, validate_path;
   std::optional<std::uint64_t> seed;
-  std::uint64_t seed_value = 0;
+  std::string seed_text;   // read by parse_seed(): 0..2^64-1, never wrapped or clamped
   std::string progress = "auto";
   bool quiet = false;
 
   auto* run_cmd = app.add_subcommand("run", "Run a scenario file and write its outputs");
   run_cmd->add_option("scenario", scenario_path, "scenario JSON file")->required();
   run_cmd->add_option("--out", out_dir, "output folder (default: out/<scenario name>)");
-  auto* run_seed = run_cmd->add_option("--seed", seed_value, "override the scenario's seed");
+  auto* run_seed = run_cmd->add_option("--seed", seed_text, "override the scenario's seed (0..18446744073709551615)");
   std::string profile_arg;
   run_cmd->add_option("--profile", profile_arg,
                       "use this scheduling profile instead of the scenario's: a built-in name (see `gpusched policies`) "
@@ -344,7 +379,7 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
 
   auto* demo_cmd = app.add_subcommand("demo", "Run the built-in demo (1,000 nodes, 20,000 synthetic jobs)");
   demo_cmd->add_option("--out", out_dir, "output folder (default: out/demo)");
-  auto* demo_seed = demo_cmd->add_option("--seed", seed_value, "seed (default 42)");
+  auto* demo_seed = demo_cmd->add_option("--seed", seed_text, "seed 0..18446744073709551615 (default 42)");
   demo_cmd->add_option("--progress", progress, "progress bar on stderr: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   demo_cmd->add_flag("--quiet", quiet, "print nothing on success");
@@ -393,13 +428,15 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
   const auto mode = progress == "always" ? ProgressMode::kAlways : progress == "never" ? ProgressMode::kNever : ProgressMode::kAuto;
   try {
     if (*run_cmd) {
-      if (*run_seed) seed = seed_value;
+      const InterruptSignals signals;
+      if (*run_seed) seed = parse_seed(seed_text, {"command line", 0, "--seed"});
       Scenario sc = load_scenario(scenario_path, registry);
       if (!profile_arg.empty()) use_profile(sc, profile_arg, registry);
       return run_and_write(sc, seed, out_dir, mode, quiet, registry);
     }
     if (*demo_cmd) {
-      if (*demo_seed) seed = seed_value;
+      const InterruptSignals signals;
+      if (*demo_seed) seed = parse_seed(seed_text, {"command line", 0, "--seed"});
       return run_and_write(demo_scenario(), seed, out_dir.empty() ? "out/demo" : out_dir, mode, quiet, registry);
     }
     if (*validate_cmd) return validate(validate_path, trace_format, registry);
@@ -414,6 +451,7 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
       return 0;
     }
     if (*fgd_cmd) {
+      const InterruptSignals signals;
       FgdExperiment cfg;
       if (traces_dir.empty()) {
         const char* env = std::getenv("GPUSCHED_TRACES_DIR");
@@ -435,6 +473,12 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
       std::cout << "gpusched " << kVersion << "\n";
       return 0;
     }
+  } catch (const InterruptedError&) {
+    std::cerr << "gpusched: interrupted; nothing was written\n";
+    return 130;
+  } catch (const OutputError& e) {
+    std::cerr << "gpusched: error: " << e.what() << "\n";
+    return 3;
   } catch (const Error& e) {
     std::cerr << "gpusched: error: " << e.what() << "\n";
     return 1;

@@ -1,6 +1,7 @@
 #include <gpusched/scenario/experiment.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include <gpusched/sim/outputs.hpp>
 #include <gpusched/traces/alibaba.hpp>
 #include <gpusched/traces/transforms.hpp>
+#include <gpusched/utf8.hpp>
 #include <gpusched/version.hpp>
 
 #include "output_files.hpp"
@@ -104,13 +106,30 @@ std::vector<std::string> parse_fgd_policies(std::string_view text) {
   return out;
 }
 
+std::uint64_t parse_seed(std::string_view text, const Location& where) {
+  std::string_view s = text;
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  const std::string rule = "must be between 0 and 18446744073709551615";   // as the scenario's `seed`
+  const bool negative = !s.empty() && s.front() == '-';
+  const std::string_view digits = negative ? s.substr(1) : s;
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+    throw_error(ErrorCode::kScenarioBadValue, where, "\"" + std::string(s) + "\" is not a seed: a whole number between 0 and 18446744073709551615");
+  }
+  std::uint64_t v = 0;
+  const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  const bool zero = digits.find_first_not_of('0') == std::string_view::npos;
+  if ((negative && !zero) || ec == std::errc::result_out_of_range || p != digits.data() + digits.size()) {
+    throw_error(ErrorCode::kScenarioOutOfRange, where, std::string(s) + " is out of range: " + rule);
+  }
+  return v;
+}
+
 std::vector<std::uint64_t> parse_seeds(std::string_view text) {
   std::vector<std::uint64_t> out;
   auto number = [&](const std::string& s) -> std::uint64_t {
-    if (s.empty() || !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; }) || s.size() > 19) {
-      bad("--seeds", "\"" + s + "\" is not a seed (a non-negative integer; forms: 42, 42-51, 1,5-7)");
-    }
-    return std::stoull(s);
+    if (s.empty()) bad("--seeds", "\"\" is not a seed (a non-negative integer; forms: 42, 42-51, 1,5-7)");
+    return parse_seed(s, {"command line", 0, "--seeds"});
   };
   for (const auto& part : split(text, ',')) {
     const auto dash = part.find('-');
@@ -121,7 +140,10 @@ std::vector<std::uint64_t> parse_seeds(std::string_view text) {
     const auto lo = number(trim(part.substr(0, dash))), hi = number(trim(part.substr(dash + 1)));
     if (hi < lo) bad("--seeds", "range \"" + part + "\" ends before it starts");
     if (hi - lo > 100000) bad("--seeds", "range \"" + part + "\" has more than 100,000 seeds");
-    for (auto s = lo; s <= hi; ++s) out.push_back(s);
+    for (auto s = lo;; ++s) {   // not `s <= hi`: that never ends for hi = 2^64-1
+      out.push_back(s);
+      if (s == hi) break;
+    }
   }
   return out;
 }
@@ -144,7 +166,7 @@ FgdInputs load_fgd_inputs(const FgdExperiment& cfg) {
   const bool is_path = cfg.workload.find('/') != std::string::npos || cfg.workload.ends_with(".csv");
   if (is_path) {
     in.pod_source = cfg.workload;
-    in.workload_name = std::filesystem::path(cfg.workload).stem().string();
+    in.workload_name = printable_utf8(std::filesystem::path(cfg.workload).stem().string());   // JSON needs UTF-8
   } else {
     in.workload_name = cfg.workload;
     in.pod_source = find_in(cfg.traces, "openb_pod_list_" + cfg.workload + ".csv");
@@ -350,7 +372,7 @@ nlohmann::json experiment_meta(const FgdExperimentResult& r, const std::vector<s
 }  // namespace
 
 std::vector<std::filesystem::path> write_fgd_outputs(const FgdExperimentResult& r, const std::filesystem::path& dir) {
-  detail::OutputFolder folder(dir);
+  detail::OutputFolder folder(dir, detail::fgd_output_names());
   auto write = [&](const std::string& name, const std::function<void(std::ostream&)>& body) { folder.write(name, body); };
   // CSVs start with their header row; meta.json says what produced them.
   write("curve.csv", [&](std::ostream& o) {
@@ -400,6 +422,7 @@ std::vector<std::filesystem::path> write_fgd_outputs(const FgdExperimentResult& 
          "- `meta.json`: what produced these files (version, workload, node list, policies, seeds)\n";
   });
   write("meta.json", [&](std::ostream& o) { o << experiment_meta(r, folder.written()).dump(2) << '\n'; });
+  folder.commit({"meta.json"});   // meta.json (the list of files) last
   return folder.written();
 }
 

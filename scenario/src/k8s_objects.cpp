@@ -7,12 +7,16 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <gpusched/quantity.hpp>
+#include <gpusched/time.hpp>
+#include <gpusched/utf8.hpp>
 
 #include "k8s_objects_detail.hpp"
 
@@ -68,8 +72,14 @@ std::string ObjectContext::str(const nlohmann::json& j, const std::string& path)
 
 std::int64_t ObjectContext::integer(const nlohmann::json& j, const std::string& path, std::int64_t min, std::int64_t max) const {
   if (!j.is_number_integer()) fail(ErrorCode::kScenarioBadValue, path, "expected an integer");
+  const auto range = [&](const std::string& v) {
+    fail(ErrorCode::kScenarioOutOfRange, path, v + " is out of range: must be between " + std::to_string(min) + " and " + std::to_string(max));
+  };
+  if (j.is_number_unsigned() && j.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    range(std::to_string(j.get<std::uint64_t>()));
+  }
   const auto v = j.get<std::int64_t>();
-  if (v < min || v > max) fail(ErrorCode::kScenarioBadValue, path, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+  if (v < min || v > max) range(std::to_string(v));
   return v;
 }
 
@@ -162,18 +172,39 @@ nlohmann::json scalar_json(const YAML::Node& n) {
 struct Converter {
   const std::string& source;
   std::map<std::string, std::int64_t>& lines;
+  /// Values left to convert: aliases (*a) repeat a subtree, so a small file could expand
+  /// without bound ("billion laughs"); the caller allows a few per byte of the file.
+  std::size_t& budget;
 
-  nlohmann::json convert(const YAML::Node& n, const std::string& path) {
-    lines.emplace(path, static_cast<std::int64_t>(n.Mark().line) + 1);
+  /// Text that ends up in the document (and in JSON outputs, Python strings) must be UTF-8.
+  void check_utf8(const std::string& text, const YAML::Mark& mark, const std::string& path) const {
+    if (!is_valid_utf8(text)) {
+      throw_error(ErrorCode::kScenarioParse, {source, static_cast<std::int64_t>(mark.line) + 1, path}, describe_invalid_utf8(text));
+    }
+  }
+
+  nlohmann::json convert(const YAML::Node& n, const std::string& path, int depth = 0) {
+    const auto line = static_cast<std::int64_t>(n.Mark().line) + 1;
+    if (depth > kMaxJsonDepth) {
+      throw_error(ErrorCode::kScenarioTooDeep, {source, line, path},
+                  "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels of mappings and sequences");
+    }
+    if (budget == 0) {
+      throw_error(ErrorCode::kScenarioParse, {source, line, path},
+                  "the document expands to too many values (aliases repeating large subtrees?)");
+    }
+    --budget;
+    lines.emplace(path, line);
     switch (n.Type()) {
       case YAML::NodeType::Undefined:
       case YAML::NodeType::Null:
         return nullptr;
       case YAML::NodeType::Scalar:
+        check_utf8(n.Scalar(), n.Mark(), path);
         return scalar_json(n);
       case YAML::NodeType::Sequence: {
         auto out = nlohmann::json::array();
-        for (std::size_t i = 0; i < n.size(); ++i) out.push_back(convert(n[i], path + "/" + std::to_string(i)));
+        for (std::size_t i = 0; i < n.size(); ++i) out.push_back(convert(n[i], path + "/" + std::to_string(i), depth + 1));
         return out;
       }
       case YAML::NodeType::Map: {
@@ -184,11 +215,12 @@ struct Converter {
                         "a mapping key must be a plain string");
           }
           const std::string key = kv.first.Scalar();
+          check_utf8(key, kv.first.Mark(), path);
           if (out.contains(key)) {
             throw_error(ErrorCode::kScenarioParse, {source, static_cast<std::int64_t>(kv.first.Mark().line) + 1, path + "/" + key},
                         "duplicate key \"" + key + "\"");
           }
-          out[key] = convert(kv.second, path + "/" + key);
+          out[key] = convert(kv.second, path + "/" + key, depth + 1);
         }
         return out;
       }
@@ -263,7 +295,61 @@ void add_document(nlohmann::json doc, std::map<std::string, std::int64_t> lines,
 
 }  // namespace
 
+namespace {
+
+/// yaml-cpp 0.7 can stop consuming its input and report empty documents forever (a stray ','
+/// outside any collection: the file ","). A first pass over the events gives up past a bound
+/// linear in the size of the text, so the real load below always ends.
+class ProgressCheck : public YAML::EventHandler {
+ public:
+  struct Stuck {};
+  explicit ProgressCheck(std::size_t limit) : limit_(limit) {}
+  void OnDocumentStart(const YAML::Mark& m) override { step(m); }
+  void OnDocumentEnd() override { step(); }
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { step(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { step(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { step(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { step(m); }
+  void OnSequenceEnd() override { step(); }
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { step(m); }
+  void OnMapEnd() override { step(); }
+  [[nodiscard]] std::int64_t line() const { return last_.is_null() ? 0 : static_cast<std::int64_t>(last_.line) + 1; }
+
+ private:
+  void step(const YAML::Mark& m) {
+    last_ = m;
+    step();
+  }
+  void step() {
+    if (++events_ > limit_) throw Stuck{};
+  }
+  std::size_t limit_;
+  std::size_t events_ = 0;
+  YAML::Mark last_ = YAML::Mark::null_mark();
+};
+
+void check_yaml_progress(std::string_view text, const std::string& source) {
+  std::istringstream in{std::string(text)};
+  YAML::Parser parser(in);
+  ProgressCheck check(8 * text.size() + 64);
+  std::size_t docs = 0;
+  try {
+    while (parser.HandleNextDocument(check)) {
+      if (++docs > text.size() + 1) throw ProgressCheck::Stuck{};   // every document takes some text
+    }
+  } catch (const ProgressCheck::Stuck&) {
+    throw_error(ErrorCode::kScenarioParse, {source, check.line(), ""},
+                "not valid YAML or JSON: the YAML reader makes no progress here (a stray ',' outside any "
+                "sequence or mapping?)");
+  } catch (const YAML::Exception&) {
+    // The load below reports it with yaml-cpp's message.
+  }
+}
+
+}  // namespace
+
 std::vector<KubernetesObject> parse_kubernetes_objects(std::string_view text, const std::string& source) {
+  check_yaml_progress(text, source);
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(std::string(text));
@@ -272,9 +358,10 @@ std::vector<KubernetesObject> parse_kubernetes_objects(std::string_view text, co
                 "not valid YAML or JSON: " + e.msg);
   }
   std::vector<KubernetesObject> out;
+  std::size_t budget = 2 * text.size() + 1024;   // values for all documents together
   for (std::size_t d = 0; d < docs.size(); ++d) {
     std::map<std::string, std::int64_t> lines;
-    Converter conv{source, lines};
+    Converter conv{source, lines, budget};
     auto j = conv.convert(docs[d], "");
     add_document(std::move(j), std::move(lines), source, "document " + std::to_string(d + 1), out);
   }

@@ -178,6 +178,8 @@ Workload apply_transforms(Workload jobs, const std::vector<TransformStep>& steps
       }
     } catch (const std::invalid_argument& e) {
       throw_error(ErrorCode::kScenarioBadValue, {source, 0, t.path}, e.what());
+    } catch (const std::out_of_range& e) {   // a scaled time past kMaxInputSeconds
+      throw_error(ErrorCode::kScenarioOutOfRange, {source, 0, t.path}, e.what());
     }
   }
   return jobs;
@@ -244,7 +246,14 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
   if (sc.trace) s.inputs["trace"] = sc.trace->string();
   s.stamp = {kVersion, sc.name, sc.source, hex64(fnv1a64(resolved.dump())), seed};
 
-  s.engine->run(progress);
+  try {
+    s.engine->run(progress);
+  } catch (const ScenarioError& e) {
+    // Limits only the run can find (a slowed-down job past the clock, too many samples) are
+    // raised by the engine without a file: name the scenario's.
+    if (!e.where().file.empty() || sc.source.empty()) throw;
+    throw_error(e.code(), {sc.source, e.where().line, e.where().field}, e.detail());
+  }
   s.warnings = s.scheduler->warnings();   // after the run: plugins warn when built and when attached
   // PodDisruptionBudgets are read only by kube-scheduler's preemption rule: say so when the
   // profile has none (e.g. a sweep that runs the same scenario under another preset).
@@ -263,7 +272,7 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
 }
 
 std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::filesystem::path& dir) {
-  detail::OutputFolder folder(dir);
+  detail::OutputFolder folder(dir, detail::run_output_names());
   auto write = [&](const std::string& name, const std::function<void(std::ostream&)>& body) { folder.write(name, body); };
   write("summary.json", [&](std::ostream& o) { o << r.summary_json().dump(2) << '\n'; });
   // CSVs start with their header row (pandas.read_csv(path) reads them as they are); what
@@ -340,6 +349,20 @@ std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::
                                  {"files", files}};
     o << meta.dump(2) << '\n';
   });
+  folder.commit({"meta.json", "summary.json"});   // summary.json last: the folder now holds a complete run
+  return folder.written();
+}
+
+std::vector<std::filesystem::path> write_output_files(const std::filesystem::path& dir,
+                                                      const std::vector<std::pair<std::string, std::string>>& files) {
+  detail::OutputFolder folder(dir, detail::run_output_names());
+  for (const auto& [name, bytes] : files) {
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+      throw_error(ErrorCode::kOutputWrite, {(dir / name).string(), 0, ""}, "not a plain file name");
+    }
+    folder.write_bytes(name, bytes);
+  }
+  folder.commit({"meta.json", "summary.json"});
   return folder.written();
 }
 

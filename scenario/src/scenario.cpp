@@ -4,21 +4,55 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <gpusched/embedded_demo.hpp>
+#include <gpusched/input_range.hpp>
+#include <gpusched/json_input.hpp>
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
 #include <gpusched/policies/preemption/priority_preemption.hpp>
 #include <gpusched/quantity.hpp>
 #include <gpusched/tpu.hpp>
 #include <gpusched/tpu_slice.hpp>
+#include <gpusched/utf8.hpp>
 #include <gpusched/traces/import.hpp>
 #include <gpusched/traces/native.hpp>
 #include <gpusched/traces/transforms.hpp>
 
 namespace gpusched::scenario {
 namespace {
+
+// Ranges of the scenario's numeric fields (schemas/scenario.schema.json says the same; the test
+// tests/python/test_schema_ranges.py keeps the two in agreement). Times are bounded by
+// kMaxInputSeconds and kMinPositiveSeconds (gpusched/time.hpp). Sizes are bounded so that cluster
+// totals (sums over every node, in int64 milli-CPU / MiB) can never overflow and a scenario that
+// passes validation fits in memory.
+/// Most CPUs on one node (or NUMA zone): 10^6, about 500x the largest machines built.
+constexpr std::int64_t kMaxNodeCpuMilli = 1'000'000'000;
+/// Most memory on one node (or NUMA zone): 1 PiB (2^50 bytes), about 30x the largest machines built.
+constexpr double kMaxNodeMemoryBytes = 1125899906842624.0;
+constexpr std::int64_t kMaxNodeMemoryMib = 1LL << 30;
+/// Most nodes in one cluster (node groups, nodes and imported nodes together): 10^6.
+constexpr std::int64_t kMaxNodes = 1'000'000;
+/// Most GPUs in one cluster: 10^7 (50x the largest clusters built; a GPU costs ~200 bytes of state).
+constexpr std::int64_t kMaxGpus = 10'000'000;
+/// Most units of one extended resource on a node ("rdma/hca": 8).
+constexpr std::int64_t kMaxExtended = 1'000'000'000;
+/// Slow-down factors (devices.slowdown.*): 1 .. 10. A task's factor is its partition's times its
+/// topology's, so at most 100x: a duration of kMaxInputSeconds stays far below the clock's limit.
+constexpr double kMaxSlowdown = 10.0;
+/// devices.time_slicing_overhead: 0 .. 1 (1 = context switches alone halve a sharer's speed;
+/// measured overheads are a few percent).
+constexpr double kMaxTimeSlicingOverhead = 1.0;
+/// autoscaler.scan_interval_s: at least 1 ms (real autoscalers scan every 10 s; below 1 ms the
+/// scans alone would dominate a run).
+constexpr double kMinScanIntervalSeconds = 1e-3;
+/// workload.trace.transforms: scale_time 0.001 .. 100 (scaled times of up to kMaxInputSeconds stay
+/// far below the clock's limit); target_load 0.001 .. 1000; resample_gpu_pct (0, 10000].
+constexpr double kMinScaleTime = 1e-3, kMaxScaleTime = 100.0;
+constexpr double kMinTargetLoad = 1e-3, kMaxTargetLoad = 1000.0;
 
 class Parser {
  public:
@@ -40,22 +74,69 @@ class Parser {
     if (!t) fail(ErrorCode::kScenarioBadValue, path, "expected a number or a quantity string");
     return *t;
   }
+  /// An integer in [min, max]. A whole number written as a float (2.0, 1e30) is range-checked
+  /// like an integer (JSON Schema's "integer" accepts 2.0); 2.5 or a string is a bad value.
   std::int64_t integer(const nlohmann::json& j, const std::string& path, std::int64_t min, std::int64_t max) const {
-    if (!j.is_number_integer()) fail(ErrorCode::kScenarioBadValue, path, "expected an integer");
-    const auto v = j.get<std::int64_t>();
-    if (v < min || v > max) fail(ErrorCode::kScenarioBadValue, path, "must be between " + std::to_string(min) + " and " + std::to_string(max));
-    return v;
+    const auto range = [&](const std::string& v) {
+      fail(ErrorCode::kScenarioOutOfRange, path,
+           v + " is out of range: must be between " + std::to_string(min) + " and " + std::to_string(max));
+    };
+    if (j.is_number_unsigned() && j.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      range(std::to_string(j.get<std::uint64_t>()));
+    }
+    if (j.is_number_integer()) {
+      const auto v = j.get<std::int64_t>();
+      if (v < min || v > max) range(std::to_string(v));
+      return v;
+    }
+    if (!j.is_number()) fail(ErrorCode::kScenarioBadValue, path, "expected an integer");
+    const double d = j.get<double>();
+    if (std::isfinite(d) && d != std::floor(d)) fail(ErrorCode::kScenarioBadValue, path, "expected an integer, not " + format_number(d));
+    if (!(d >= static_cast<double>(min) && d <= static_cast<double>(max)) || d >= 0x1p63) range(format_number(d));
+    return static_cast<std::int64_t>(d);
   }
-  double number(const nlohmann::json& j, const std::string& path, double min) const {
+  /// A seed: an integer 0 .. 2^64-1 (the range the CLI's --seed and Python's seed= take).
+  std::uint64_t seed(const nlohmann::json& j, const std::string& path) const {
+    const std::string range = " is out of range: must be between 0 and 18446744073709551615";
+    if (j.is_number_unsigned()) return j.get<std::uint64_t>();
+    if (j.is_number_integer()) {   // a signed integer (a document built in C++ holds these)
+      const auto v = j.get<std::int64_t>();
+      if (v < 0) fail(ErrorCode::kScenarioOutOfRange, path, std::to_string(v) + range);
+      return static_cast<std::uint64_t>(v);
+    }
+    if (!j.is_number()) fail(ErrorCode::kScenarioBadValue, path, "expected an integer");
+    const double d = j.get<double>();
+    if (std::isfinite(d) && d != std::floor(d)) fail(ErrorCode::kScenarioBadValue, path, "expected an integer, not " + format_number(d));
+    if (!(d >= 0 && d < 0x1p64)) fail(ErrorCode::kScenarioOutOfRange, path, format_number(d) + range);
+    return static_cast<std::uint64_t>(d);
+  }
+  /// A finite number in [min, max]; `unit` names the unit in errors ("seconds").
+  double number(const nlohmann::json& j, const std::string& path, double min, double max, std::string_view unit = {}) const {
     if (!j.is_number()) fail(ErrorCode::kScenarioBadValue, path, "expected a number");
     const double v = j.get<double>();
-    if (!(v >= min)) fail(ErrorCode::kScenarioBadValue, path, "must be >= " + std::to_string(min));
+    check_range(v, min, max, ErrorCode::kScenarioOutOfRange, at(path), unit);
     return v;
   }
-  double number(const nlohmann::json& j, const std::string& path, double min, double max) const {
-    const double v = number(j, path, min);
-    if (!(v <= max)) fail(ErrorCode::kScenarioBadValue, path, "must be <= " + std::to_string(max));
-    return v;
+  /// A time (an instant or a span) in seconds: [0, kMaxInputSeconds], or from kMinPositiveSeconds
+  /// (one microsecond, the clock's tick) when the field must be > 0.
+  SimTime seconds(const nlohmann::json& j, const std::string& path, bool positive) const {
+    return SimTime::from_seconds_f(number(j, path, positive ? kMinPositiveSeconds : 0.0, kMaxInputSeconds, "seconds"));
+  }
+  /// A node's (or NUMA zone's) CPU: a quantity ("64", "500m", 64), 0 or 1m .. kMaxNodeCpuMilli.
+  std::int64_t node_cpu_milli(const nlohmann::json& j, const std::string& path) const {
+    if (j.is_number()) check_range(j.get<double>(), 0, kMaxNodeCpuMilli / 1000.0, ErrorCode::kScenarioOutOfRange, at(path), "CPUs");
+    const auto t = text(j, path);
+    const auto m = parse_cpu_milli(t, at(path), ErrorCode::kScenarioOutOfRange);
+    if (m > kMaxNodeCpuMilli) fail(ErrorCode::kScenarioOutOfRange, path, "\"" + t + "\" is out of range: must be <= " + std::to_string(kMaxNodeCpuMilli / 1000) + " CPUs");
+    return m;
+  }
+  /// A node's (or NUMA zone's) memory: a quantity ("256Gi", bytes as a number), 0 or 1 byte .. 1 PiB.
+  std::int64_t node_memory_mib(const nlohmann::json& j, const std::string& path) const {
+    if (j.is_number()) check_range(j.get<double>(), 0, kMaxNodeMemoryBytes, ErrorCode::kScenarioOutOfRange, at(path), "bytes");
+    const auto t = text(j, path);
+    const auto m = parse_memory_mib(t, at(path), ErrorCode::kScenarioOutOfRange);
+    if (m > kMaxNodeMemoryMib) fail(ErrorCode::kScenarioOutOfRange, path, "\"" + t + "\" is out of range: must be <= 1Pi (1 PiB)");
+    return m;
   }
   void unknown(const std::string& path, const std::string& known) const {
     fail(ErrorCode::kScenarioUnknownField, path, "unknown field (known: " + known + ")");
@@ -234,8 +315,8 @@ void parse_node_topology(const Parser& p, const nlohmann::json& j, const std::st
         p.expect_object(v[i], zf);
         NumaSpec z;
         for (const auto& [zk, zv] : v[i].items()) {
-          if (zk == "cpu") z.cpu_milli = parse_cpu_milli(p.text(zv, zf + "/cpu"), p.at(zf + "/cpu"));
-          else if (zk == "memory") z.memory_mib = parse_memory_mib(p.text(zv, zf + "/memory"), p.at(zf + "/memory"));
+          if (zk == "cpu") z.cpu_milli = p.node_cpu_milli(zv, zf + "/cpu");
+          else if (zk == "memory") z.memory_mib = p.node_memory_mib(zv, zf + "/memory");
           else p.unknown(zf + "/" + zk, "cpu, memory");
         }
         n.numa.push_back(z);
@@ -339,9 +420,9 @@ NodeSpec parse_node(const Parser& p, const nlohmann::json& j, const std::string&
   for (const auto& [k, v] : j.items()) {
     const std::string f = path + "/" + k;
     if (k == "name") n.name = p.str(v, f);
-    else if (k == "count" && group) { count = p.integer(v, f, 0, 1'000'000); has_count = true; }
-    else if (k == "cpu") { n.cpu_milli = parse_cpu_milli(p.text(v, f), p.at(f)); has_cpu = true; }
-    else if (k == "memory") { n.memory_mib = parse_memory_mib(p.text(v, f), p.at(f)); has_mem = true; }
+    else if (k == "count" && group) { count = p.integer(v, f, 0, kMaxNodes); has_count = true; }
+    else if (k == "cpu") { n.cpu_milli = p.node_cpu_milli(v, f); has_cpu = true; }
+    else if (k == "memory") { n.memory_mib = p.node_memory_mib(v, f); has_mem = true; }
     else if (k == "gpus") gpus = p.integer(v, f, 0, 4096);
     else if (k == "gpu_model") model = p.str(v, f);
     else if (k == "sockets") n.sockets = static_cast<std::int16_t>(p.integer(v, f, 1, 64));
@@ -370,7 +451,11 @@ NodeSpec parse_node(const Parser& p, const nlohmann::json& j, const std::string&
       p.expect_object(v, f);
       for (const auto& [ek, ev] : v.items()) {
         if (!is_extended_resource(ek)) p.fail(ErrorCode::kScenarioBadValue, f + "/" + ek, "extended resource names have a domain, e.g. \"rdma/hca\"");
-        n.extended.emplace_back(resources.intern(ek), parse_count(p.text(ev, f + "/" + ek), p.at(f + "/" + ek)));
+        const std::string ef = f + "/" + ek;
+        if (ev.is_number()) check_range(ev.get<double>(), 0, static_cast<double>(kMaxExtended), ErrorCode::kScenarioOutOfRange, p.at(ef));
+        const auto units = parse_count(p.text(ev, ef), p.at(ef), ErrorCode::kScenarioOutOfRange);
+        if (units > kMaxExtended) p.fail(ErrorCode::kScenarioOutOfRange, ef, std::to_string(units) + " is out of range: must be <= " + std::to_string(kMaxExtended));
+        n.extended.emplace_back(resources.intern(ek), units);
       }
     } else {
       p.unknown(f, group ? "name, count, cpu, memory, gpus, gpu_model, sockets, topology, gpu_partition, tpu, labels, taints, extended"
@@ -415,16 +500,57 @@ sim::AutoscaleGroup parse_autoscale(const Parser& p, const nlohmann::json& j, co
   sim::AutoscaleGroup g;
   for (const auto& [k, v] : j.items()) {
     const std::string f = path + "/" + k;
-    if (k == "min") g.min = static_cast<std::uint32_t>(p.integer(v, f, 0, 1'000'000));
-    else if (k == "provisioning_delay_s") g.provisioning_delay = SimTime::from_seconds_f(p.number(v, f, 0));
-    else if (k == "scale_down_idle_s") g.scale_down_idle = SimTime::from_seconds_f(p.number(v, f, 0));
+    if (k == "min") g.min = static_cast<std::uint32_t>(p.integer(v, f, 0, kMaxNodes));
+    else if (k == "provisioning_delay_s") g.provisioning_delay = p.seconds(v, f, false);
+    else if (k == "scale_down_idle_s") g.scale_down_idle = p.seconds(v, f, false);
     else p.unknown(f, "min, provisioning_delay_s, scale_down_idle_s");
   }
   return g;
 }
 
+/// Rejects `count` more nodes of `gpus` GPUs each when the cluster would pass kMaxNodes or
+/// kMaxGpus (checked before the nodes are made, so a huge count costs no memory).
+/// `gpu_total`: the GPUs counted so far (updated).
+void check_cluster_size(const Parser& p, const Scenario& sc, std::int64_t count, std::int64_t gpus, const std::string& path,
+                        std::int64_t& gpu_total) {
+  const auto nodes = static_cast<std::int64_t>(sc.nodes.size());
+  if (nodes + count > kMaxNodes) {
+    p.fail(ErrorCode::kScenarioOutOfRange, path, std::to_string(nodes + count) + " nodes is out of range: a cluster has at most " +
+                                                     std::to_string(kMaxNodes) + " nodes");
+  }
+  if (gpu_total + count * gpus > kMaxGpus) {
+    p.fail(ErrorCode::kScenarioOutOfRange, path, std::to_string(gpu_total + count * gpus) +
+                                                     " GPUs is out of range: a cluster has at most " + std::to_string(kMaxGpus) + " GPUs");
+  }
+  gpu_total += count * gpus;
+}
+
 void parse_cluster(const Parser& p, const nlohmann::json& j, Scenario& sc) {
   p.expect_object(j, "/cluster");
+  std::int64_t gpu_total = 0;   // GPUs of the nodes so far (check_cluster_size)
+  {
+    // The declared size first (group counts, then the nodes), so that a cluster past kMaxNodes
+    // is rejected before a single node is made.
+    std::int64_t declared = 0;
+    auto over = [&](const std::string& path) {
+      p.fail(ErrorCode::kScenarioOutOfRange, path, std::to_string(declared) + " nodes is out of range: a cluster has at most " +
+                                                       std::to_string(kMaxNodes) + " nodes");
+    };
+    if (j.contains("node_groups") && j["node_groups"].is_array()) {
+      const auto& groups = j["node_groups"];
+      for (std::size_t i = 0; i < groups.size(); ++i) {
+        const std::string path = "/cluster/node_groups/" + std::to_string(i) + "/count";
+        const bool counted = groups[i].is_object() && groups[i].contains("count");
+        declared += counted ? p.integer(groups[i]["count"], path, 0, kMaxNodes) : 1;
+        if (declared > kMaxNodes) over(path);
+      }
+    }
+    if (j.contains("nodes") && j["nodes"].is_array() && declared + static_cast<std::int64_t>(j["nodes"].size()) > kMaxNodes) {
+      const auto first_over = kMaxNodes - declared;
+      declared += static_cast<std::int64_t>(j["nodes"].size());
+      over("/cluster/nodes/" + std::to_string(first_over));
+    }
+  }
   if (j.contains("gpu_models")) sc.catalog.add_json(j["gpu_models"], p.source() + " /cluster/gpu_models");
   for (const auto& [k, v] : j.items()) {
     if (k == "gpu_models") continue;
@@ -440,6 +566,7 @@ void parse_cluster(const Parser& p, const nlohmann::json& j, Scenario& sc) {
           group.erase("autoscale");
         }
         NodeSpec tmpl = parse_node(p, group, path, sc.catalog, sc.resources, true, count);
+        check_cluster_size(p, sc, count, static_cast<std::int64_t>(tmpl.gpus.size()), path + "/count", gpu_total);
         if (scale) {
           scale->name = tmpl.name;
           scale->first = static_cast<std::uint32_t>(sc.nodes.size());
@@ -468,7 +595,10 @@ void parse_cluster(const Parser& p, const nlohmann::json& j, Scenario& sc) {
       if (!v.is_array()) p.fail(ErrorCode::kScenarioBadValue, "/cluster/nodes", "expected a list");
       for (std::size_t i = 0; i < v.size(); ++i) {
         std::int64_t count = 1;
-        sc.nodes.push_back(parse_node(p, v[i], "/cluster/nodes/" + std::to_string(i), sc.catalog, sc.resources, false, count));
+        const std::string path = "/cluster/nodes/" + std::to_string(i);
+        NodeSpec n = parse_node(p, v[i], path, sc.catalog, sc.resources, false, count);
+        check_cluster_size(p, sc, 1, static_cast<std::int64_t>(n.gpus.size()), path, gpu_total);
+        sc.nodes.push_back(std::move(n));
       }
     } else if (k == "import") {
       // Node lists in any supported format: [{"path": "nodes.csv", "format": "openb-nodes"}].
@@ -487,7 +617,10 @@ void parse_cluster(const Parser& p, const nlohmann::json& j, Scenario& sc) {
         if (!format.empty()) (void)traces::require_format(format, p.at(path + "/format"));
         if (file.is_relative()) file = sc.base_dir / file;
         auto nodes = traces::import_nodes(file, format, sc.catalog, sc.resources);
-        for (auto& n : nodes) sc.nodes.push_back(std::move(n));
+        for (auto& n : nodes) {
+          check_cluster_size(p, sc, 1, static_cast<std::int64_t>(n.gpus.size()), path, gpu_total);
+          sc.nodes.push_back(std::move(n));
+        }
       }
     } else {
       p.unknown("/cluster/" + k, "gpu_models, node_groups, nodes, import");
@@ -520,19 +653,15 @@ TransformStep parse_transform(const Parser& p, const nlohmann::json& j, const st
   else if (k == "arrival_only") { flag(); t.kind = TransformStep::Kind::kArrivalOnly; }
   else if (k == "resample_gpu_pct") {
     t.kind = TransformStep::Kind::kResample;
-    t.value = p.number(v, f, 0);
-    if (t.value <= 0 || t.value > 10000) p.fail(ErrorCode::kScenarioBadValue, f, "must be in (0, 10000] (% of the cluster's GPU capacity)");
+    t.value = p.number(v, f, 0, 10000, "% of the cluster's GPU capacity");
+    if (t.value <= 0) p.fail(ErrorCode::kScenarioOutOfRange, f, "0 is out of range: must be > 0 (% of the cluster's GPU capacity)");
   } else if (k == "scale_time") {
     t.kind = TransformStep::Kind::kScaleTime;
-    t.value = p.number(v, f, 0);
-    if (t.value <= 0) p.fail(ErrorCode::kScenarioBadValue, f, "must be > 0");
+    t.value = p.number(v, f, kMinScaleTime, kMaxScaleTime, "a factor");
   } else if (k == "target_load") {
     t.kind = TransformStep::Kind::kTargetLoad;
-    if (!v.is_number()) p.fail(ErrorCode::kScenarioBadValue, f, "expected a number");
-    t.value = v.get<double>();
-    if (!(t.value > 0) || !std::isfinite(t.value)) {
-      p.fail(ErrorCode::kScenarioBadValue, f, "must be > 0 (the offered GPU load, e.g. 0.8 = GPU work for 80% of the cluster's GPUs while jobs arrive)");
-    }
+    t.value = p.number(v, f, kMinTargetLoad, kMaxTargetLoad,
+                       "the offered GPU load, e.g. 0.8 = GPU work for 80% of the cluster's GPUs while jobs arrive");
   } else if (k == "filter") {
     t.kind = TransformStep::Kind::kFilter;
     p.expect_object(v, f);
@@ -607,13 +736,13 @@ void parse_devices(const Parser& p, const nlohmann::json& j, DeviceOptions& o) {
   p.expect_object(j, "/devices");
   for (const auto& [k, v] : j.items()) {
     const std::string f = "/devices/" + k;
-    if (k == "mig_reconfigure_s") o.mig_reconfigure_us = SimTime::from_seconds_f(p.number(v, f, 0)).us;
-    else if (k == "time_slicing_overhead") o.time_slicing_overhead = p.number(v, f, 0);
+    if (k == "mig_reconfigure_s") o.mig_reconfigure_us = p.seconds(v, f, false).us;
+    else if (k == "time_slicing_overhead") o.time_slicing_overhead = p.number(v, f, 0, kMaxTimeSlicingOverhead);
     else if (k == "slowdown") {
       p.expect_object(v, f);
       for (const auto& [sk, sv] : v.items()) {
         const std::string sf = f + "/" + sk;
-        const double x = p.number(sv, sf, 1.0);
+        const double x = p.number(sv, sf, 1.0, kMaxSlowdown);
         if (sk == "vgpu") o.vgpu_slowdown = x;
         else if (sk == "passthrough") o.passthrough_slowdown = x;
         else if (sk == "mig") o.mig_slowdown = x;
@@ -627,10 +756,6 @@ void parse_devices(const Parser& p, const nlohmann::json& j, DeviceOptions& o) {
   }
 }
 
-/// The longest timeout or backoff accepted (about 31 years): far beyond any trace, and far
-/// from SimTime's limit, so sums of times never overflow.
-constexpr double kMaxWaitSeconds = 1e9;
-
 /// Kueue's waitForPodsReady: {timeout_s, requeuing: {timestamp, backoff_limit_count,
 /// backoff_base_s, backoff_max_s}} (sim::WaitForPodsReady; Kueue's defaults when left out).
 void parse_wait_for_pods_ready(const Parser& p, const nlohmann::json& j, sim::WaitForPodsReady& w) {
@@ -642,7 +767,7 @@ void parse_wait_for_pods_ready(const Parser& p, const nlohmann::json& j, sim::Wa
       if (!v.is_boolean()) p.fail(ErrorCode::kScenarioBadValue, f, "expected true or false");
       w.enabled = v.get<bool>();
     } else if (k == "timeout_s") {
-      w.timeout = SimTime::from_seconds_f(p.number(v, f, 1e-6, kMaxWaitSeconds));
+      w.timeout = p.seconds(v, f, true);
     } else if (k == "requeuing") {
       p.expect_object(v, f);
       for (const auto& [rk, rv] : v.items()) {
@@ -656,9 +781,9 @@ void parse_wait_for_pods_ready(const Parser& p, const nlohmann::json& j, sim::Wa
           if (rv.is_null()) w.backoff_limit_count.reset();
           else w.backoff_limit_count = static_cast<std::uint32_t>(p.integer(rv, rf, 0, 1'000'000'000));
         } else if (rk == "backoff_base_s") {
-          w.backoff_base = SimTime::from_seconds_f(p.number(rv, rf, 0, kMaxWaitSeconds));
+          w.backoff_base = p.seconds(rv, rf, false);
         } else if (rk == "backoff_max_s") {
-          w.backoff_max = SimTime::from_seconds_f(p.number(rv, rf, 0, kMaxWaitSeconds));
+          w.backoff_max = p.seconds(rv, rf, false);
         } else {
           p.unknown(rf, "timestamp, backoff_limit_count, backoff_base_s, backoff_max_s");
         }
@@ -682,7 +807,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
   }
   Parser p(source);
   Scenario sc;
-  sc.source = source;
+  sc.source = printable_utf8(source);   // a file name is not always UTF-8; summary.json records it
   sc.base_dir = base_dir;
   sc.document = doc;
   sc.catalog = GpuCatalog::builtin();
@@ -703,8 +828,8 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
     if (k == "schema_version" || k == "cluster") continue;
     if (k == "name") sc.name = p.str(v, f);
     else if (k == "description") sc.description = p.str(v, f);
-    else if (k == "seed") sc.seed = static_cast<std::uint64_t>(p.integer(v, f, 0, std::numeric_limits<std::int64_t>::max()));
-    else if (k == "horizon_s") sc.engine.horizon = v.is_null() ? SimTime::forever() : SimTime::from_seconds_f(p.number(v, f, 0));
+    else if (k == "seed") sc.seed = p.seed(v, f);
+    else if (k == "horizon_s") sc.engine.horizon = v.is_null() ? SimTime::forever() : p.seconds(v, f, false);
     else if (k == "mode") {
       const auto m = p.str(v, f);
       if (m == "fill") fill = true;
@@ -768,7 +893,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
           else if (r == "checkpoint") sc.engine.preemption.restart = sim::RestartPolicy::kCheckpoint;
           else p.fail(ErrorCode::kScenarioBadValue, pf, "expected \"from-zero\" or \"checkpoint\"");
         } else if (pk == "checkpoint_interval_s") {
-          sc.engine.preemption.checkpoint_interval = SimTime::from_seconds_f(p.number(pv, pf, 1e-6));
+          sc.engine.preemption.checkpoint_interval = p.seconds(pv, pf, true);
         } else {
           p.unknown(pf, "restart, checkpoint_interval_s");
         }
@@ -784,7 +909,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
       p.expect_object(v, f);
       for (const auto& [ak, av] : v.items()) {
         const std::string af = f + "/" + ak;
-        if (ak == "scan_interval_s") sc.autoscaler.scan_interval = SimTime::from_seconds_f(p.number(av, af, 1e-3));
+        if (ak == "scan_interval_s") sc.autoscaler.scan_interval = SimTime::from_seconds_f(p.number(av, af, kMinScanIntervalSeconds, kMaxInputSeconds, "seconds"));
         else if (ak == "expander") {
           const auto e = sim::parse_expander(p.str(av, af));
           if (!e) p.fail(ErrorCode::kScenarioBadValue, af, "expected \"least-waste\", \"first\" or \"least-idle-gpu\"");
@@ -799,8 +924,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
       p.expect_object(v, f);
       for (const auto& [ok, ov] : v.items()) {
         if (ok == "sample_interval_s") {
-          const double s = p.number(ov, f + "/" + ok, 1e-6);
-          sc.outputs.sample_interval = SimTime::from_seconds_f(s);
+          sc.outputs.sample_interval = p.seconds(ov, f + "/" + ok, true);
         } else if (ok == "event_log") {
           if (!ov.is_boolean()) p.fail(ErrorCode::kScenarioBadValue, f + "/" + ok, "expected true or false");
           sc.outputs.event_log = ov.get<bool>();
@@ -822,7 +946,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
         bool has_time = false;
         const nlohmann::json* taint = nullptr;
         for (const auto& [ek, ev] : v[i].items()) {
-          if (ek == "time_s") { ne.time = SimTime::from_seconds_f(p.number(ev, ef + "/time_s", 0)); has_time = true; }
+          if (ek == "time_s") { ne.time = p.seconds(ev, ef + "/time_s", false); has_time = true; }
           else if (ek == "node") node = p.str(ev, ef + "/node");
           else if (ek == "type") type = p.str(ev, ef + "/type");
           else if (ek == "taint") taint = &ev;
@@ -882,14 +1006,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
 
 Scenario parse_scenario(std::string_view text, const std::string& source, const std::filesystem::path& base_dir,
                         const policies::Registry& registry) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& ex) {
-    const auto upto = std::min<std::size_t>(ex.byte, text.size());
-    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(upto > 0 ? upto - 1 : 0), '\n');
-    throw_error(ErrorCode::kScenarioParse, {source, static_cast<std::int64_t>(line), ""}, std::string("not valid JSON: ") + ex.what());
-  }
+  const nlohmann::json doc = parse_json(text, source, kScenarioJsonErrors);
   return parse_scenario(doc, source, base_dir, registry);
 }
 

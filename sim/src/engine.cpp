@@ -7,6 +7,9 @@
 
 #include <gpusched/assert.hpp>
 #include <gpusched/constraints.hpp>
+#include <gpusched/error.hpp>
+#include <gpusched/input_range.hpp>
+#include <gpusched/interrupt.hpp>
 #include <gpusched/rng.hpp>
 
 namespace gpusched::sim {
@@ -115,9 +118,20 @@ void Engine::retime(JobId j) {
   rt.rate = job_rate(j);
   queue_.cancel(rt.finish_event);
   // Full speed keeps integer arithmetic exact; otherwise round up to the next microsecond.
+  // Every input time is at most kMaxInputSeconds, but a slow-down (MPS clients, time-slicing,
+  // device slow-downs) stretches a duration by a factor the input does not bound: a job whose
+  // end would pass the clock stops the run with an error rather than wrapping to a negative time.
+  const double left_f = rt.rate == 1.0 ? rt.work_left_us : std::ceil(rt.work_left_us / rt.rate - 1e-3);
+  constexpr double kClockLimitUs = static_cast<double>(std::numeric_limits<std::int64_t>::max() / 2);
+  if (!(left_f < kClockLimitUs - static_cast<double>(rt.running_since.us))) {
+    throw_error(ErrorCode::kScenarioOutOfRange, {"", 0, "duration"},
+                "job \"" + spec.name + "\" runs at " + format_number(rt.rate) + " of full speed on its placement, so its " +
+                    format_number(spec.duration.seconds()) + " s of work would end after the clock's limit (" +
+                    format_number(kClockLimitUs / 1e6) + " s); give it a shorter duration or fewer sharers per GPU");
+  }
   const auto left = rt.rate == 1.0 ? static_cast<std::int64_t>(rt.work_left_us)
                                    // (a nanosecond of slack: 3000 s x 1.3 must not become 3900.000001 s)
-                                   : static_cast<std::int64_t>(std::ceil(rt.work_left_us / rt.rate - 1e-3));
+                                   : static_cast<std::int64_t>(left_f);
   rt.finish_event = queue_.push(rt.running_since + SimTime::from_us(left), JobFinish{j});
 }
 
@@ -157,6 +171,12 @@ void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
   }
   rt.running_since = now_ + SimTime::from_us(created ? opts.mig_reconfigure_us : 0);
   rt.start = rt.running_since;
+  if (rt.running_since > now_) {
+    // Observers hear of the placement now and of the start when the instances are ready.
+    ++running_events_;
+    queue_.push(rt.running_since, JobRunning{j, rt.attempts});
+  }
+  if (static_cast<std::int32_t>(rt.placements.size()) < spec.tasks && spec.request.tpu.hosts <= 1) growing_.push_back(j);
   rt.work_left_us = spec.duration.is_forever() ? 0.0 : std::max(0.0, static_cast<double>(spec.duration.us) - rt.work_kept_us);
   for (const auto& p : rt.placements) {
     auto& list = on_node_[p.node.value];
@@ -195,6 +215,7 @@ void Engine::stop_job(JobId j, bool release) {
     if (auto it = std::find(list.begin(), list.end(), j); it != list.end()) list.erase(it);
   }
   if (auto it = std::find(running_list_.begin(), running_list_.end(), j); it != running_list_.end()) running_list_.erase(it);
+  std::erase(growing_, j);
   hook_->job_stopped(workload_[j.value], j, rt.placements);
   queue_.cancel(rt.finish_event);
   --running_;
@@ -265,8 +286,7 @@ void Engine::evict(JobId j, const std::string& why, bool released) {
     fresh_[j.value] = 1;
     requeued_.push_back(j);
     arm_pods_ready(j);
-    // A preemption victim is announced once its preemptor runs: observers then see a cluster
-    // that holds exactly what the running jobs took.
+    // Preemption victims are announced once all of them have stopped (start_placed).
     if (released) deferred_requeues_.emplace_back(j, rt.reason);
     else for (auto* o : observers_) o->on_job_requeue(now_, j, why, *this);
   } else {
@@ -279,22 +299,26 @@ void Engine::evict(JobId j, const std::string& why, bool released) {
 
 void Engine::start_placed(JobId j) {
   if (!hook_->last_victims().empty()) {
+    // At one instant every release comes before the acquisition that uses it, so that the
+    // event log replays line by line without over-commitment: the victims leave (and observers
+    // hear of it) before the preemptor starts. The scheduler already released the victims and
+    // placed the preemptor; its allocation is taken back meanwhile (undo_allocate is exact,
+    // GPU instances included), so every callback sees what the running jobs hold.
+    const auto& request = workload_[j.value].request;
+    for (auto it = scratch_.rbegin(); it != scratch_.rend(); ++it) cluster_->undo_allocate(request, *it);
     // Copied: evicting tells the hook, which may reuse its victim list.
     const std::vector<JobId> victims(hook_->last_victims().begin(), hook_->last_victims().end());
     for (JobId v : victims) {
       ++preemptions_;
       evict(v, "preempted by " + workload_[j.value].name, true);
     }
+    for (const auto& [v, reason] : deferred_requeues_) {
+      for (auto* o : observers_) o->on_job_requeue(now_, v, reasons_[reason], *this);
+    }
+    deferred_requeues_.clear();
+    for (const auto& p : scratch_) cluster_->allocate(request, p);
   }
   start_job(j, scratch_);
-  announce_requeues();
-}
-
-void Engine::announce_requeues() {
-  for (const auto& [j, reason] : deferred_requeues_) {
-    for (auto* o : observers_) o->on_job_requeue(now_, j, reasons_[reason], *this);
-  }
-  deferred_requeues_.clear();
 }
 
 void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
@@ -381,6 +405,11 @@ void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
             evict(j, why, false);
             capacity_freed = true;
           }
+        } else if constexpr (std::is_same_v<T, JobRunning>) {
+          --running_events_;
+          const auto& rt = jobs_[ev.job.value];
+          if (rt.state != JobState::kRunning || rt.attempts != ev.attempt) return;   // stopped meanwhile
+          for (auto* o : observers_) o->on_job_running(now_, ev.job, *this);
         } else if constexpr (std::is_same_v<T, Timer>) {
           // Moved out first: the callback may call call_at(), which can reallocate timers_.
           const auto fn = std::move(timers_[ev.id]);
@@ -424,7 +453,7 @@ SimTime Engine::reserve(JobId head) {
       --released;
       const JobId j = ends[released].second;
       const auto& ps = jobs_[j.value].placements;
-      for (auto it = ps.rbegin(); it != ps.rend(); ++it) c.allocate(workload_[j.value].request, *it);
+      for (auto it = ps.rbegin(); it != ps.rend(); ++it) c.undo_release(workload_[j.value].request, *it);   // exact: no MIG replay
     }
   };
   std::vector<TaskPlacement> out;
@@ -525,7 +554,7 @@ void Engine::pods_ready_timeout(JobId j, std::uint32_t generation) {
   // Started, left, or entered the queue again since: this timer is stale.
   if (rt.state != JobState::kPending || rt.backing_off || rt.timer_generation != generation) return;
   const auto& w = config_.wait_for_pods_ready;
-  if (rt.requeues > 0 && rt.starts_at_requeue == starts_ && queue_.live() == ready_timers_) {
+  if (rt.requeues > 0 && rt.starts_at_requeue == starts_ && queue_.live() == ready_timers_ + running_events_) {
     // Nothing but waitForPodsReady timers is left to happen and no job has started since this
     // gang's last requeue: requeuing it again could only repeat forever (Kueue would, in a
     // cluster where nothing else ever changes). It stays pending and the run can end.
@@ -732,6 +761,54 @@ void Engine::schedule_cycle(bool full) {
     pending_.swap(still_pending);
   }
   arrived_.clear();
+  // Capacity freed: after the waiting jobs, running elastic gangs take what is left.
+  if (full && !growing_.empty()) grow_elastic();
+}
+
+void Engine::grow_elastic() {
+  // Volcano (pkg/scheduler/actions/allocate/allocate.go with the gang plugin's JobReady /
+  // JobOrderFn, pkg/scheduler/plugins/gang/gang.go): a job with at least min_available tasks
+  // allocated is ready, its pending tasks are allocated and committed one by one in later
+  // sessions, and ready jobs come after the jobs still short of their minimum. Growth never
+  // evicts. Strict FIFO and backfill grow a job only when no job waits (never ahead of one).
+  if (config_.queue_policy != QueuePolicy::kGreedy && !pending_.empty()) return;
+  std::vector<JobId> order(growing_);
+  std::stable_sort(order.begin(), order.end(),
+                   [this](JobId a, JobId b) { return hook_->before(order_spec(a), a, order_spec(b), b); });
+  std::vector<TaskPlacement> added;
+  for (JobId j : order) {
+    auto& rt = jobs_[j.value];
+    const auto& spec = workload_[j.value];
+    JobSpec rest = spec;   // the tasks not placed yet, each committed on its own
+    rest.tasks = spec.tasks - static_cast<std::int32_t>(rt.placements.size());
+    rest.min_available = 1;
+    ++attempts_;
+    if (!hook_->what_if(*cluster_, rest, j, added).ok() || added.empty()) continue;
+    // The hook hears of it as a stop and a start with all the placements: its accounting
+    // (quotas, shares, PDBs, preemption candidates) then covers the added tasks.
+    hook_->job_stopped(spec, j, rt.placements);
+    rt.placements.insert(rt.placements.end(), added.begin(), added.end());
+    bool shares = false;
+    for (const auto& p : added) {
+      auto& list = on_node_[p.node.value];
+      if (std::find(list.begin(), list.end(), j) == list.end()) list.push_back(j);
+      for (const auto& g : p.gpus) {
+        const auto flat = flat_gpu(p, g);
+        if (!is_shared_replica(cluster_->all_gpus()[flat].partition)) continue;
+        if (sharers_.empty()) sharers_.resize(cluster_->all_gpus().size());
+        // Once per grant, as start_job() does (and stop_job() undoes): a grown task on a GPU that
+        // already runs one of the job's tasks adds its demand too.
+        sharers_[flat].push_back(j);
+        shares = true;
+      }
+    }
+    if (static_cast<std::int32_t>(rt.placements.size()) >= spec.tasks) std::erase(growing_, j);
+    hook_->job_started(spec, j, rt.placements);
+    // Tasks run in lockstep: the job goes at its slowest task's pace.
+    if (job_rate(j) != rt.rate) retime(j);
+    if (shares) retime_sharers(added, j);
+    for (auto* o : observers_) o->on_job_grow(now_, j, added, *this);
+  }
 }
 
 void Engine::run(const std::function<void(double)>& progress) {
@@ -754,6 +831,12 @@ void Engine::run(const std::function<void(double)>& progress) {
   for (auto* o : observers_) o->on_start(*this);
   const double expected = static_cast<double>(std::max<std::size_t>(1, workload_.size() * (config_.fill_mode ? 1 : 2)));
   if (progress) progress(0.0);
+  // Interruption (gpusched/interrupt.hpp): the flag is one relaxed load, read after every event
+  // and cycle; the thread's poll (Python takes the GIL for it) runs every 1024 of them.
+  std::uint32_t ticks = 0;
+  const auto check_interrupt = [&ticks] {
+    if (interrupt_requested() || (++ticks & 0x3FFU) == 0) throw_if_interrupted();
+  };
 
   while (!queue_.empty()) {
     const SimTime t = queue_.next_time();
@@ -767,6 +850,7 @@ void Engine::run(const std::function<void(double)>& progress) {
       const auto e = queue_.pop();
       handle(e, freed);
       ++events_processed_;
+      check_interrupt();
       if (progress && (events_processed_ & 0xFFF) == 0) {
         progress(std::min(0.99, static_cast<double>(events_processed_) / expected));
       }
@@ -775,12 +859,14 @@ void Engine::run(const std::function<void(double)>& progress) {
     requeued_.clear();
     if (freed || !arrived_.empty()) {
       schedule_cycle(freed);
+      check_interrupt();
       // Jobs preempted in this cycle are tried again at once (they may fit elsewhere). Each
       // round evicts only lower-priority jobs, so this ends.
       while (!requeued_.empty()) {
         arrived_.swap(requeued_);
         requeued_.clear();
         schedule_cycle(true);   // full: what the preemptor left of the victims' room is free for all
+        check_interrupt();
       }
     }
   }

@@ -4,6 +4,8 @@
 #include <numeric>
 
 #include <gpusched/assert.hpp>
+#include <gpusched/error.hpp>
+#include <gpusched/input_range.hpp>
 
 namespace gpusched::sim {
 
@@ -34,7 +36,7 @@ void to_json(nlohmann::json& j, const Distribution& d) {
 void to_json(nlohmann::json& j, const Summary& s) {
   j = {{"jobs", {{"total", s.jobs}, {"completed", s.completed}, {"failed", s.failed}, {"running", s.running},
                  {"pending", s.pending}, {"not_arrived", s.not_arrived}, {"requeued", s.requeued},
-                 {"rejected", s.rejected}, {"deactivated", s.deactivated}, {"pods_ready_requeues", s.pods_ready_requeues}}},
+                 {"rejected", s.rejected}, {"deactivated", s.deactivated}, {"partial", s.partial}, {"pods_ready_requeues", s.pods_ready_requeues}}},
        {"preemption", {{"preemptions", s.preemptions}, {"evictions", s.evictions}, {"lost_gpu_hours", s.lost_gpu_hours}}},
        {"cluster", {{"nodes", s.nodes}, {"gpus", s.gpus}}},
        {"time", {{"first_submit_s", s.first_submit.seconds()}, {"last_submit_s", s.last_submit.seconds()}, {"end_s", s.end.seconds()}, {"makespan_s", s.makespan_s}}},
@@ -86,7 +88,18 @@ void MetricsCollector::on_advance(SimTime from, SimTime to, const Engine& e) {
   peak_gpu_milli_ = std::max(peak_gpu_milli_, tot.gpu_used_milli);
   // The state is constant on [from, to): every sample point in there sees it.
   while (next_sample_ < to) {
-    if (next_sample_ >= from) samples_.push_back(sample_now(next_sample_, e));
+    if (next_sample_ >= from) {
+      // The interval is checked where it is read, but the run's length is not known then: a
+      // microsecond interval over a long run would take memory without bound. Stop with an
+      // error naming the field instead.
+      if (samples_.size() >= kMaxSamples) {
+        throw_error(ErrorCode::kScenarioOutOfRange, {"", 0, "/outputs/sample_interval_s"},
+                    format_number(interval_.seconds()) + " s gives more than " + format_number(static_cast<double>(kMaxSamples)) +
+                        " samples before t = " + format_number(next_sample_.seconds()) +
+                        " s of this run: raise sample_interval_s");
+      }
+      samples_.push_back(sample_now(next_sample_, e));
+    }
     next_sample_ = next_sample_ + interval_;
   }
 }
@@ -108,6 +121,7 @@ void MetricsCollector::on_end(SimTime end, const Engine& e) {
     switch (rt.state) {
       case JobState::kCompleted:
         ++s.completed;
+        if (static_cast<std::int32_t>(rt.placements.size()) < spec.tasks && spec.request.tpu.hosts <= 1) ++s.partial;
         jcts.push_back((rt.end - spec.submit).us);
         last_completion = std::max(last_completion, rt.end);
         break;

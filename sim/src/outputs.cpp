@@ -96,6 +96,21 @@ std::vector<JobRow> job_rows(const Engine& engine) {
     row.lost_gpu_hours = rt.lost_gpu_hours;
     if (rt.state == JobState::kRunning || rt.state == JobState::kCompleted) row.placement = placement_string(cluster, rt.placements);
     if (rt.state == JobState::kPending || rt.state == JobState::kFailed) row.reason = engine.reason(rt.reason);
+    // An elastic gang (min_available < tasks) that holds fewer tasks than it asked for: it says
+    // so, and one that completed that way is "partial", not "completed".
+    const auto held = static_cast<std::int32_t>(rt.placements.size());
+    if ((rt.state == JobState::kRunning || rt.state == JobState::kCompleted) && held < spec.tasks &&
+        spec.request.tpu.hosts <= 1) {
+      const std::string counts = std::to_string(held) + " of " + std::to_string(spec.tasks) + " tasks";
+      if (rt.state == JobState::kCompleted) {
+        row.state = "partial";
+        row.reason = "ran " + counts + " (min_available " + std::to_string(spec.min_available) +
+                     "); the others never fitted before it ended";
+      } else {
+        row.reason = "running " + counts + " (min_available " + std::to_string(spec.min_available) +
+                     "); the others wait for room";
+      }
+    }
     row.requeues = rt.requeues;
     rows.push_back(std::move(row));
   }
@@ -135,7 +150,15 @@ void EventLog::on_submit(SimTime t, JobId j, const Engine& e) {
   lines_.push_back(line(t, "submit", e.workload()[j.value].name, "", ""));
 }
 void EventLog::on_job_start(SimTime t, JobId j, std::span<const TaskPlacement> p, const Engine& e) {
-  lines_.push_back(line(t, "start", e.workload()[j.value].name, "", placement_string(e.cluster(), p)));
+  // Placed on GPU instances still being created: `start` follows when it runs.
+  const bool waits = e.job(j).running_since > t;
+  lines_.push_back(line(t, waits ? "placed" : "start", e.workload()[j.value].name, "", placement_string(e.cluster(), p)));
+}
+void EventLog::on_job_running(SimTime t, JobId j, const Engine& e) {
+  lines_.push_back(line(t, "start", e.workload()[j.value].name, "", placement_string(e.cluster(), e.job(j).placements)));
+}
+void EventLog::on_job_grow(SimTime t, JobId j, std::span<const TaskPlacement> added, const Engine& e) {
+  lines_.push_back(line(t, "grow", e.workload()[j.value].name, "", placement_string(e.cluster(), added)));
 }
 void EventLog::on_job_finish(SimTime t, JobId j, const Engine& e) {
   lines_.push_back(line(t, "finish", e.workload()[j.value].name, "", ""));

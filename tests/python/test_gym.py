@@ -244,7 +244,9 @@ def test_gangs_start_only_with_min_available_tasks_and_the_rewards_follow_them()
     placements = result.placements
     tasks = placements.drop_duplicates(["job", "task"]).groupby("job").size()
     gangs = tasks[tasks.index.str.startswith("g")]
-    assert len(gangs) > 0 and (gangs >= 2).all() and (gangs < 3).any()   # some gangs started with 2 of 3 tasks
+    # Each gang started with at least min_available (2) tasks; one started with 2 takes its third
+    # when room appears (an elastic gang grows, issue 13), so it may end with all 3.
+    assert len(gangs) > 0 and (gangs >= 2).all() and (gangs <= 3).all()
     gpu_share_s = sum(i["gpu_share_s"] for i in seen)
     assert gpu_share_s / 3600 * 24 == pytest.approx(result.summary["allocation"]["gpu_hours"], rel=1e-9)
     jobs = result.jobs

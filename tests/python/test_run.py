@@ -29,7 +29,7 @@ def test_the_small_example_runs_and_gives_pandas_tables(small_path):
     assert len(r.jobs) == 10
     assert r.summary["jobs"] == {
         "total": 10, "completed": 9, "failed": 0, "running": 1, "pending": 0, "not_arrived": 0, "requeued": 1,
-        "rejected": 0, "deactivated": 0, "pods_ready_requeues": 0,
+        "rejected": 0, "deactivated": 0, "partial": 0, "pods_ready_requeues": 0,
     }
     assert r.summary["scenario"]["name"] == "small"
     assert r.stamp["seed"] == 7 and r.stamp["scenario"] == "small"

@@ -87,8 +87,9 @@ def test_seeds_default_to_the_scenarios_and_accept_every_form():
     assert df["seed"].tolist() == [3, 9] and list(df.columns).count("seed") == 1
     with pytest.raises(ValueError, match="seed"):
         gpusched.sweep(small(), {"seed": [3]}, seeds=[1])
-    with pytest.raises(ValueError, match="negative"):
+    with pytest.raises(gpusched.ScenarioError, match="out of range") as info:   # the one seed error
         gpusched.sweep(small(), seeds=[-1])
+    assert info.value.id == "gpusched.scenario_error.211"
 
 
 def test_results_are_identical_on_threads_processes_and_a_dask_cluster(dask_client):

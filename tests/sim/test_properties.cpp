@@ -67,6 +67,14 @@ class InvariantChecker final : public Observer {
     ++starts_;
     check(e, "job start");
   }
+  void on_job_grow(SimTime, JobId j, std::span<const TaskPlacement> added, const Engine& e) override {
+    // An elastic gang takes tasks it could not place at its start.
+    const auto& spec = e.workload()[j.value];
+    if (states_[j.value] != JobState::kRunning) fail("job " + spec.name + " grew while not running");
+    placed_tasks_[j.value] += static_cast<std::int64_t>(added.size());
+    if (added.empty() || placed_tasks_[j.value] > spec.tasks) fail("job " + spec.name + " grew to " + std::to_string(placed_tasks_[j.value]) + " tasks");
+    check(e, "job grow");
+  }
   void on_job_finish(SimTime, JobId j, const Engine& e) override {
     transition(j, JobState::kRunning, JobState::kCompleted, "finish");
     placed_tasks_[j.value] = 0;

@@ -399,7 +399,7 @@ TEST_CASE("Bad openb pod rows name the file, line and column", "[traces][alibaba
   auto pods = [](const std::string& rows) { return [rows] { (void)pods_from(kPodHeader + rows); }; };
   const std::string ok = "ok,1000,1024,1,1000,,LS,Running,0,10,0\n";
   SECTION("gpu_milli above one GPU") {
-    expect_error(pods(ok + "bad,1000,1024,1,1500,,LS,Running,0,10,0\n"), ErrorCode::kTraceBadValue, "pods.csv:3:", "gpu_milli");
+    expect_error(pods(ok + "bad,1000,1024,1,1500,,LS,Running,0,10,0\n"), ErrorCode::kTraceOutOfRange, "pods.csv:3:", "gpu_milli");
   }
   SECTION("a share of one GPU with two GPUs") {
     expect_error(pods(ok + "bad,1000,1024,2,500,,LS,Running,0,10,0\n"), ErrorCode::kTraceBadValue, "pods.csv:3:", "gpu_milli");
@@ -409,7 +409,7 @@ TEST_CASE("Bad openb pod rows name the file, line and column", "[traces][alibaba
                  "pods.csv:3:", "gpu_milli");
   }
   SECTION("one GPU with no share") {
-    expect_error(pods("bad,1000,1024,1,0,,LS,Running,0,10,0\n"), ErrorCode::kTraceBadValue, "pods.csv:2:", "gpu_milli");
+    expect_error(pods("bad,1000,1024,1,0,,LS,Running,0,10,0\n"), ErrorCode::kTraceOutOfRange, "pods.csv:2:", "gpu_milli");
   }
   SECTION("an unknown model in gpu_spec") {
     expect_error(pods(ok + "x,1000,1024,1,1000,T4|B200X,LS,Running,0,10,0\n"),
@@ -458,7 +458,7 @@ TEST_CASE("Bad openb node rows name the file, line and column", "[traces][alibab
   };
   expect_error(nodes("n1,1000,1024,2,Z9000\n"), ErrorCode::kTraceUnknownGpuModel, "nodes.csv:3:", "model");
   expect_error(nodes("n1,1000,1024,2,\n"), ErrorCode::kTraceBadValue, "nodes.csv:3:", "model");
-  expect_error(nodes("n1,-1000,1024,2,T4\n"), ErrorCode::kTraceBadValue, "nodes.csv:3:", "cpu_milli");
+  expect_error(nodes("n1,-1000,1024,2,T4\n"), ErrorCode::kTraceOutOfRange, "nodes.csv:3:", "cpu_milli");
   expect_error(nodes("n1,1000,1024,two,T4\n"), ErrorCode::kTraceBadValue, "nodes.csv:3:", "gpu");
   expect_error(nodes("n0,1000,1024,2,T4\n"), ErrorCode::kTraceDuplicateId, "nodes.csv:3:", "sn");
 }
@@ -556,7 +556,7 @@ TEST_CASE("Errors in a headerless PAI list give the file's own line numbers", "[
   };
   expect_error(pai("m0,CPU,96,512,0\nm1,CPU,96,512,2\n"), ErrorCode::kTraceBadValue, "pai.csv:2:", "cap_gpu");
   expect_error(pai("m0,CPU,96,512,0\nm1,H9,96,512,2\n"), ErrorCode::kTraceUnknownGpuModel, "pai.csv:2:", "gpu_type");
-  expect_error(pai("m0,CPU,96,512,0\nm1,T4,-96,512,2\n"), ErrorCode::kTraceBadValue, "pai.csv:2:", "cap_cpu");
+  expect_error(pai("m0,CPU,96,512,0\nm1,T4,-96,512,2\n"), ErrorCode::kTraceOutOfRange, "pai.csv:2:", "cap_cpu");
   expect_error(pai("m0,CPU,96,512,0\nm1,T4,96,512\n"), ErrorCode::kTraceBadValue, "pai.csv:2:", "");
   expect_error(pai("machine,gpu_type,cap_cpu,cap_mem,cap_gpu\nm0,CPU,96,512,0\nm1,T4,96,x,2\n"), ErrorCode::kTraceBadValue,
                "pai.csv:3:", "cap_mem");
@@ -617,7 +617,7 @@ TEST_CASE("Bad spot node rows name the file, line and column", "[traces][alibaba
     };
   };
   expect_error(spot("GPU-series-9,1,128,1\n"), ErrorCode::kTraceUnknownGpuModel, "spot.csv:3:", "gpu_model");
-  expect_error(spot("A10,-1,128,1\n"), ErrorCode::kTraceBadValue, "spot.csv:3:", "gpu_capacity_num");
+  expect_error(spot("A10,-1,128,1\n"), ErrorCode::kTraceOutOfRange, "spot.csv:3:", "gpu_capacity_num");
   expect_error(spot("A10,1,many,1\n"), ErrorCode::kTraceBadValue, "spot.csv:3:", "cpu_num");
   expect_error(spot("A10,1,128,0\n"), ErrorCode::kTraceDuplicateId, "spot.csv:3:", "node_name");
 }
@@ -737,7 +737,7 @@ TEST_CASE("Bad DLRM rows name the file, line and column", "[traces][alibaba][err
   expect_error(dlrm("x,HN,app_0,12,1,-25,120.0,8,,,\n"), ErrorCode::kTraceNegativeRequest, "dlrm.csv:3:", "rdma_request");
   expect_error(dlrm("x,HN,app_0,twelve,1,25,120.0,8,,,\n"), ErrorCode::kTraceBadValue, "dlrm.csv:3:", "cpu_request");
   expect_error(dlrm("x,HN,app_0,12,0.5,25,120.0,8,,,\n"), ErrorCode::kTraceBadValue, "dlrm.csv:3:", "gpu_request");
-  expect_error(dlrm("x,HN,app_0,12,1,25,120.0,-3,,,\n"), ErrorCode::kTraceBadValue, "dlrm.csv:3:", "max_instance_per_node");
+  expect_error(dlrm("x,HN,app_0,12,1,25,120.0,-3,,,\n"), ErrorCode::kTraceOutOfRange, "dlrm.csv:3:", "max_instance_per_node");
   expect_error(dlrm("x,HN,,12,1,25,120.0,4,,,\n"), ErrorCode::kTraceBadValue, "dlrm.csv:3:", "app_name");
   expect_error(dlrm("x,HN,app_0,12,1,25,120.0,8,10,20,15\n"), ErrorCode::kTraceBadValue, "dlrm.csv:3:", "deletion_time");
   expect_error(dlrm("x,HN,app_0,12,1,25,120.0,8,10,5,15\n"), ErrorCode::kTraceBadValue, "dlrm.csv:3:", "scheduled_time");

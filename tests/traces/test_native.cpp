@@ -203,7 +203,8 @@ TEST_CASE("A row with the wrong number of fields names its line", "[traces][erro
 }
 
 TEST_CASE("A bad number names the line and the field", "[traces][errors]") {
-  const auto e = read_error<QuantityError>("jobs.csv", std::string(kHeader) + "a,0,10,1,1,0,q,,1,1Gi,1\nb,soon,10,1,1,0,q,,1,1Gi,1\n");
+  const auto e = read_error<TraceError>("jobs.csv", std::string(kHeader) + "a,0,10,1,1,0,q,,1,1Gi,1\nb,soon,10,1,1,0,q,,1,1Gi,1\n");
+  CHECK(e.code() == ErrorCode::kTraceBadValue);   // text that is not a number (a number out of range: 110)
   CHECK(e.where().line == 3);
   CHECK(e.where().field == "submit_time");
   const auto p = read_error<TraceError>("jobs.csv", std::string(kHeader) + "a,0,10,1,1,high,q,,1,1Gi,1\n");
@@ -227,7 +228,7 @@ TEST_CASE("A duplicate job id names the second occurrence", "[traces][errors]") 
 
 TEST_CASE("min_available above tasks is rejected", "[traces][errors]") {
   const auto e = read_error<TraceError>("jobs.csv", std::string(kHeader) + "a,0,10,2,3,0,q,,1,1Gi,1\n");
-  CHECK(e.code() == ErrorCode::kTraceBadValue);
+  CHECK(e.code() == ErrorCode::kTraceOutOfRange);
   CHECK(e.where().line == 2);
   CHECK(e.where().field == "min_available");
   const auto zero = read_error<TraceError>("jobs.csv", std::string(kHeader) + "a,0,10,0,,0,q,,1,1Gi,1\n");
@@ -439,7 +440,6 @@ TEST_CASE("A bad scheduling field names the line and the field", "[traces][error
            Case{"\"tolerations\": [{\"key\": \"k\", \"effect\": \"NoRun\"}]", "tolerations/0/effect", "NoSchedule"},
            Case{"\"tolerations\": [{\"key\": \"k\", \"tolerationSeconds\": 5}]", "tolerations/0/tolerationSeconds",
                 "unknown field"},
-           Case{"\"app\": \"x\", \"max_per_node\": -1", "max_per_node", "0..1000000"},
            Case{"\"max_per_node\": 2", "max_per_node", "needs an app"},
            Case{"\"preemption_policy\": \"Sometimes\"", "preemption_policy", "PreemptLowerPriority or Never"},
            Case{"\"preemptible\": \"no\"", "preemptible", "true or false"},
@@ -454,6 +454,11 @@ TEST_CASE("A bad scheduling field names the line and the field", "[traces][error
     CHECK(e.where().field == k.field);
     CHECK_THAT(e.detail(), Catch::Contains(k.says));
   }
+  // A well-formed number outside its range is the out-of-range error.
+  const auto range = jsonl_error("\"app\": \"x\", \"max_per_node\": -1");
+  CHECK(range.code() == ErrorCode::kTraceOutOfRange);
+  CHECK(range.where().field == "max_per_node");
+  CHECK_THAT(range.detail(), Catch::Contains("0..1000000"));
   // CSV: the column's name and the row's line.
   const auto csv = read_error<TraceError>(
       "jobs.csv", "id,submit_time,cpu,app,max_per_node,preemptible\na,0,1,x,1,true\nb,0,1,x,two,true\n");

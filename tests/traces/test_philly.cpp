@@ -173,7 +173,7 @@ TEST_CASE("Zero or non-numeric Philly num_gpus names the line and the column", "
   const auto zero = trace_error([] {
     (void)philly_jobs(std::string(kPhillyHeader) + "2017-10-09 07:01:55,1,1,1,a\n\n2017-10-09 07:01:55,1,0,0,a\n");
   });
-  CHECK_THAT(zero, Catch::StartsWith("[gpusched.trace_error.102] philly.csv:4: field 'num_gpus': \"0\" is out of range"));
+  CHECK_THAT(zero, Catch::StartsWith("[gpusched.trace_error.110] philly.csv:4: field 'num_gpus': \"0\" is out of range"));
   const auto text = trace_error([] { (void)philly_jobs(std::string(kPhillyHeader) + "2017-10-09 07:01:55,1,two,2,a\n"); });
   CHECK_THAT(text, Catch::StartsWith("[gpusched.trace_error.102] philly.csv:2: field 'num_gpus': \"two\" is not a whole number"));
   const auto half = trace_error([] { (void)philly_jobs(std::string(kPhillyHeader) + "2017-10-09 07:01:55,1,1.5,1.5,a\n"); });
@@ -238,7 +238,7 @@ TEST_CASE("An unknown GPU memory size in the Philly machine list names the line 
 
 TEST_CASE("Bad GPU counts and repeated ids in the Philly machine list are errors", "[traces][philly]") {
   const auto zero = trace_error([] { (void)philly_machines("machineId, number of GPUs, single GPU mem\nm0,0, 12GB\n"); });
-  CHECK_THAT(zero, Catch::StartsWith("[gpusched.trace_error.102] machines:2: field 'number of GPUs':"));
+  CHECK_THAT(zero, Catch::StartsWith("[gpusched.trace_error.110] machines:2: field 'number of GPUs':"));
   const auto twice = trace_error([] {
     (void)philly_machines("machineId, number of GPUs, single GPU mem\nm0,2, 12GB\nm0,8, 24GB\n");
   });
@@ -271,7 +271,7 @@ TEST_CASE("Tiresias jobs keep their ids, times and model names", "[traces][tires
 TEST_CASE("Bad Tiresias job rows name the line and the column", "[traces][tiresias]") {
   const std::string header = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n";
   CHECK_THAT(trace_error([&] { (void)tiresias_jobs(header + "0,0,0,606,vgg19,164,30\n"); }),
-             Catch::StartsWith("[gpusched.trace_error.102] 60_job.csv:2: field 'num_gpu':"));
+             Catch::StartsWith("[gpusched.trace_error.110] 60_job.csv:2: field 'num_gpu':"));
   CHECK_THAT(trace_error([&] { (void)tiresias_jobs(header + "0,1,0,606,vgg19,-164,30\n"); }),
              Catch::StartsWith("[gpusched.trace_error.102] 60_job.csv:2: field 'duration':"));
   CHECK_THAT(trace_error([&] { (void)tiresias_jobs(header + "0,1,soon,606,vgg19,164,30\n"); }),
@@ -305,7 +305,7 @@ TEST_CASE("A Tiresias cluster shape becomes switches of named, labelled nodes", 
 TEST_CASE("Bad Tiresias cluster rows and unknown GPU models are errors", "[traces][tiresias]") {
   const std::string header = "num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n";
   CHECK_THAT(trace_error([&] { (void)tiresias_cluster(header + "0,16,4,128,254\n"); }),
-             Catch::StartsWith("[gpusched.trace_error.102] cluster.csv:2: field 'num_switch':"));
+             Catch::StartsWith("[gpusched.trace_error.110] cluster.csv:2: field 'num_switch':"));
   CHECK_THAT(trace_error([&] { (void)tiresias_cluster(header + "1,16,4,128,much\n"); }),
              Catch::StartsWith("[gpusched.trace_error.102] cluster.csv:2: field 'mem_p_node':"));
   TiresiasOptions o;

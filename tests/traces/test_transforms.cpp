@@ -331,14 +331,17 @@ TEST_CASE("scale_time scales submit times, durations and walltimes and keeps for
   CHECK(names(s) == names(w));
 }
 
-TEST_CASE("scale_time rounds to the microsecond and saturates at forever", "[traces][transforms]") {
+TEST_CASE("scale_time rounds to the microsecond and rejects a time past the input range", "[traces][transforms]") {
   Workload w{t::job("a", 0, 0, cpu_req())};
   w[0].submit = SimTime::from_us(3);
-  w[0].duration = SimTime::from_us(std::numeric_limits<std::int64_t>::max() / 2);
+  w[0].duration = SimTime::from_seconds(6'000'000'000);   // 6e9 s: within kMaxInputSeconds
   const auto s = scale_time(w, 0.5);
   CHECK(s[0].submit == SimTime::from_us(2));   // 1.5 rounds away from zero
-  const auto big = scale_time(w, 4.0);
-  CHECK(big[0].duration.is_forever());
+  CHECK(s[0].duration == SimTime::from_seconds(3'000'000'000));
+  // 2.4e10 s would pass kMaxInputSeconds (1e10 s): an error naming the job, never a wrapped or "forever" time.
+  CHECK_THROWS_AS(scale_time(w, 4.0), std::out_of_range);
+  CHECK_THROWS_WITH(scale_time(w, 4.0), Catch::Contains("job \"a\": its duration"));
+  CHECK_THROWS_AS(scale_time(w, 1e300), std::out_of_range);
 }
 
 TEST_CASE("scale_time rejects a factor that is not finite and positive", "[traces][transforms]") {

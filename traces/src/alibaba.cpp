@@ -14,6 +14,7 @@
 #include <gpusched/constraints.hpp>
 #include <gpusched/error.hpp>
 #include <gpusched/traces/csv.hpp>
+#include <gpusched/traces/ranges.hpp>
 
 namespace gpusched::traces {
 namespace {
@@ -24,7 +25,6 @@ constexpr double kMaxCores = 1e6;
 constexpr double kMaxGib = 1e7;
 constexpr std::int64_t kMaxMilliCpu = 1'000'000'000;
 constexpr std::int64_t kMaxMib = std::int64_t{1} << 40;
-constexpr double kMaxSeconds = 9.2e12;
 
 /// The rows of one CSV file with locations for errors. `line_shift` lines were put in front of
 /// the file's text (a header it lacked); locations subtract them so they stay the file's lines.
@@ -75,7 +75,7 @@ std::optional<double> to_double(std::string_view s) {
 
 std::string range_text(double lo, double hi) {
   std::ostringstream os;
-  os << "(" << lo << ".." << hi << ")";
+  os << lo << ".." << hi;
   return os.str();
 }
 
@@ -88,11 +88,13 @@ std::int64_t integer(const Table& t, std::size_t col, std::int64_t lo, std::int6
   const auto [p, ec] = std::from_chars(s.data(), end, v);
   if (ec != std::errc{} || p != end) {
     const auto d = to_double(s);
-    if (!d || *d != std::floor(*d) || std::fabs(*d) > 9e15) fail(t, col, quoted(s) + " is not an integer");
+    if (!d || *d != std::floor(*d)) fail(t, col, quoted(s) + " is not an integer");
+    if (request && *d < 0) fail(t, col, quoted(s) + " is negative (a request is >= 0)", ErrorCode::kTraceNegativeRequest);
+    if (std::fabs(*d) > 9e15) out_of_range(t.at(col), s, "must be " + std::to_string(lo) + ".." + std::to_string(hi));
     v = static_cast<std::int64_t>(*d);
   }
   if (request && v < 0) fail(t, col, quoted(s) + " is negative (a request is >= 0)", ErrorCode::kTraceNegativeRequest);
-  if (v < lo || v > hi) fail(t, col, quoted(s) + " is out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  if (v < lo || v > hi) out_of_range(t.at(col), s, "must be " + std::to_string(lo) + ".." + std::to_string(hi));
   return v;
 }
 
@@ -103,7 +105,7 @@ double number(const Table& t, std::size_t col, double lo, double hi, bool reques
   const auto d = to_double(s);
   if (!d) fail(t, col, quoted(s) + " is not a number");
   if (request && *d < 0) fail(t, col, quoted(s) + " is negative (a request is >= 0)", ErrorCode::kTraceNegativeRequest);
-  if (*d < lo || *d > hi) fail(t, col, quoted(s) + " is out of range " + range_text(lo, hi));
+  if (*d < lo || *d > hi) out_of_range(t.at(col), s, "must be " + range_text(lo, hi));
   return *d;
 }
 
@@ -111,8 +113,8 @@ double number(const Table& t, std::size_t col, double lo, double hi, bool reques
 std::optional<SimTime> time_of(const Table& t, std::optional<std::size_t> col) {
   if (!col || t[*col].empty()) return std::nullopt;
   const auto d = to_double(t[*col]);
-  if (!d || *d < 0 || *d > kMaxSeconds) fail(t, *col, quoted(t[*col]) + " is not a time in seconds (>= 0)");
-  return SimTime::from_seconds_f(*d);
+  if (!d || *d < 0) fail(t, *col, quoted(t[*col]) + " is not a time in seconds (>= 0)");
+  return trace_seconds(*d, t[*col], t.at(*col), Span::kInstant);   // at most kMaxInputSeconds
 }
 
 GpuModelId model_of(const GpuCatalog& catalog, const Table& t, std::size_t col, const std::string& name) {
@@ -155,8 +157,18 @@ NodeSpec make_node(std::string name, std::int64_t cpu_milli, std::int64_t memory
   return n;
 }
 
-std::int64_t cores_to_milli(double cores) { return static_cast<std::int64_t>(std::llround(cores * 1000.0)); }
-std::int64_t gib_to_mib(double gib) { return static_cast<std::int64_t>(std::llround(gib * 1024.0)); }
+/// Cores (column `col`) to milli-CPU; a positive amount that rounds to 0 is out of range.
+std::int64_t cores_to_milli(const Table& t, std::size_t col, double cores) {
+  const auto milli = static_cast<std::int64_t>(std::llround(cores * 1000.0));
+  if (cores > 0 && milli == 0) out_of_range(t.at(col), t[col], "must be 0 or at least 0.0005 CPUs (it would round to 0m)");
+  return milli;
+}
+/// GiB (column `col`) to MiB; a positive amount that rounds to 0 is out of range.
+std::int64_t gib_to_mib(const Table& t, std::size_t col, double gib) {
+  const auto mib = static_cast<std::int64_t>(std::llround(gib * 1024.0));
+  if (gib > 0 && mib == 0) out_of_range(t.at(col), t[col], "must be 0 or at least 0.0005 GiB (it would round to 0 MiB)");
+  return mib;
+}
 
 /// The `|`-separated models of an openb gpu_spec as canonical catalog names, duplicates dropped.
 std::vector<std::string> spec_models(const GpuCatalog& catalog, const Table& t, std::size_t col) {
@@ -249,7 +261,9 @@ Workload read_openb_pods(std::istream& in, const std::string& source, GpuCatalog
     if (ngpu == 0 && milli != 0) {
       fail(t, c_milli, "a CPU-only pod (num_gpu 0) must have gpu_milli 0, got " + std::to_string(milli));
     }
-    if (ngpu == 1 && milli == 0) fail(t, c_milli, "a pod with num_gpu 1 needs gpu_milli 1..1000, got 0");
+    if (ngpu == 1 && milli == 0) {
+      fail(t, c_milli, "a pod with num_gpu 1 needs gpu_milli 1..1000, got 0", ErrorCode::kTraceOutOfRange);
+    }
     if (ngpu > 1 && milli != kMilliPerGpu) {
       fail(t, c_milli, "gpu_milli " + std::to_string(milli) + " is a share of ONE GPU, but num_gpu is " +
                            std::to_string(ngpu) + " (a multi-GPU pod takes whole GPUs: gpu_milli 1000)");
@@ -308,7 +322,7 @@ std::vector<NodeSpec> read_pai_machines(std::istream& in, const std::string& sou
       // The list names the 32 GB boards V100M32, so plain V100 is the 16 GB board.
       model = model_of(catalog, t, c_type, type == "V100" ? "V100-16GB" : type);
     }
-    nodes.push_back(make_node(t[c_machine], cores_to_milli(cores), gib_to_mib(gib), gpus, model, catalog));
+    nodes.push_back(make_node(t[c_machine], cores_to_milli(t, c_cpu, cores), gib_to_mib(t, c_mem, gib), gpus, model, catalog));
   }
   return nodes;
 }
@@ -339,7 +353,7 @@ std::vector<NodeSpec> read_spot_nodes(std::istream& in, const std::string& sourc
     else if (gpus > 0) fail(t, c_model, "a node with " + std::to_string(gpus) + " GPUs needs a gpu_model");
     const double mib = std::round(cores * static_cast<double>(memory_mib_per_core));
     if (mib > static_cast<double>(kMaxMib)) fail(t, c_cpu, "cpu_num x memory per core is more memory than a node can have");
-    nodes.push_back(make_node(t[c_name], cores_to_milli(cores), static_cast<std::int64_t>(mib), gpus, model, catalog));
+    nodes.push_back(make_node(t[c_name], cores_to_milli(t, c_cpu, cores), static_cast<std::int64_t>(mib), gpus, model, catalog));
   }
   return nodes;
 }
@@ -364,8 +378,8 @@ Workload read_dlrm(std::istream& in, const std::string& source, GpuCatalog& cata
     const auto gpus = integer(t, c_gpu, 0, kMaxGpusPerTask, true);
     const auto rdma = c_rdma ? integer(t, *c_rdma, 0, 1'000'000, true) : 0;
     std::vector<std::pair<std::string, std::string>> items = {
-        {std::string(resource_names::kCpu), std::to_string(cores_to_milli(cores)) + "m"},
-        {std::string(resource_names::kMemory), std::to_string(gib_to_mib(gib)) + "Mi"}};
+        {std::string(resource_names::kCpu), std::to_string(cores_to_milli(t, c_cpu, cores)) + "m"},
+        {std::string(resource_names::kMemory), std::to_string(gib_to_mib(t, c_mem, gib)) + "Mi"}};
     if (gpus > 0) items.emplace_back(std::string(resource_names::kGpu), std::to_string(gpus));
     if (rdma > 0) items.emplace_back(std::string(kDlrmRdmaResource), std::to_string(rdma));
     j.request = parse_requests(items, {}, catalog, resources, t.row());

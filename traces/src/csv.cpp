@@ -2,6 +2,8 @@
 
 #include <boost/tokenizer.hpp>
 
+#include <gpusched/utf8.hpp>
+
 namespace gpusched::traces {
 namespace {
 std::string trim(std::string s) {
@@ -25,6 +27,9 @@ CsvReader::CsvReader(std::istream& in, std::string source) : in_(&in), source_(s
     split(t, header_);
     for (auto& h : header_) h = trim(h);
     header_line_ = line_;
+    if (!is_valid_utf8(t)) {
+      throw_error(ErrorCode::kTraceBadValue, {source_, line_, ""}, "header: " + describe_invalid_utf8(t));
+    }
     return;
   }
   throw_error(ErrorCode::kTraceMissingColumn, {source_, line_, ""}, "no header row (the file is empty)");
@@ -72,7 +77,12 @@ bool CsvReader::next(std::vector<std::string>& fields) {
     throw_error(ErrorCode::kTraceBadValue, {source_, line_, ""},
                 "row has " + std::to_string(fields.size()) + " fields, the header has " + std::to_string(header_.size()));
   }
-  for (auto& f : fields) f = trim(f);
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    fields[i] = trim(fields[i]);
+    // Names and labels end up in JSON outputs and Python strings: reject bad bytes here, where
+    // the file and the line are known, not when an output is written.
+    if (!is_valid_utf8(fields[i])) throw_error(ErrorCode::kTraceBadValue, at(i), describe_invalid_utf8(fields[i]));
+  }
   return true;
 }
 

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include <gpusched/constraints.hpp>
+#include <gpusched/json_input.hpp>
 #include <gpusched/traces/alibaba.hpp>
 #include <gpusched/traces/kubernetes.hpp>
 #include <gpusched/traces/native.hpp>
@@ -109,17 +111,27 @@ std::string detect_format(const std::filesystem::path& path) {
   const std::string line = first_line(path);
   if (ext == ".json") {
     std::ifstream in = open(path);
-    nlohmann::json doc;
-    try {
-      doc = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error&) {
-      throw_error(ErrorCode::kTraceBadValue, {path.string(), 0, ""},
-                  "not valid JSON; for a kubectl list give --format kubectl-nodes or kubectl-pods to see where it breaks");
-    }
-    std::string kind = doc.value("kind", "");
+    std::ostringstream text;
+    text << in.rdbuf();
+    const nlohmann::json doc = parse_json(text.str(), path.string(), kTraceJsonErrors);
+    const auto not_kubectl = [&](const std::string& field, const std::string& why) {
+      throw_error(ErrorCode::kTraceBadValue, {path.string(), 0, field},
+                  "a JSON file that is not a kubectl list of Nodes or Pods (" + why +
+                      "); name the format (workloads: " + names_of(FormatKind::kWorkload) + "; clusters: " +
+                      names_of(FormatKind::kCluster) + ")");
+    };
+    // The kind of an object: "" when absent; a kind that is not a string is an error, not a guess.
+    const auto kind_of = [&](const nlohmann::json& o, const std::string& field) -> std::string {
+      const auto it = o.find("kind");
+      if (it == o.end()) return {};
+      if (!it->is_string()) not_kubectl(field, std::string("kind is ") + it->type_name() + ", not a string");
+      return it->get<std::string>();
+    };
+    if (!doc.is_object()) not_kubectl("", std::string("the document is a JSON ") + doc.type_name() + ", not an object");
+    std::string kind = kind_of(doc, "kind");
     if (kind == "List" && doc.contains("items") && doc["items"].is_array() && !doc["items"].empty() &&
         doc["items"][0].is_object()) {
-      kind = doc["items"][0].value("kind", "");
+      kind = kind_of(doc["items"][0], "items[0].kind");
     }
     if (kind == "Node" || kind == "NodeList") return "kubectl-nodes";
     if (kind == "Pod" || kind == "PodList") return "kubectl-pods";

@@ -16,8 +16,10 @@
 
 #include <gpusched/constraints.hpp>
 #include <gpusched/error.hpp>
+#include <gpusched/json_input.hpp>
 #include <gpusched/mig.hpp>
 #include <gpusched/quantity.hpp>
+#include <gpusched/traces/ranges.hpp>
 
 namespace gpusched::traces {
 namespace {
@@ -178,13 +180,14 @@ struct Doc {
 };
 
 /// Runs `f`, turning the library's quantity, catalog and resource errors into TraceErrors with
-/// the line of their field (negative quantities keep their own id).
+/// the line of their field (negative quantities and out-of-range values keep their own id).
 template <class F>
 auto guarded(const Doc& d, F&& f) -> decltype(f()) {
   try {
     return f();
-  } catch (const TraceError&) {
-    throw;
+  } catch (const TraceError& e) {
+    if (e.where().line != 0) throw;
+    d.fail(e.code(), e.where().field, e.detail());   // the same error, with the line of its field
   } catch (const Error& e) {
     const bool negative = e.detail().rfind("negative", 0) == 0;
     d.fail(negative ? ErrorCode::kTraceNegativeRequest : ErrorCode::kTraceBadValue, e.where().field, e.detail());
@@ -238,17 +241,9 @@ std::map<std::string, std::string> string_map(const Doc& d, const json* v, const
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
-/// Reads the whole stream; a JSON syntax error names the line of the offending byte.
-json parse(const Doc& d) {
-  try {
-    return json::parse(d.text);
-  } catch (const json::parse_error& ex) {
-    const auto upto = std::min<std::size_t>(ex.byte, d.text.size());
-    const auto line = 1 + std::count(d.text.begin(), d.text.begin() + static_cast<std::ptrdiff_t>(upto > 0 ? upto - 1 : 0), '\n');
-    throw_error(ErrorCode::kTraceBadValue, {d.source, static_cast<std::int64_t>(line), ""},
-                std::string("not valid JSON: ") + ex.what());
-  }
-}
+/// Reads the whole stream; a JSON syntax error names the line of the offending byte (see
+/// parse_json: depth, numbers beyond a double and invalid UTF-8 are errors too).
+json parse(const Doc& d) { return parse_json(d.text, d.source, kTraceJsonErrors); }
 
 Doc read_doc(std::istream& in, const std::string& source) {
   std::ostringstream s;
@@ -368,8 +363,8 @@ std::int64_t label_count(const Doc& d, const std::map<std::string, std::string>&
   const auto it = labels.find(std::string(key));
   if (it == labels.end()) return fallback;
   const auto path = join(labels_path, key);
-  const auto n = guarded(d, [&] { return parse_count(it->second, {d.source, 0, path}); });
-  if (n < 1 || n > 65535) d.bad(path, "\"" + it->second + "\" is not a count 1..65535");
+  const auto n = guarded(d, [&] { return parse_count(it->second, {d.source, 0, path}, ErrorCode::kTraceOutOfRange); });
+  if (n < 1 || n > 65535) d.fail(ErrorCode::kTraceOutOfRange, path, "\"" + it->second + "\" is out of range: must be 1..65535");
   return n;
 }
 
@@ -436,18 +431,19 @@ GpuCapacity read_capacity(const Doc& d, const json& o, const std::string& item_p
     const auto rp = join(cap_path, rname);
     const Location where{d.source, 0, rp};
     const std::string q = scalar(d, v, rp);
-    if (rname == kCpu) n.cpu_milli = guarded(d, [&] { return parse_cpu_milli(q, where); });
-    else if (rname == kMemory) n.memory_mib = guarded(d, [&] { return parse_memory_mib(q, where); });
+    constexpr auto range = ErrorCode::kTraceOutOfRange;
+    if (rname == kCpu) n.cpu_milli = guarded(d, [&] { return parse_cpu_milli(q, where, range); });
+    else if (rname == kMemory) n.memory_mib = guarded(d, [&] { return parse_memory_mib(q, where, range); });
     else if (rname == kGpu) {
-      gpu.whole = guarded(d, [&] { return parse_count(q, where); });
+      gpu.whole = guarded(d, [&] { return parse_count(q, where, range); });
       gpu.path = rp;
     } else if (starts_with(rname, kMigPrefix)) {
-      const auto k = guarded(d, [&] { return parse_count(q, where); });
+      const auto k = guarded(d, [&] { return parse_count(q, where, range); });
       if (k > 0) gpu.mig[rname.substr(kMigPrefix.size())] = k;
       if (k > 0 && gpu.mig_path.empty()) gpu.mig_path = rp;
       if (k > 0 && gpu.path.empty()) gpu.path = rp;
     } else if (rname == kTpu || starts_with(rname, kVgpuPrefix)) {
-      const auto k = guarded(d, [&] { return parse_count(q, where); });
+      const auto k = guarded(d, [&] { return parse_count(q, where, range); });
       if (k > 0) {
         d.bad(rp, "node \"" + n.name + "\": " + (rname == kTpu ? "TPU hosts" : "vGPU nodes") +
                       " are not imported from a node list (describe them in a scenario instead)");
@@ -455,7 +451,7 @@ GpuCapacity read_capacity(const Doc& d, const json& o, const std::string& item_p
     } else if (rname == kGpuMilli || rname == kGpuMem || rname == kHamiMem || rname == kHamiCores) {
       continue;  // shares are carved from the GPUs themselves
     } else if (is_extended_resource(rname)) {
-      const auto k = guarded(d, [&] { return parse_count(q, where); });
+      const auto k = guarded(d, [&] { return parse_count(q, where, range); });
       if (k > 0) n.extended.emplace_back(resources.intern(rname), k);
     } else if (!ignored_resource(rname)) {
       d.bad(rp, "unknown resource \"" + rname + "\" (cpu, memory, nvidia.com/gpu, nvidia.com/mig-<profile> or a name with a domain)");
@@ -625,9 +621,14 @@ std::optional<std::int64_t> amount(const Doc& d, const std::string& name, const 
     d.fail(ErrorCode::kTraceNegativeRequest, path, "negative request \"" + q + "\"");
   }
   return guarded(d, [&] {
-    if (name == resource_names::kCpu) return parse_cpu_milli(q, where);
-    if (name == resource_names::kMemory) return parse_memory_mib(q, where);
-    return parse_count(q, where);
+    constexpr auto range = ErrorCode::kTraceOutOfRange;
+    if (name == resource_names::kCpu) return parse_cpu_milli(q, where, range);
+    if (name == resource_names::kMemory) return parse_memory_mib(q, where, range);
+    const auto n = parse_count(q, where, range);
+    if (name == resource_names::kGpuMilli && (n < 1 || n > kMilliPerGpu)) {
+      out_of_range(where, q, "must be 1..1000 (a share of one GPU; leave it out for none)");
+    }
+    return n;
   });
 }
 
@@ -900,9 +901,8 @@ std::optional<Pod> read_pod(const Doc& d, const Item& item, const GpuCatalog& ca
   const auto annotations = string_map(d, member(*meta, "annotations"), at("metadata.annotations"));
   if (const auto it = annotations.find(std::string(kKubeDurationAnnotation)); it != annotations.end()) {
     const auto path = join(at("metadata.annotations"), kKubeDurationAnnotation);
-    const auto us = guarded(d, [&] { return parse_seconds_us(it->second, {d.source, 0, path}, true); });
-    if (us == 0) d.bad(path, "must be > 0 seconds (leave it out for a pod that never ends)");
-    j.duration = SimTime::from_us(us);
+    // > 0 (1e-6..1e10 s); leave it out for a pod that never ends.
+    j.duration = guarded(d, [&] { return trace_seconds(it->second, {d.source, 0, path}, Span::kPositive, true); });
   }
 
   const json* spec = member(o, "spec");
@@ -917,6 +917,10 @@ std::optional<Pod> read_pod(const Doc& d, const Item& item, const GpuCatalog& ca
     else if (k == resource_names::kMemory) items.emplace_back(k, std::to_string(v) + "Mi");
     else items.emplace_back(k, std::to_string(v));
   }
+  if (const auto milli = total.find(std::string(resource_names::kGpuMilli)); milli != total.end() && milli->second > kMilliPerGpu) {
+    d.fail(ErrorCode::kTraceOutOfRange, join(sp, "containers[*].resources.requests.") + milli->first,
+           "\"" + std::to_string(milli->second) + "\" (summed over the containers) is out of range: must be 1..1000 (a share of one GPU)");
+  }
   j.request = guarded(d, [&] {
     return parse_requests(items, {}, catalog, resources, {d.source, 0, ""}, join(sp, "containers[*].resources.requests."));
   });
@@ -929,9 +933,11 @@ std::optional<Pod> read_pod(const Doc& d, const Item& item, const GpuCatalog& ca
   }
   if (const json* tol = member(*spec, "tolerations")) c.tolerations = read_tolerations(d, *tol, join(sp, "tolerations"));
   if (const json* prio = member(*spec, "priority")) {
-    if (!prio->is_number_integer() || prio->get<std::int64_t>() < std::numeric_limits<std::int32_t>::min() ||
+    if (!prio->is_number_integer()) d.bad(join(sp, "priority"), "expected a 32-bit integer, got " + prio->dump());
+    if ((prio->is_number_unsigned() && prio->get<std::uint64_t>() > std::numeric_limits<std::int32_t>::max()) ||
+        prio->get<std::int64_t>() < std::numeric_limits<std::int32_t>::min() ||
         prio->get<std::int64_t>() > std::numeric_limits<std::int32_t>::max()) {
-      d.bad(join(sp, "priority"), "expected a 32-bit integer, got " + prio->dump());
+      d.fail(ErrorCode::kTraceOutOfRange, join(sp, "priority"), prio->dump() + " is out of range: must be a 32-bit integer");
     }
     j.priority = static_cast<std::int32_t>(prio->get<std::int64_t>());
   }

@@ -1,6 +1,7 @@
 #include <gpusched/traces/native.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -10,9 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include <gpusched/constraints.hpp>
+#include <gpusched/json_input.hpp>
 #include <gpusched/quantity.hpp>
 #include <gpusched/scheduling.hpp>
 #include <gpusched/traces/csv.hpp>
+#include <gpusched/traces/ranges.hpp>
 
 namespace gpusched::traces {
 namespace {
@@ -52,16 +55,9 @@ struct RawJob {
   std::int64_t line = 0;
 };
 
-/// A duration in seconds > 0, or forever when empty ("inf" and "forever" too).
+/// A duration in seconds > 0 (1e-6..1e10), or forever when empty ("inf" and "forever" too).
 SimTime positive_seconds(const std::string& text, const Location& where) {
-  std::int64_t us = 0;
-  try {
-    us = parse_seconds_us(text, where, true);
-  } catch (const QuantityError& e) {
-    throw_error(ErrorCode::kTraceBadValue, where, e.detail());
-  }
-  if (us == 0) throw_error(ErrorCode::kTraceBadValue, where, "must be > 0 seconds (leave it out for no limit)");
-  return SimTime::from_us(us);
+  return trace_seconds(text, where, Span::kPositive, true);
 }
 
 /// The job's placement constraints, priority class and limits; validated (constraints.hpp).
@@ -72,17 +68,7 @@ void build_constraints(const RawJob& raw, const std::string& source, JobSpec& j)
   c.app = raw.app;
   c.priority_class = raw.priority_class;
   if (!raw.max_per_node.empty()) {
-    std::size_t pos = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(raw.max_per_node, &pos);
-    } catch (const std::exception&) {
-      pos = 0;
-    }
-    if (pos != raw.max_per_node.size() || v < 0 || v > 1'000'000) {
-      throw_error(ErrorCode::kTraceBadValue, at("max_per_node"), "\"" + raw.max_per_node + "\" is not a count 0..1000000 (0 = no limit)");
-    }
-    c.max_per_node = static_cast<std::int32_t>(v);
+    c.max_per_node = static_cast<std::int32_t>(trace_integer(raw.max_per_node, at("max_per_node"), 0, 1'000'000));
   }
   if (raw.preemption_policy == "Never") c.preempt_never = true;
   else if (!raw.preemption_policy.empty() && raw.preemption_policy != "PreemptLowerPriority") {
@@ -109,38 +95,34 @@ JobSpec build_job(const RawJob& raw, const std::string& source, const GpuCatalog
   if (raw.id.empty()) throw_error(ErrorCode::kTraceBadValue, at("id"), "a job needs an id");
   j.name = raw.id;
   if (raw.submit.empty()) throw_error(ErrorCode::kTraceBadValue, at("submit_time"), "a job needs a submit_time");
-  j.submit = SimTime::from_us(parse_seconds_us(raw.submit, at("submit_time"), false));
-  j.duration = SimTime::from_us(parse_seconds_us(raw.duration, at("duration"), true));
-  j.tasks = raw.tasks.empty() ? 1 : static_cast<std::int32_t>(parse_count(raw.tasks, at("tasks")));
-  if (j.tasks < 1 || j.tasks > 1'000'000) throw_error(ErrorCode::kTraceBadValue, at("tasks"), "must be 1..1000000");
-  j.min_available = raw.min_available.empty() ? j.tasks : static_cast<std::int32_t>(parse_count(raw.min_available, at("min_available")));
-  if (j.min_available < 1 || j.min_available > j.tasks) {
-    throw_error(ErrorCode::kTraceBadValue, at("min_available"),
-                "must be between 1 and tasks (" + std::to_string(j.tasks) + "), got " + raw.min_available);
-  }
+  j.submit = trace_seconds(raw.submit, at("submit_time"), Span::kInstant);
+  j.duration = trace_seconds(raw.duration, at("duration"), Span::kNonNegative, true);
+  j.tasks = raw.tasks.empty() ? 1 : static_cast<std::int32_t>(trace_integer(raw.tasks, at("tasks"), 1, 1'000'000));
+  j.min_available = raw.min_available.empty()
+                        ? j.tasks
+                        : static_cast<std::int32_t>(trace_integer(raw.min_available, at("min_available"), 1, j.tasks));
   if (!raw.priority.empty()) {
-    try {
-      std::size_t pos = 0;
-      const long long p = std::stoll(raw.priority, &pos);
-      if (pos != raw.priority.size() || p < std::numeric_limits<std::int32_t>::min() || p > std::numeric_limits<std::int32_t>::max()) throw std::invalid_argument("");
-      j.priority = static_cast<std::int32_t>(p);
-    } catch (const std::exception&) {
-      throw_error(ErrorCode::kTraceBadValue, at("priority"), "\"" + raw.priority + "\" is not an integer");
-    }
+    j.priority = static_cast<std::int32_t>(trace_integer(raw.priority, at("priority"), std::numeric_limits<std::int32_t>::min(),
+                                                         std::numeric_limits<std::int32_t>::max()));
   }
   if (!raw.queue.empty()) j.queue = raw.queue;
   if (!raw.gpu_util.empty()) {
     double u = 0.0;
+    std::size_t pos = 0;
     try {
-      std::size_t pos = 0;
       u = std::stod(raw.gpu_util, &pos);
-      if (pos != raw.gpu_util.size()) throw std::invalid_argument("");
+    } catch (const std::out_of_range&) {
+      out_of_range(at("gpu_util"), raw.gpu_util, "must be a share in (0, 1]");
     } catch (const std::exception&) {
-      u = -1.0;
+      pos = 0;
     }
-    if (!(u > 0.0 && u <= 1.0)) throw_error(ErrorCode::kTraceBadValue, at("gpu_util"), "\"" + raw.gpu_util + "\" is not a share in (0, 1]");
+    if (pos != raw.gpu_util.size() || !std::isfinite(u)) {
+      throw_error(ErrorCode::kTraceBadValue, at("gpu_util"), "\"" + raw.gpu_util + "\" is not a share in (0, 1]");
+    }
+    if (!(u > 0.0 && u <= 1.0)) out_of_range(at("gpu_util"), raw.gpu_util, "must be a share in (0, 1]");
     j.gpu_util = u;
   }
+  check_request_ranges(raw.requests, {source, raw.line, ""}, request_prefix);
   j.request = parse_requests(raw.requests, raw.models, catalog, resources, {source, raw.line, ""}, request_prefix);
   j.source_line = raw.line;
   build_constraints(raw, source, j);
@@ -388,12 +370,7 @@ Workload read_jsonl(std::istream& in, const std::string& source, const GpuCatalo
   while (std::getline(in, text)) {
     ++line;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& ex) {
-      throw_error(ErrorCode::kTraceBadValue, {source, line, ""}, std::string("not valid JSON: ") + ex.what());
-    }
+    const nlohmann::json j = parse_json(text, source, kTraceJsonErrors, line);
     if (!j.is_object()) throw_error(ErrorCode::kTraceBadValue, {source, line, ""}, "each line must be a JSON object");
     if (j.contains("schema_version") && !j.contains("id")) {
       if (j["schema_version"] != kTraceSchemaVersion) {

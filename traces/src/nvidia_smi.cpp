@@ -96,6 +96,10 @@ std::vector<NvidiaSmiGpu> parse_nvidia_smi_query(std::string_view xml, const std
         fail(ErrorCode::kTraceBadValue, source, cx.line(total), where + "/fb_memory_usage/total",
              "\"" + v + "\" is not a memory size like \"81559 MiB\"");
       }
+      if (g.memory_mib > std::int64_t{1} << 30) {
+        fail(ErrorCode::kTraceOutOfRange, source, cx.line(total), where + "/fb_memory_usage/total",
+             "\"" + v + "\" is out of range: at most 1073741824 MiB (1 PiB) per GPU");
+      }
     }
 
     if (const pugi::xml_node mig = gpu.child("mig_mode").child("current_mig")) {
@@ -180,24 +184,48 @@ bool parse_cell(std::string_view t, NvidiaSmiTopoEntry& e) {
   return true;
 }
 
-/// "0-55,112-167" -> the CPU numbers; false when malformed.
-bool parse_cpu_list(std::string_view s, std::set<int>& cpus) {
+/// The largest CPU or NUMA node number a list may name (Linux allows 8192 CPUs; this leaves room).
+constexpr int kMaxCpuId = (1 << 20) - 1;
+/// The most GPU columns a matrix may have (its size grows with the square).
+constexpr std::size_t kMaxGpus = 1024;
+
+/// Inclusive ranges of CPU (or NUMA node) numbers.
+using CpuRanges = std::vector<std::pair<int, int>>;
+enum class ListStatus : std::uint8_t { kOk, kMalformed, kOutOfRange };
+
+/// "0-55,112-167" -> the ranges (kept as ranges: a list costs memory in its length, not in the
+/// numbers it names); numbers above kMaxCpuId are out of range.
+ListStatus parse_cpu_list(std::string_view s, CpuRanges& ranges) {
   std::size_t pos = 0;
   while (pos <= s.size()) {
     const auto comma = std::min(s.find(',', pos), s.size());
     const std::string_view part = s.substr(pos, comma - pos);
     const auto dash = part.find('-');
-    int lo = 0, hi = 0;
+    long long lo = 0, hi = 0;
     if (dash == std::string_view::npos) {
-      if (!to_int(part, lo)) return false;
+      if (!to_int(part, lo)) return ListStatus::kMalformed;
       hi = lo;
-    } else if (!to_int(part.substr(0, dash), lo) || !to_int(part.substr(dash + 1), hi) || hi < lo || hi - lo > 1 << 20) {
-      return false;
+    } else if (!to_int(part.substr(0, dash), lo) || !to_int(part.substr(dash + 1), hi) || hi < lo) {
+      return ListStatus::kMalformed;
     }
-    for (int c = lo; c <= hi; ++c) cpus.insert(c);
+    if (hi > kMaxCpuId) return ListStatus::kOutOfRange;
+    ranges.emplace_back(static_cast<int>(lo), static_cast<int>(hi));
     pos = comma + 1;
   }
-  return true;
+  return ListStatus::kOk;
+}
+
+/// How many distinct numbers the ranges name. O(r log r).
+std::int64_t count_cpus(CpuRanges ranges) {
+  std::sort(ranges.begin(), ranges.end());
+  std::int64_t total = 0;
+  long long covered = -1;   // the highest number counted so far
+  for (const auto& [lo, hi] : ranges) {
+    const long long from = std::max<long long>(lo, covered + 1);
+    if (hi >= from) total += hi - from + 1;
+    covered = std::max<long long>(covered, hi);
+  }
+  return total;
 }
 
 }  // namespace
@@ -245,6 +273,10 @@ NvidiaSmiTopo parse_nvidia_smi_topo(std::string_view text, const std::string& so
   }
   std::size_t n = 0;
   while (n < devices.size() && gpu_label(devices[n]) == static_cast<int>(n)) ++n;
+  if (n > kMaxGpus) {
+    fail(ErrorCode::kTraceOutOfRange, source, topo.header_line, devices[kMaxGpus],
+         std::to_string(n) + " GPU columns is out of range: at most " + std::to_string(kMaxGpus) + " GPUs per node");
+  }
   for (std::size_t d = n; d < devices.size(); ++d) {
     if (gpu_label(devices[d]) >= 0) {
       fail(ErrorCode::kTraceBadValue, source, topo.header_line, devices[d],
@@ -291,18 +323,28 @@ NvidiaSmiTopo parse_nvidia_smi_topo(std::string_view text, const std::string& so
     for (std::size_t k = 0; 1 + devices.size() + k < tok.size(); ++k) {
       const std::string& v = tok[1 + devices.size() + k];
       if (trailing[k] == Trailing::kCpuAffinity) {
-        std::set<int> cpus;
-        if (v != "N/A" && !parse_cpu_list(v, cpus)) {
+        CpuRanges cpus;
+        const auto status = v == "N/A" ? ListStatus::kOk : parse_cpu_list(v, cpus);
+        if (status == ListStatus::kOutOfRange) {
+          fail(ErrorCode::kTraceOutOfRange, source, line, "CPU Affinity",
+               "\"" + v + "\" is out of range: CPU numbers must be 0.." + std::to_string(kMaxCpuId));
+        }
+        if (status != ListStatus::kOk) {
           fail(ErrorCode::kTraceBadValue, source, line, "CPU Affinity", "\"" + v + "\" is not a CPU list like 0-55,112-167");
         }
         topo.cpu_affinity[r] = v == "N/A" ? "" : v;
       } else if (trailing[k] == Trailing::kNumaAffinity && v != "N/A") {
         // A single node as a rule; for a list or range the lowest node is taken.
-        std::set<int> nodes;
-        if (!parse_cpu_list(v, nodes) || nodes.empty()) {
+        CpuRanges nodes;
+        const auto status = parse_cpu_list(v, nodes);
+        if (status == ListStatus::kOutOfRange) {
+          fail(ErrorCode::kTraceOutOfRange, source, line, "NUMA Affinity",
+               "\"" + v + "\" is out of range: NUMA node numbers must be 0.." + std::to_string(kMaxCpuId));
+        }
+        if (status != ListStatus::kOk || nodes.empty()) {
           fail(ErrorCode::kTraceBadValue, source, line, "NUMA Affinity", "\"" + v + "\" is not a NUMA node number or N/A");
         }
-        topo.numa_affinity[r] = *nodes.begin();
+        topo.numa_affinity[r] = std::min_element(nodes.begin(), nodes.end())->first;
       }
     }
   }
@@ -381,7 +423,7 @@ NodeSpec node_from_nvidia_smi(std::string_view query_xml, std::string_view topo_
     if (gpus[g].mig_enabled) spec.partition = GpuPartition::kMig;
     const int numa = topo.numa_affinity[g] >= 0 ? topo.numa_affinity[g] : std::max(gpus[g].numa_id, 0);
     if (numa > 63) {
-      fail(ErrorCode::kTraceBadValue, topo_source, topo.header_line, "NUMA Affinity",
+      fail(ErrorCode::kTraceOutOfRange, topo_source, topo.header_line, "NUMA Affinity",
            "NUMA node " + std::to_string(numa) + " is out of range (0..63)");
     }
     spec.socket = static_cast<std::int16_t>(numa);
@@ -437,12 +479,12 @@ NodeSpec node_from_nvidia_smi(std::string_view query_xml, std::string_view topo_
 
   // CPUs per NUMA node from the CPU Affinity column, unless given.
   if (defaults.cpu_milli == 0) {
-    std::vector<std::set<int>> cpus(static_cast<std::size_t>(node.sockets));
+    std::vector<CpuRanges> cpus(static_cast<std::size_t>(node.sockets));
     std::vector<char> seen(cpus.size(), 0);
     for (std::size_t g = 0; g < n; ++g) {
       if (topo.cpu_affinity[g].empty()) continue;
       const auto s = static_cast<std::size_t>(node.gpus[g].socket);
-      parse_cpu_list(topo.cpu_affinity[g], cpus[s]);  // checked by the parser
+      (void)parse_cpu_list(topo.cpu_affinity[g], cpus[s]);  // checked by the parser
       seen[s] = 1;
     }
     for (std::size_t s = 0; s < cpus.size(); ++s) {
@@ -455,7 +497,7 @@ NodeSpec node_from_nvidia_smi(std::string_view query_xml, std::string_view topo_
     const auto sockets = static_cast<std::int64_t>(cpus.size());
     for (std::size_t s = 0; s < cpus.size(); ++s) {
       NumaSpec z;
-      z.cpu_milli = static_cast<std::int64_t>(cpus[s].size()) * 1000;
+      z.cpu_milli = count_cpus(cpus[s]) * 1000;
       z.memory_mib = node.memory_mib / sockets + (s == 0 ? node.memory_mib % sockets : 0);
       node.cpu_milli += z.cpu_milli;
       node.numa.push_back(z);

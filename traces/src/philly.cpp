@@ -7,10 +7,12 @@
 #include <limits>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include <gpusched/error.hpp>
 #include <gpusched/quantity.hpp>
 #include <gpusched/traces/csv.hpp>
+#include <gpusched/traces/ranges.hpp>
 
 namespace gpusched::traces {
 namespace {
@@ -42,18 +44,15 @@ std::int64_t integer(const std::string& text, const Location& at, std::int64_t m
   const double v = number(text, at, "a whole number");
   if (v != std::floor(v)) bad_value(at, "\"" + text + "\" is not a whole number");
   if (v < static_cast<double>(min) || v > static_cast<double>(max)) {
-    bad_value(at, "\"" + text + "\" is out of range (" + std::to_string(min) + ".." + std::to_string(max) + ")");
+    out_of_range(at, text, "must be " + std::to_string(min) + ".." + std::to_string(max));
   }
   return static_cast<std::int64_t>(v);
 }
 
-/// Non-negative seconds (decimals kept to the microsecond); quantity errors become trace errors.
-SimTime seconds(const std::string& text, const Location& at) {
-  try {
-    return SimTime::from_us(parse_seconds_us(text, at, false));
-  } catch (const QuantityError& e) {
-    bad_value(at, e.detail());
-  }
+/// Non-negative seconds (decimals kept to the microsecond), at most kMaxInputSeconds; a span
+/// (`rule` kNonNegative) may not be positive but below a microsecond.
+SimTime seconds(const std::string& text, const Location& at, Span rule = Span::kNonNegative) {
+  return trace_seconds(text, at, rule);
 }
 
 /// `YYYY-MM-DD hh:mm:ss` (UTC) -> seconds since 1970-01-01.
@@ -142,10 +141,12 @@ NodeSpec gpu_node(std::string name, std::int64_t gpus, GpuModelId model, const s
 
 GangShape split_gang(std::int64_t units, std::int32_t per_node) {
   if (units <= per_node) return {1, static_cast<std::int32_t>(units)};
-  for (std::int64_t t = (units + per_node - 1) / per_node; t <= units; ++t) {
-    if (units % t == 0 && units / t <= per_node) return {static_cast<std::int32_t>(t), static_cast<std::int32_t>(units / t)};
+  // The fewest tasks = the largest divisor of units that is <= per_node: at most per_node steps
+  // (counting tasks up from units / per_node took up to `units` steps for a prime).
+  for (std::int64_t per_task = per_node; per_task > 1; --per_task) {
+    if (units % per_task == 0) return {static_cast<std::int32_t>(units / per_task), static_cast<std::int32_t>(per_task)};
   }
-  return {static_cast<std::int32_t>(units), 1};  // not reached: t = units always fits
+  return {static_cast<std::int32_t>(units), 1};
 }
 
 // ------------------------------------------------------------------------------- Philly jobs
@@ -164,12 +165,14 @@ Workload read_philly_jobs(std::istream& in, const std::string& source, GpuCatalo
   RequestCache requests(catalog, resources, options.cpu_milli_per_gpu, options.memory_mib_per_gpu);
   Workload jobs;
   std::vector<std::int64_t> stamps;
+  std::vector<std::pair<Location, std::string>> stamp_at;   // where each timestamp is, and its text
   std::vector<std::string> f;
   while (csv.next(f)) {
     JobSpec j;
     j.name = "philly-" + std::to_string(jobs.size());
     j.source_line = csv.line();
     stamps.push_back(timestamp_seconds(f[c_time], csv.at(c_time)));
+    stamp_at.emplace_back(csv.at(c_time), f[c_time]);
     j.duration = seconds(f[c_duration], csv.at(c_duration));
     const std::int64_t gpus = integer(f[c_gpus], csv.at(c_gpus), 1, kMaxJobGpus);
     if (c_gpu_time && options.check_gpu_time && !f[*c_gpu_time].empty()) {
@@ -186,7 +189,14 @@ Workload read_philly_jobs(std::istream& in, const std::string& source, GpuCatalo
   }
   if (!jobs.empty()) {
     const std::int64_t first = *std::min_element(stamps.begin(), stamps.end());
-    for (std::size_t i = 0; i < jobs.size(); ++i) jobs[i].submit = SimTime::from_seconds(stamps[i] - first);
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      // Submit times count from the earliest timestamp and must stay within the clock's input range.
+      if (static_cast<double>(stamps[i] - first) > kMaxInputSeconds) {
+        out_of_range(stamp_at[i].first, stamp_at[i].second,
+                     "it is " + std::to_string(stamps[i] - first) + " s after the earliest timestamp; submit times must be <= 1e10 s");
+      }
+      jobs[i].submit = SimTime::from_seconds(stamps[i] - first);
+    }
   }
   sort_by_submit(jobs);
   return jobs;
@@ -264,7 +274,7 @@ Workload read_tiresias_jobs(std::istream& in, const std::string& source, GpuCata
       throw_error(ErrorCode::kTraceDuplicateId, csv.at(c_id), "job id \"" + j.name + "\" appears twice");
     }
     const std::int64_t gpus = integer(f[c_gpus], csv.at(c_gpus), 1, kMaxJobGpus);
-    j.submit = seconds(f[c_submit], csv.at(c_submit));
+    j.submit = seconds(f[c_submit], csv.at(c_submit), Span::kInstant);
     j.duration = seconds(f[c_duration], csv.at(c_duration));
     if (c_iterations && !f[*c_iterations].empty()) {
       (void)integer(f[*c_iterations], csv.at(*c_iterations), 0, std::numeric_limits<std::int32_t>::max());
@@ -302,8 +312,9 @@ std::vector<NodeSpec> read_tiresias_cluster(std::istream& in, const std::string&
     const std::int64_t gpus = integer(f[c_gpus], csv.at(c_gpus), 0, kMaxNodeGpus);
     const std::int64_t cpus = integer(f[c_cpus], csv.at(c_cpus), 0, 1'000'000);
     const double mem_gb = number(f[c_mem], csv.at(c_mem), "a number of GB");
-    if (mem_gb < 0 || mem_gb > 1e9) bad_value(csv.at(c_mem), "\"" + f[c_mem] + "\" is out of range (0..1e9 GB)");
+    if (mem_gb < 0 || mem_gb > 1e9) out_of_range(csv.at(c_mem), f[c_mem], "must be 0..1e9 (GB)");
     const auto memory_mib = static_cast<std::int64_t>(std::llround(mem_gb * 1024.0));
+    if (mem_gb > 0 && memory_mib == 0) out_of_range(csv.at(c_mem), f[c_mem], "must be 0 or at least 0.0005 GB (it would round to 0 MiB)");
     for (std::int64_t s = 0; s < switches; ++s, ++next_switch) {
       std::string sw = "s";
       sw.append(std::to_string(next_switch));  // not "s" + ...: GCC 12 warns falsely (-Wrestrict)

@@ -13,6 +13,7 @@
 #include <gpusched/error.hpp>
 #include <gpusched/quantity.hpp>
 #include <gpusched/traces/philly.hpp>
+#include <gpusched/traces/ranges.hpp>
 
 namespace gpusched::traces {
 namespace {
@@ -168,9 +169,10 @@ bool split_line(const std::string& text, std::int64_t line, const std::string& s
     if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v)) {
       bad_value({source, line, kFieldNames[f]}, "\"" + s + "\" is not a number");
     }
-    if (kInteger[f] && (v != std::floor(v) || std::abs(v) > 9e15)) {
+    if (kInteger[f] && v != std::floor(v)) {
       bad_value({source, line, kFieldNames[f]}, "\"" + s + "\" is not a whole number");
     }
+    if (kInteger[f] && std::abs(v) > 9e15) out_of_range({source, line, kFieldNames[f]}, s, "must be -1..9e15");
     out.value[f] = v;
   }
   return true;
@@ -199,12 +201,9 @@ class RequestCache {
   std::map<std::pair<std::int32_t, std::int64_t>, TaskRequest> cache_;
 };
 
+/// Seconds of field `f`: a time (submit) or a span, 0..kMaxInputSeconds (spans: 0 or >= 1 us).
 SimTime swf_seconds(const SwfLine& l, Field f, const Location& at) {
-  try {
-    return SimTime::from_us(parse_seconds_us(l.text[f], at, false));
-  } catch (const QuantityError& e) {
-    bad_value(at, e.detail());
-  }
+  return trace_seconds(l.text[f], at, f == kSubmit ? Span::kInstant : Span::kNonNegative);
 }
 
 /// A name from its number: the comment's name, else prefix + number.
@@ -308,15 +307,26 @@ Workload read_swf(std::istream& in, const std::string& source, GpuCatalog& catal
       bad_value(at(kAllocated), "no processor count: allocated_processors is " + l.text[kAllocated] +
                                     " and requested_processors is " + l.text[kRequested]);
     }
-    if (units > 1'000'000'000) bad_value(at(alloc_unknown || value(kAllocated) < 1 ? kRequested : kAllocated), "more than 1e9 processors");
+    if (units > 1'000'000'000) {
+      const Field uf = alloc_unknown || value(kAllocated) < 1 ? kRequested : kAllocated;
+      out_of_range(at(uf), l.text[uf], "must be 1..1e9 processors");
+    }
     const GangShape g = split_gang(units, node_size);
+    if (g.tasks > 1'000'000) {
+      const Field uf = alloc_unknown || value(kAllocated) < 1 ? kRequested : kAllocated;
+      out_of_range(at(uf), l.text[uf], "a gang of " + std::to_string(g.tasks) + " tasks (of " + std::to_string(g.per_task) +
+                                           " per node); at most 1000000 tasks");
+    }
     j.tasks = g.tasks;
     j.min_available = g.tasks;
     std::int64_t memory_mib = 0;
     if (!check_unknown(kRequestedMemory)) {
       const std::int64_t kb = value(kRequestedMemory);
-      if (kb > std::numeric_limits<std::int64_t>::max() / kMaxPerNode) bad_value(at(kRequestedMemory), "out of range");
+      // kb <= 9e15 (checked above) and per_task <= kMaxPerNode: the product fits in int64.
       memory_mib = (kb * g.per_task + 1023) / 1024;
+      if (memory_mib > 1'000'000'000'000'000) {
+        out_of_range(at(kRequestedMemory), l.text[kRequestedMemory], "must be at most 1e15 MiB per task (KB per processor x processors per task)");
+      }
     }
     j.request = requests.get(g.per_task, memory_mib, at(kAllocated));
     if (!check_unknown(kRequestedTime)) {

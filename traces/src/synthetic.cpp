@@ -6,6 +6,8 @@
 #include <cstdio>
 
 #include <gpusched/error.hpp>
+#include <gpusched/input_range.hpp>
+#include <gpusched/time.hpp>
 
 namespace gpusched::traces {
 namespace {
@@ -17,22 +19,29 @@ T pick(Rng& rng, const std::array<T, N>& values) {
 
 SyntheticConfig SyntheticConfig::from_json(const nlohmann::json& j, const std::string& source, const std::string& path) {
   SyntheticConfig c;
+  c.source = source;
+  c.path = path;
   if (!j.is_object()) throw_error(ErrorCode::kScenarioBadValue, {source, 0, path}, "expected an object");
-  auto num = [&](const std::string& k, const nlohmann::json& v, double min) {
+  // A finite number in [min, max] (SyntheticLimits); wrong types are bad values, the rest out of range.
+  auto num = [&](const std::string& k, const nlohmann::json& v, double min, double max, std::string_view unit = {}) {
     if (!v.is_number()) throw_error(ErrorCode::kScenarioBadValue, {source, 0, path + "/" + k}, "expected a number");
     const double d = v.get<double>();
-    if (!(d >= min)) throw_error(ErrorCode::kScenarioBadValue, {source, 0, path + "/" + k}, "must be >= " + std::to_string(min));
+    check_range(d, min, max, ErrorCode::kScenarioOutOfRange, {source, 0, path + "/" + k}, unit);
     return d;
   };
+  using L = SyntheticLimits;
   for (const auto& [k, v] : j.items()) {
-    if (k == "jobs") c.jobs = static_cast<std::int64_t>(num(k, v, 0));
-    else if (k == "load") c.load = num(k, v, 0);
-    else if (k == "arrival_rate_per_hour") c.arrival_rate_per_hour = num(k, v, 0);
-    else if (k == "duration_median_s") c.duration_median_s = num(k, v, 1e-6);
-    else if (k == "duration_sigma") c.duration_sigma = num(k, v, 0);
-    else if (k == "duration_min_s") c.duration_min_s = num(k, v, 0);
-    else if (k == "duration_max_s") c.duration_max_s = num(k, v, 0);
-    else if (k == "gang_fraction") c.gang_fraction = std::min(1.0, num(k, v, 0));
+    if (k == "jobs") {
+      const double d = num(k, v, 0, static_cast<double>(L::kMaxJobs), "jobs");
+      if (d != std::floor(d)) throw_error(ErrorCode::kScenarioBadValue, {source, 0, path + "/jobs"}, "expected a whole number of jobs");
+      c.jobs = static_cast<std::int64_t>(d);
+    } else if (k == "load") c.load = num(k, v, 0, L::kMaxLoad);
+    else if (k == "arrival_rate_per_hour") c.arrival_rate_per_hour = num(k, v, 0, L::kMaxArrivalRatePerHour, "jobs per hour");
+    else if (k == "duration_median_s") c.duration_median_s = num(k, v, kMinPositiveSeconds, kMaxInputSeconds, "seconds");
+    else if (k == "duration_sigma") c.duration_sigma = num(k, v, 0, L::kMaxDurationSigma);
+    else if (k == "duration_min_s") c.duration_min_s = num(k, v, 0, kMaxInputSeconds, "seconds");
+    else if (k == "duration_max_s") c.duration_max_s = num(k, v, 0, kMaxInputSeconds, "seconds");
+    else if (k == "gang_fraction") c.gang_fraction = num(k, v, 0, 1, "a fraction of the multi-GPU jobs");
     else if (k == "queues") {
       if (!v.is_array() || v.empty()) throw_error(ErrorCode::kScenarioBadValue, {source, 0, path + "/queues"}, "expected a non-empty list of names");
       c.queues.clear();
@@ -44,15 +53,13 @@ SyntheticConfig SyntheticConfig::from_json(const nlohmann::json& j, const std::s
       if (!v.is_object()) throw_error(ErrorCode::kScenarioBadValue, {source, 0, path + "/mix"}, "expected an object");
       SyntheticMix m{0, 0, 0, 0, 0, 0};
       for (const auto& [mk, mv] : v.items()) {
-        const double d = num("mix/" + mk, mv, 0);
-        if (mk == "cpu_only") m.cpu_only = d;
-        else if (mk == "fractional") m.fractional = d;
-        else if (mk == "gpu1") m.gpu1 = d;
-        else if (mk == "gpu2") m.gpu2 = d;
-        else if (mk == "gpu4") m.gpu4 = d;
-        else if (mk == "gpu8") m.gpu8 = d;
-        else throw_error(ErrorCode::kScenarioUnknownField, {source, 0, path + "/mix/" + mk},
-                         "unknown kind (known: cpu_only, fractional, gpu1, gpu2, gpu4, gpu8)");
+        double* slot = mk == "cpu_only" ? &m.cpu_only : mk == "fractional" ? &m.fractional : mk == "gpu1" ? &m.gpu1
+                     : mk == "gpu2" ? &m.gpu2 : mk == "gpu4" ? &m.gpu4 : mk == "gpu8" ? &m.gpu8 : nullptr;
+        if (slot == nullptr) {
+          throw_error(ErrorCode::kScenarioUnknownField, {source, 0, path + "/mix/" + mk},
+                      "unknown kind (known: cpu_only, fractional, gpu1, gpu2, gpu4, gpu8)");
+        }
+        *slot = num("mix/" + mk, mv, 0, L::kMaxMixWeight, "a relative weight");
       }
       c.mix = m;
     } else {
@@ -65,7 +72,8 @@ SyntheticConfig SyntheticConfig::from_json(const nlohmann::json& j, const std::s
     throw_error(ErrorCode::kScenarioBadValue, {source, 0, path + "/load"}, "set load > 0 or arrival_rate_per_hour > 0");
   }
   if (c.duration_max_s < c.duration_min_s) {
-    throw_error(ErrorCode::kScenarioBadValue, {source, 0, path + "/duration_max_s"}, "must be >= duration_min_s");
+    throw_error(ErrorCode::kScenarioOutOfRange, {source, 0, path + "/duration_max_s"},
+                format_number(c.duration_max_s) + " is out of range: must be >= duration_min_s (" + format_number(c.duration_min_s) + ")");
   }
   return c;
 }
@@ -109,7 +117,7 @@ Workload generate(const SyntheticConfig& cfg, const ClusterState& cluster, const
   double wsum = 0;
   for (double w : weights) wsum += w;
   if (wsum <= 0) {
-    throw_error(ErrorCode::kScenarioBadValue, {"", 0, "workload/synthetic/mix"},
+    throw_error(ErrorCode::kScenarioBadValue, {cfg.source, 0, cfg.path + "/mix"},
                 "no job kind of the mix fits this cluster (no GPU nodes for GPU jobs?)");
   }
 
@@ -182,6 +190,14 @@ Workload generate(const SyntheticConfig& cfg, const ClusterState& cluster, const
   }
   double t = 0;
   for (auto& j : jobs) {
+    // A rate so low that arrivals pass the clock's input range (or none at all: rate 0) is an
+    // input out of range, not a time to round.
+    if (!(t <= kMaxInputSeconds)) {
+      const bool by_load = cfg.load > 0;
+      throw_error(ErrorCode::kScenarioOutOfRange, {cfg.source, 0, cfg.path + (by_load ? "/load" : "/arrival_rate_per_hour")},
+                  format_number(by_load ? cfg.load : cfg.arrival_rate_per_hour) + " is out of range: the " + std::to_string(jobs.size()) +
+                      " jobs would arrive over more than " + format_number(kMaxInputSeconds) + " seconds; raise it");
+    }
     j.submit = SimTime::from_seconds_f(t);
     t += arr_rng.exponential(rate);
   }

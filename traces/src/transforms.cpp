@@ -82,13 +82,18 @@ std::int64_t task_milli(const GpuRequest& r) {
   return 0;
 }
 
-/// `t` x factor, rounded; forever (or an overflow) stays / becomes forever.
-SimTime scaled(SimTime t, double factor) {
+/// The largest time a transform may produce, in microseconds: what an input may give.
+constexpr double kMaxUs = kMaxInputSeconds * 1e6;
+
+/// `t` x factor, rounded; forever stays forever. A result past kMaxInputSeconds throws
+/// std::out_of_range naming `what` and the job.
+SimTime scaled(SimTime t, double factor, const JobSpec& job, const char* what) {
   if (t.is_forever()) return t;
   const double v = std::round(static_cast<double>(t.us) * factor);
-  // 2^63 is exactly representable; anything at or past it does not fit.
-  if (v >= 9223372036854775808.0) return SimTime::forever();
-  if (v < -9223372036854775808.0) return SimTime::from_us(std::numeric_limits<std::int64_t>::min());
+  if (!(std::fabs(v) <= kMaxUs)) {
+    throw std::out_of_range("job \"" + job.name + "\": its " + what + " of " + std::to_string(t.seconds()) +
+                            " s scaled by " + std::to_string(factor) + " passes the largest time an input may give (1e10 s)");
+  }
   return SimTime::from_us(static_cast<std::int64_t>(v));
 }
 
@@ -170,9 +175,9 @@ Workload scale_time(Workload jobs, double factor) {
     throw std::invalid_argument("traces::scale_time: the factor must be finite and > 0, got " + std::to_string(factor));
   }
   for (auto& j : jobs) {
-    j.submit = scaled(j.submit, factor);
-    j.duration = scaled(j.duration, factor);
-    j.constraints.walltime = scaled(j.constraints.walltime, factor);
+    j.submit = scaled(j.submit, factor, j, "submit time");
+    j.duration = scaled(j.duration, factor, j, "duration");
+    j.constraints.walltime = scaled(j.constraints.walltime, factor, j, "walltime");
   }
   return jobs;
 }
@@ -222,9 +227,10 @@ Workload scale_to_gpu_load(Workload jobs, std::int64_t cluster_gpu_milli, double
   }
   const double span = static_cast<double>(last - first);
   const double new_span = span * load / target_load;
-  // 2^63 is exactly representable; the last submit must stay below forever.
-  if (!(static_cast<double>(first) + new_span < 9223372036854775808.0)) {
-    throw std::invalid_argument("the target load is too small: the arrivals would spread past the simulated time range");
+  // The last submit must stay within what an input may give (kMaxInputSeconds).
+  if (!(static_cast<double>(first) + new_span <= kMaxUs)) {
+    throw std::out_of_range("the target load is too small: the arrivals would spread over " + std::to_string(new_span / 1e6) +
+                            " s, past the largest time an input may give (1e10 s)");
   }
   const double factor = new_span / span;
   for (auto& j : jobs) {

@@ -161,8 +161,19 @@ class ClusterState {
   [[nodiscard]] FitResult fit_check(NodeId n, const TaskRequest& r) const;
   /// Can the GPU part of `r` be served by GPU `g` of node `n` now? (shared requests)
   [[nodiscard]] static bool gpu_fits_shared(const GpuState& g, const GpuRequest& r) {
-    return g.partition == GpuPartition::kWhole && g.milli_free >= r.milli &&
-           g.memory_free_mib >= (r.memory_mib == kAllGpuMemory ? g.memory_mib : r.memory_mib);
+    return g.partition == GpuPartition::kWhole &&
+           share_fits(g.milli_free, g.memory_free_mib, g.tasks, g.memory_mib, r.milli, r.memory_mib);
+  }
+  /// A share of a bare-metal GPU in a given state (free compute and memory, tasks holding a
+  /// grant, memory size), by HAMi's device checks (pkg/device/nvidia fit_checks.go): enough free
+  /// compute and memory; a share of all the compute (gpucores 100, gpu-milli 1000) is exclusive,
+  /// so only an idle GPU takes it (checkCardExclusive); a share with no compute does not go on
+  /// a GPU whose compute is all given (checkCardComputeExhausted). So a GPU that holds a grant
+  /// of all its compute holds nothing else. `memory_mib` may be kAllGpuMemory.
+  [[nodiscard]] static bool share_fits(std::int32_t milli_free, std::int64_t memory_free_mib, std::uint16_t tasks,
+                                       std::int64_t gpu_memory_mib, std::int32_t milli, std::int64_t memory_mib) {
+    return milli_free >= milli && memory_free_mib >= (memory_mib == kAllGpuMemory ? gpu_memory_mib : memory_mib) &&
+           (milli < kMilliPerGpu || tasks == 0) && (milli > 0 || milli_free > 0);
   }
   /// Units of `r` that GPU `g` (of `node`) can serve now: 0 when it cannot; 1 for a whole GPU,
   /// a share, a replica, a vGPU or a passthrough GPU (one unit per GPU per task); for MIG, the
@@ -215,6 +226,11 @@ class ClusterState {
   void release(const TaskRequest& r, const TaskPlacement& p);
   /// Undoes allocate() exactly, including GIs it created or destroyed (transaction rollback).
   void undo_allocate(const TaskRequest& r, const TaskPlacement& p);
+  /// Undoes release() exactly: the task holds what it held again (a what-if eviction taken
+  /// back). Its GIs are still there, idle (release() keeps them), so the GIs its placement
+  /// created or destroyed when it started are not created or destroyed again; allocate() would
+  /// replay them on a layout that has moved on since. Precondition: nothing took those GIs since.
+  void undo_release(const TaskRequest& r, const TaskPlacement& p);
   /// Marks a node (un)schedulable (node down/up, cordon). Running tasks are the caller's business.
   void set_schedulable(NodeId n, bool schedulable);
   /// Adds a taint (replacing one with the same key and effect). Evicting running tasks that do
@@ -255,6 +271,7 @@ class ClusterState {
   std::vector<std::uint32_t> numa_begin_;                         // per node: first NUMA entry
   DeviceOptions options_;
   bool undo_ = false;   // release() as the exact inverse of allocate()
+  bool restore_ = false;   // allocate() as the exact inverse of release(): no MIG reconfiguration
   mutable std::vector<std::shared_ptr<const Topology>> topologies_;   // per node, lazily
   mutable std::map<std::string, std::shared_ptr<const Topology>> topology_by_shape_;
   std::vector<std::int64_t> extended_free_;   // node-major: [node * resources + r]

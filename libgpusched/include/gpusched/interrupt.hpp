@@ -19,4 +19,9 @@ using InterruptPoll = bool (*)();
 void set_thread_interrupt_poll(InterruptPoll poll) noexcept;
 [[nodiscard]] InterruptPoll thread_interrupt_poll() noexcept;
 
+/// Throws InterruptedError (gpusched.io_error.602) when the flag is set or this thread's poll
+/// reports an interruption; else returns. The poll may be costly (Python takes the GIL): call
+/// this every few thousand events, not every one.
+void throw_if_interrupted();
+
 }  // namespace gpusched

@@ -58,6 +58,11 @@ struct GpuRequest {
   std::int32_t count = 0;         ///< units (see GpuMode); 0 with kNone
   std::int32_t milli = 0;         ///< shared: compute share of each GPU, 0..1000
   std::int64_t memory_mib = 0;    ///< shared: GPU memory on each GPU (kAllGpuMemory: all of it)
+  /// kShared: the pod requests nvidia.com/gpu (`count`) besides its share, as quotas on
+  /// requests.nvidia.com/gpu see it: always for HAMi (its webhook adds nvidia.com/gpu: 1 when
+  /// absent), for a gpu-milli / gpu-mem share when written with nvidia.com/gpu: 1 (the openb
+  /// mapping writes it). Other modes: unused (whole and passthrough GPUs are nvidia.com/gpu).
+  bool names_gpu = true;
   std::string profile;            ///< kMig / kVgpu: profile name as written
   /// kMig / kVgpu: the profile's index for each catalog model (by GpuModelId), -1 = not offered.
   std::vector<std::int8_t> profile_by_model;

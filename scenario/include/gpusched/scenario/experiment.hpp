@@ -44,8 +44,13 @@ namespace gpusched::scenario {
 [[nodiscard]] std::string fgd_profile_for(std::string_view policy);
 /// "all" or a comma list of fgd_policy_names(); ScenarioError naming the bad entry otherwise.
 [[nodiscard]] std::vector<std::string> parse_fgd_policies(std::string_view text);
-/// One seed ("42"), an inclusive range ("42-51") or a comma list of either ("1,5-7").
+/// One seed ("42"), an inclusive range ("42-51") or a comma list of either ("1,5-7"); each seed
+/// as parse_seed() reads it, at most 100,000 per range.
 [[nodiscard]] std::vector<std::uint64_t> parse_seeds(std::string_view text);
+/// A seed: a whole number 0..18446744073709551615 (2^64-1), the one documented seed range (CLI
+/// --seed / --seeds, scenario `seed`, Python `seed=`). A negative or larger number is
+/// ScenarioError kScenarioOutOfRange, other text kScenarioBadValue, both naming `where`.
+[[nodiscard]] std::uint64_t parse_seed(std::string_view text, const Location& where);
 
 struct FgdExperiment {
   /// Folder holding the openb files: the alibaba-gpu-v2023-openb folder itself or a folder

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -165,6 +166,11 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed = std::nullo
 /// the files' names) into `dir` (created). CSVs start with their header row. Returns the paths
 /// written. Throws OutputError.
 std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::filesystem::path& dir);
+/// Writes files given as (name, bytes) into `dir` as write_outputs writes its own (atomically,
+/// summary.json last, an earlier run's other files removed): how a Python Result that crossed a
+/// process boundary writes the bytes write_outputs produced. Throws OutputError.
+std::vector<std::filesystem::path> write_output_files(const std::filesystem::path& dir,
+                                                      const std::vector<std::pair<std::string, std::string>>& files);
 /// The terminal summary (a few aligned lines).
 std::string format_summary(const RunResult& r);
 

@@ -5,6 +5,12 @@
 /// duration (or forever in fill mode), finish and release. Waiting jobs are retried when
 /// capacity frees. A horizon ends the run.
 ///
+/// Elastic gangs (min_available < tasks) start once min_available tasks fit; the tasks that did
+/// not fit are placed later, when capacity frees, after the waiting jobs had their turn
+/// (Volcano: a ready job's pending tasks are allocated one by one, and the gang plugin orders
+/// ready jobs after those still short of their minimum). Tasks run in lockstep: a job placed in
+/// parts ends when its work is done, all its tasks with it.
+///
 /// Example:
 ///   sim::Engine engine(cluster, workload, scheduler, {});
 ///   sim::MetricsCollector metrics(SimTime::from_seconds(60));
@@ -244,11 +250,15 @@ class Engine final : public JobsView {
   std::vector<JobId> running_list_;             // running jobs, in start order
   std::vector<std::vector<JobId>> on_node_;    // per node: running jobs with a task there
   std::vector<JobId> requeued_;                 // evicted in this cycle: tried again after it
-  std::vector<std::pair<JobId, std::uint32_t>> deferred_requeues_;   // victims not yet announced
-  void announce_requeues();
   /// Starts `j` at the placements in scratch_ after a successful schedule(): evicts the
-  /// hook's victims first (already released), then announces them.
+  /// hook's victims first (already released) and announces them, then starts it.
   void start_placed(JobId j);
+  /// Elastic gangs: places the missing tasks of running jobs where capacity allows (no
+  /// eviction), in queue order.
+  void grow_elastic();
+  std::vector<std::pair<JobId, std::uint32_t>> deferred_requeues_;   // victims stopped, not yet announced
+  std::vector<JobId> growing_;            // running elastic jobs with tasks not placed, start order
+  std::size_t running_events_ = 0;        // JobRunning events in the queue (stale ones too)
   std::uint64_t evictions_ = 0, preemptions_ = 0, pods_ready_requeues_ = 0, rejected_ = 0;
   std::size_t backing_off_ = 0;
   std::size_t ready_timers_ = 0;   // waitForPodsReady and backoff timers in the event queue (stale ones too)

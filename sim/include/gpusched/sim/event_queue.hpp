@@ -22,9 +22,15 @@ struct NodeDown { NodeId node; };
 struct NodeUp { NodeId node; };
 struct NodeTaint { std::uint32_t index; };   ///< EngineConfig::node_events[index] (taint or untaint)
 struct Timer { std::uint32_t id; };   ///< call-me-later; the engine maps id -> callback
+/// The GPU instances created for a job are ready: it starts running (its `attempt`-th start;
+/// stale when the job was stopped meanwhile).
+struct JobRunning {
+  JobId job;
+  std::uint32_t attempt;
+};
 
 /// The closed set of simulation events.
-using Event = std::variant<JobArrival, JobFinish, NodeDown, NodeUp, NodeTaint, Timer>;
+using Event = std::variant<JobArrival, JobFinish, NodeDown, NodeUp, NodeTaint, Timer, JobRunning>;
 using EventId = std::uint64_t;   ///< the event's sequence number
 
 class EventQueue {

@@ -42,7 +42,7 @@ struct JobRow {
   std::int64_t gpu_memory_mib = 0;
   double submit_s = 0;
   std::optional<double> start_s, end_s, wait_s, jct_s;
-  std::string state;
+  std::string state;   ///< the engine's state; "partial": completed with fewer tasks than `tasks` (elastic gang)
   std::uint32_t attempts = 0;
   std::uint32_t evictions = 0;    ///< times it was evicted while running
   double lost_gpu_hours = 0;      ///< work lost to those evictions, in GPU-hours
@@ -57,12 +57,19 @@ void write_jobs_csv(std::ostream& out, const std::vector<JobRow>& rows);
 /// timeseries.csv: the header row, then one row per sample.
 void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples);
 
-/// Records every submit/start/finish/fail/requeue/backoff/node event as a CSV line
-/// (`time_s,event,job,node,detail`) — the golden-test format.
+/// Records every submit/placed/start/grow/finish/fail/requeue/backoff/node event as a CSV line
+/// (`time_s,event,job,node,detail`) — the golden-test format. Read line by line, the log
+/// replays to a valid cluster: at one instant, releases (finish, fail, requeue) come before the
+/// acquisitions (placed, start, grow) that use them. A job acquires its placement (`detail`) at
+/// `placed`, or at `start` when no `placed` came first in that run; `placed` means GPU
+/// instances are being created for it and `start` follows when it runs (the start_s of
+/// jobs.csv); `grow` adds tasks to a running elastic gang; finish/fail/requeue release all.
 class EventLog final : public Observer {
  public:
   void on_submit(SimTime t, JobId j, const Engine& e) override;
   void on_job_start(SimTime t, JobId j, std::span<const TaskPlacement> p, const Engine& e) override;
+  void on_job_running(SimTime t, JobId j, const Engine& e) override;
+  void on_job_grow(SimTime t, JobId j, std::span<const TaskPlacement> added, const Engine& e) override;
   void on_job_finish(SimTime t, JobId j, const Engine& e) override;
   void on_job_fail(SimTime t, JobId j, std::string_view reason, const Engine& e) override;
   void on_job_requeue(SimTime t, JobId j, std::string_view reason, const Engine& e) override;

@@ -51,8 +51,9 @@ namespace gpusched::traces {
                                              std::uint64_t seed);
 
 /// Multiplies submit times, durations and declared walltimes by `factor`, rounding to the
-/// nearest microsecond; forever stays forever and a product past the int64 range becomes
-/// forever. Throws std::invalid_argument unless factor is finite and > 0.
+/// nearest microsecond; forever stays forever. Throws std::invalid_argument unless factor is
+/// finite and > 0, and std::out_of_range (naming the job) when a product passes
+/// kMaxInputSeconds, the largest time an input may give (gpusched/time.hpp).
 [[nodiscard]] Workload scale_time(Workload jobs, double factor);
 
 /// Offered GPU load: the share of the cluster's GPU capacity that the jobs' GPU work would fill
@@ -72,8 +73,8 @@ namespace gpusched::traces {
 /// is target_load (up to rounding the last submit to the microsecond: relative error at most
 /// 0.5 us / new span). Durations, walltimes and the jobs' order are unchanged, and submit order
 /// is kept (equal times may merge when f < 1). Throws std::invalid_argument when target_load is
-/// not finite and > 0, in offered_gpu_load's cases, and when the new span would pass the
-/// simulated time range. O(n).
+/// not finite and > 0 and in offered_gpu_load's cases, and std::out_of_range when the last
+/// submit time would pass kMaxInputSeconds (gpusched/time.hpp). O(n).
 [[nodiscard]] Workload scale_to_gpu_load(Workload jobs, std::int64_t cluster_gpu_milli, double target_load);
 
 /// Kinds of job by the GPU request of one task (a pod):

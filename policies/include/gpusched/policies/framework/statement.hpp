@@ -33,6 +33,12 @@ class Statement {
     cluster_->release(r, p);
     ops_.push_back({Op::kEvict, &r, std::move(p), {}});
   }
+  /// Takes back what evict() gave back (a what-if victim put back): ClusterState::undo_release,
+  /// so GIs are not created or destroyed again; rollback releases it again.
+  void restore(const TaskRequest& r, TaskPlacement p) {
+    cluster_->undo_release(r, p);
+    ops_.push_back({Op::kRestore, &r, std::move(p), {}});
+  }
   /// Runs `undo` if the statement is rolled back (e.g. a plugin's unreserve), in reverse order.
   void on_rollback(std::function<void()> undo) { ops_.push_back({Op::kCallback, nullptr, {}, std::move(undo)}); }
 
@@ -45,7 +51,8 @@ class Statement {
       ops_.pop_back();
       switch (op.kind) {
         case Op::kAllocate: cluster_->undo_allocate(*op.request, op.placement); break;
-        case Op::kEvict: cluster_->allocate(*op.request, op.placement); break;
+        case Op::kEvict: cluster_->undo_release(*op.request, op.placement); break;
+        case Op::kRestore: cluster_->release(*op.request, op.placement); break;
         case Op::kCallback: op.undo(); break;
       }
     }
@@ -54,7 +61,7 @@ class Statement {
 
  private:
   struct Op {
-    enum Kind { kAllocate, kEvict, kCallback } kind;
+    enum Kind { kAllocate, kEvict, kRestore, kCallback } kind;
     const TaskRequest* request;
     TaskPlacement placement;
     std::function<void()> undo;

@@ -9,7 +9,7 @@
 /// |--------------------------------|---------------------------------------------------|-------------------------|
 /// | `cpu`                          | cpu request x tasks                               | quantity ("64", "500m") |
 /// | `memory`                       | memory request x tasks                            | quantity ("256Gi")      |
-/// | `nvidia.com/gpu`               | whole GPUs (also replicas, passthrough GPUs) x tasks | count                |
+/// | `nvidia.com/gpu`               | nvidia.com/gpu the pod requests x tasks (see nvidia_gpus) | count           |
 /// | `gpusched.io/gpu-milli`        | shares: milli x GPUs x tasks (whole GPUs: 0)      | milli-GPU               |
 /// | `nvidia.com/mig-<profile>`     | GPU instances of that profile x tasks             | count                   |
 /// | `nvidia.com/vgpu-<profile>`    | vGPUs of that profile x tasks                     | count                   |
@@ -19,9 +19,12 @@
 /// | `count/jobs` (`count/jobs.batch`) | 1                                              | count                   |
 /// | `gpusched.io/gpu-equivalent`   | weighted GPU cost (see Weights)                   | number (may be fractional) |
 ///
-/// As with ResourceQuota, a job is charged under the name it requests: a whole-GPU job uses
-/// `nvidia.com/gpu`, not `gpusched.io/gpu-milli`. `gpusched.io/gpu-equivalent` is the one
-/// resource that adds different kinds up, with weights per requested resource name.
+/// As with ResourceQuota, a job is charged under the names it requests: a whole-GPU job uses
+/// `nvidia.com/gpu`, not `gpusched.io/gpu-milli`; a HAMi share (`nvidia.com/gpu: 2` with
+/// `nvidia.com/gpucores: 50`) uses `nvidia.com/gpu` (2) and `gpusched.io/gpu-milli` (2 x 500,
+/// its cores in gpusched's unit), as does a gpu-milli share written with `nvidia.com/gpu: 1`.
+/// `gpusched.io/gpu-equivalent` is the one resource that adds different kinds up, with weights
+/// per requested resource name (a share costs its compute once, as gpu-milli).
 ///
 /// Example:
 ///   QuotaResources res;
@@ -80,6 +83,10 @@ class QuotaResources {
   /// extended resources and the GPU catalog (MIG/vGPU default weights); null: those count 0.
   /// O(size()).
   void charge(const ClusterState* cluster, const JobSpec& job, std::int64_t tasks, std::span<std::int64_t> out) const;
+  /// nvidia.com/gpu one task requests: `count` for whole GPUs (replicas and MIG `single` GIs
+  /// too), passthrough GPUs, HAMi shares and gpu-milli / gpu-mem shares written with
+  /// nvidia.com/gpu: 1 (GpuRequest::names_gpu); 0 for other shares, MIG profiles and vGPUs.
+  [[nodiscard]] static std::int64_t nvidia_gpus(const GpuRequest& g);
 
  private:
   struct Entry {

@@ -1,0 +1,20 @@
+// Fuzz target (tests/fuzz/README.md): bad input may only throw gpusched::Error.
+// The native trace (csv) as traces::read_trace reads it.
+#include <sstream>
+
+#include <gpusched/gpu_catalog.hpp>
+#include <gpusched/resources.hpp>
+#include <gpusched/traces/native.hpp>
+
+#include "fuzz_target.hpp"
+
+using namespace gpusched;
+
+GPUSCHED_FUZZ_TARGET(native_csv) {
+  static const GpuCatalog catalog = GpuCatalog::builtin();
+  return fuzz::expect_errors([&] {
+    ResourceTable resources;
+    std::istringstream in{std::string(fuzz::as_text(data, size))};
+    (void)traces::read_trace(in, traces::TraceFormat::kCsv, "fuzz.csv", catalog, resources);
+  });
+}

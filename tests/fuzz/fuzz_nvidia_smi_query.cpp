@@ -1,0 +1,11 @@
+// Fuzz target (tests/fuzz/README.md): bad input may only throw gpusched::Error.
+// `nvidia-smi -q -x` XML as traces::parse_nvidia_smi_query reads it.
+#include <gpusched/traces/nvidia_smi.hpp>
+
+#include "fuzz_target.hpp"
+
+using namespace gpusched;
+
+GPUSCHED_FUZZ_TARGET(nvidia_smi_query) {
+  return fuzz::expect_errors([&] { (void)traces::parse_nvidia_smi_query(fuzz::as_text(data, size), "query.xml"); });
+}
