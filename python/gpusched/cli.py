@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Set
 
 from . import _core
 
@@ -143,23 +143,45 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     started = False
     previous = _sigterm_as_keyboard_interrupt()
+    blocked: Set[int] = set()
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-        # While a run goes, the C++ command line handles SIGINT / SIGTERM itself (exit 130).
+        # While a run goes, the C++ command line handles SIGINT / SIGTERM itself (exit 130). The
+        # signals are blocked across the hand-over: one sent now stays pending until the C++
+        # side has installed its handlers and unblocks them (it stops the run then), or, for a
+        # command without handlers, until cli_main returns (Python's handler runs then).
+        blocked = _block_interrupt_signals()
         started = True
-        rc = _core.cli_main(args)
+        try:
+            rc = _core.cli_main(args)
+        finally:
+            if blocked:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
+                blocked = set()
         return _after(args, rc)
     except KeyboardInterrupt:
         # Ctrl-C outside the C++ run: before the command started (nothing written), or after it
-        # (while plotting: the run's files are complete then). A signal that arrived just before
-        # the C++ handlers were installed is only seen by Python once cli_main has returned, when
-        # the run may have completed: then say no more than "interrupted".
+        # (while plotting: the run's files are complete then).
         print("gpusched: interrupted" if started else "gpusched: interrupted; nothing was written", file=sys.stderr)
         return 130
     finally:
+        if blocked:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+_INTERRUPT_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _block_interrupt_signals() -> Set[int]:
+    """Blocks SIGINT and SIGTERM on the main thread (where Python handles signals); returns
+    those it blocked (not blocked before), for the caller to unblock."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        return set()
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPT_SIGNALS)
+    return set(_INTERRUPT_SIGNALS - set(before))
 
 
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:

@@ -61,8 +61,20 @@ class InterruptSignals {
       if (sigaction(kSignals[i], nullptr, &old) != 0 || old.sa_handler == SIG_IGN) continue;
       if (sigaction(kSignals[i], &sa, &old_[i]) == 0) installed_[i] = true;
     }
+    // `python -m gpusched` blocks SIGINT / SIGTERM before calling in, so that a signal sent in
+    // the hand-over reaches these handlers (and stops the run: nothing written) rather than
+    // Python's, which would see it only after the run had finished and written everything.
+    // Unblocking delivers such a pending signal now; the destructor puts the caller's mask back.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    mask_saved_ = pthread_sigmask(SIG_UNBLOCK, &set, &old_mask_) == 0;
   }
   ~InterruptSignals() {
+    // Blocked again (if the caller had them blocked) before the caller's handlers come back: a
+    // signal from here on waits for the caller, whose handler then runs.
+    if (mask_saved_) pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
     for (std::size_t i = 0; i < 2; ++i) {
       if (installed_[i]) sigaction(kSignals[i], &old_[i], nullptr);
     }
@@ -75,6 +87,8 @@ class InterruptSignals {
   static constexpr int kSignals[2] = {SIGINT, SIGTERM};
   struct sigaction old_[2] {};
   bool installed_[2] = {false, false};
+  sigset_t old_mask_{};
+  bool mask_saved_ = false;
 };
 
 enum class ProgressMode { kAuto, kAlways, kNever };
