@@ -203,11 +203,20 @@ def test_sigterm_at_any_moment_leaves_the_earlier_run_or_a_complete_new_one(cmd,
         _, err = p.communicate(timeout=60)
         now = {q.name: q.read_bytes() for q in out.iterdir()}
         assert sorted(now) == sorted(q.name for q in out.iterdir() if not q.name.startswith(".")), "a temporary file was left"
-        if (p.returncode == 130 and err == MESSAGE) or (p.returncode == -signal.SIGTERM and err == ""):
-            # Stopped during the run, or killed while Python was still starting (before any
-            # handler was installed): nothing of this try is in the folder.
+        if p.returncode == 130 and err == MESSAGE:
+            # Stopped during the run: nothing of this try is in the folder.
             outcomes.append("earlier")
             assert now == before   # the earlier complete run (or the one a try below left), untouched
+        elif p.returncode == -signal.SIGTERM and err == "":
+            # Killed by the default action: while Python was still starting (before any handler
+            # was installed: nothing of this try written), or after the command had finished and
+            # put SIGTERM's default back (during interpreter shutdown: the new run is complete).
+            if now == before:
+                outcomes.append("earlier")
+            else:
+                outcomes.append("new")
+                check_complete(now, 30_000)
+                before = now
         else:
             # Finished, or stopped after its files were in place (while the Python CLI plotted).
             assert (p.returncode, err) in ((0, ""), (130, "gpusched: interrupted\n")), err
