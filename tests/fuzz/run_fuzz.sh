@@ -80,6 +80,10 @@ run_target() {
   for s in tests/fuzz/corpus/"$t"/* "$FUZZ_BUILD/seeds/$t"/*; do
     [ -f "$s" ] && [ $(($(stat -c %s "$s") + 1024)) -gt "$max" ] && max=$(($(stat -c %s "$s") + 1024))
   done
+  # Findings are counted from this run only: artifacts an earlier run left (already fixed, or
+  # moved into regressions/) stay for reference but are not counted again.
+  local stamp="$FUZZ_BUILD/artifacts/$t/.run-start"
+  touch "$stamp"
   local dirs=("$FUZZ_BUILD/corpus/$t" "tests/fuzz/corpus/$t")
   [ -d "tests/fuzz/regressions/$t" ] && dirs+=("tests/fuzz/regressions/$t")
   [ -d "$FUZZ_BUILD/seeds/$t" ] && dirs+=("$FUZZ_BUILD/seeds/$t")
@@ -88,7 +92,7 @@ run_target() {
   local runs rate found
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$FUZZ_BUILD/logs/$t.log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$FUZZ_BUILD/logs/$t.log" | tail -1)
-  found=$(find "$FUZZ_BUILD/artifacts/$t" -type f \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' \) | wc -l)
+  found=$(find "$FUZZ_BUILD/artifacts/$t" -type f -newer "$stamp" \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' \) | wc -l)
   printf '%-20s %12s executions %8s exec/s  %s findings  %s\n' "$t" "${runs:-?}" "${rate:-?}" "$found" \
     "$(grep -m1 -oE 'ERROR: (AddressSanitizer|UndefinedBehaviorSanitizer|LeakSanitizer|libFuzzer): [a-z-]+[^ ]*' "$FUZZ_BUILD/logs/$t.log" || true)"
 }
