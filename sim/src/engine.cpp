@@ -182,7 +182,12 @@ void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
     auto& list = on_node_[p.node.value];
     if (list.empty() || list.back() != j) list.push_back(j);
   }
-  running_list_.push_back(j);
+  if (const SimTime est = spec.estimate(); !config_.fill_mode && !est.is_forever()) {
+    // Kept sorted by estimated end: reserve() reads the jobs in that order without sorting them.
+    const std::pair<SimTime, JobId> key{rt.start + est, j};
+    running_list_.insert(std::lower_bound(running_list_.begin(), running_list_.end(), key,
+                                          [this](JobId a, const auto& k) { return ends_before(a, k); }), j);
+  }
   if (shares) {
     if (sharers_.empty()) sharers_.resize(cluster_->all_gpus().size());
     for (const auto& p : rt.placements) {
@@ -214,7 +219,13 @@ void Engine::stop_job(JobId j, bool release) {
     auto& list = on_node_[p.node.value];
     if (auto it = std::find(list.begin(), list.end(), j); it != list.end()) list.erase(it);
   }
-  if (auto it = std::find(running_list_.begin(), running_list_.end(), j); it != running_list_.end()) running_list_.erase(it);
+  if (const SimTime est = workload_[j.value].estimate(); !config_.fill_mode && !est.is_forever()) {
+    const std::pair<SimTime, JobId> key{rt.start + est, j};
+    const auto it = std::lower_bound(running_list_.begin(), running_list_.end(), key,
+                                     [this](JobId a, const auto& k) { return ends_before(a, k); });
+    GPUSCHED_ASSERT(it != running_list_.end() && *it == j, "running list out of step");
+    running_list_.erase(it);
+  }
   std::erase(growing_, j);
   hook_->job_stopped(workload_[j.value], j, rt.placements);
   queue_.cancel(rt.finish_event);
@@ -360,12 +371,14 @@ void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
           cluster_->set_schedulable(ev.node, false);
           for (auto* o : observers_) o->on_node(now_, ev.node, false, *this);
           const std::string why = "node " + cluster_->spec(ev.node).name + " went down";
-          for (std::uint32_t i = 0; i < jobs_.size(); ++i) {
+          // The running jobs with a task on the node, in job order (as a scan of all jobs would
+          // visit them); copied, since stopping them edits the list.
+          std::vector<JobId> hit_jobs(on_node_[ev.node.value].begin(), on_node_[ev.node.value].end());
+          std::sort(hit_jobs.begin(), hit_jobs.end());
+          for (const JobId hj : hit_jobs) {
+            const std::uint32_t i = hj.value;
             auto& rt = jobs_[i];
             if (rt.state != JobState::kRunning) continue;
-            const bool hit = std::any_of(rt.placements.begin(), rt.placements.end(),
-                                         [&](const TaskPlacement& p) { return p.node == ev.node; });
-            if (!hit) continue;
             capacity_freed = true;
             if (config_.requeue_on_node_down) {
               evict(JobId{i}, why, false);
@@ -419,6 +432,21 @@ void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
       e.event);
 }
 
+bool Engine::arrival_next() {
+  if (next_arrival_ >= workload_.size()) return false;
+  if (queue_.empty()) return true;
+  const SimTime a = workload_[next_arrival_].submit;
+  const SimTime q = queue_.next_time();
+  return a != q ? a < q : arrival_base_ + next_arrival_ < queue_.next_id();
+}
+
+EventQueue::Entry Engine::next_event() {
+  if (!arrival_next()) return queue_.pop();
+  queue_.take_external();
+  const auto i = static_cast<std::uint32_t>(next_arrival_++);
+  return {workload_[i].submit, arrival_base_ + i, JobArrival{JobId{i}}};
+}
+
 void Engine::push_node_event(SimTime t, NodeId n, bool up) {
   GPUSCHED_ASSERT(t >= now_ && n.value < cluster_->node_count(), "node event in the past or on an unknown node");
   if (up) queue_.push(t, NodeUp{n});
@@ -428,21 +456,28 @@ void Engine::push_node_event(SimTime t, NodeId n, bool up) {
 SimTime Engine::reserve(JobId head) {
   // Running jobs by estimated end (start + declared walltime, else duration); a job past its
   // estimate is taken to end now. Jobs that never end are never released.
+  // running_list_ holds exactly those jobs, sorted by (start + estimate, job): the jobs past
+  // their estimate come first and, all taken to end now, are ordered by job among themselves;
+  // the rest keep their order. That is the order of sorting the (max(now, end), job) pairs.
   std::vector<std::pair<SimTime, JobId>> ends;
-  for (JobId j : running_list_) {
-    const auto& rt = jobs_[j.value];
-    const SimTime est = workload_[j.value].estimate();
-    if (config_.fill_mode || est.is_forever()) continue;
-    ends.emplace_back(std::max(now_, rt.start + est), j);
+  ends.reserve(running_list_.size());
+  std::size_t past = 0;
+  for (; past < running_list_.size() && estimated_end(running_list_[past]) <= now_; ++past) {
+    ends.emplace_back(now_, running_list_[past]);
   }
   std::sort(ends.begin(), ends.end());
-  shadow_.reset();
+  for (std::size_t k = past; k < running_list_.size(); ++k) ends.emplace_back(estimated_end(running_list_[k]), running_list_[k]);
+  drop_shadow();
   reserved_nodes_.clear();
+  unreserved_ok_ = false;
   if (ends.empty()) return SimTime::forever();
   const auto& spec = workload_[head.value];
   // One scratch copy, moved forward (jobs end: release) and back (allocate again) in end order.
-  shadow_.emplace(*cluster_);
-  ClusterState& c = *shadow_;
+  // Copy-assigned into the kept one: its buffers are reused (a fresh copy allocates them all).
+  if (shadow_store_) *shadow_store_ = *cluster_;
+  else shadow_store_.emplace(*cluster_);
+  shadow_ok_ = true;
+  ClusterState& c = *shadow_store_;
   std::size_t released = 0;
   auto release_to = [&](std::size_t k) {
     for (; released < k; ++released) {
@@ -473,7 +508,7 @@ SimTime Engine::reserve(JobId head) {
     release_to(hi);
     if (fits(false)) break;
     if (hi == n) {
-      shadow_.reset();
+      drop_shadow();
       return SimTime::forever();
     }
     lo = hi;
@@ -500,12 +535,13 @@ bool Engine::backfill_allowed(JobId j, const std::vector<TaskPlacement>& placeme
   const SimTime est = spec.estimate();
   if (!est.is_forever() && !config_.fill_mode && now_ + est <= reserved_at_) return true;   // done before the reservation
   // Runs past the reservation: allowed only if the reserved job still fits beside it then.
-  for (const auto& p : placements) shadow_->allocate(spec.request, p);
+  ClusterState& shadow = *shadow_store_;
+  for (const auto& p : placements) shadow.allocate(spec.request, p);
   std::vector<TaskPlacement> head;
-  const bool ok = hook_->what_if(*shadow_, workload_[reserved_job_.value], reserved_job_, head).ok();
-  for (auto it = head.rbegin(); it != head.rend(); ++it) shadow_->undo_allocate(workload_[reserved_job_.value].request, *it);
+  const bool ok = hook_->what_if(shadow, workload_[reserved_job_.value], reserved_job_, head).ok();
+  for (auto it = head.rbegin(); it != head.rend(); ++it) shadow.undo_allocate(workload_[reserved_job_.value].request, *it);
   if (!ok) {
-    for (auto it = placements.rbegin(); it != placements.rend(); ++it) shadow_->undo_allocate(spec.request, *it);
+    for (auto it = placements.rbegin(); it != placements.rend(); ++it) shadow.undo_allocate(spec.request, *it);
   }
   return ok;
 }
@@ -617,13 +653,23 @@ void Engine::schedule_cycle(bool full) {
   // A queue order that reads usage (fair share) changes as jobs start and stop: re-sort.
   if (hook_->dynamic_order()) std::stable_sort(pending_.begin(), pending_.end(), before);
   // Without freed capacity, jobs already waiting would fail again: only new arrivals are tried.
-  std::vector<JobId> tried;
   std::vector<JobId>* order = &arrived_;
   // Strict FIFO and backfill must see the jobs already waiting ahead of new arrivals.
   if ((full || config_.queue_policy != QueuePolicy::kGreedy) && !pending_.empty()) {
-    tried.reserve(pending_.size() + arrived_.size());
-    std::merge(pending_.begin(), pending_.end(), arrived_.begin(), arrived_.end(), std::back_inserter(tried), before);
-    order = &tried;
+    if (arrived_.empty()) {
+      order = &pending_;   // nothing to merge: the queue itself, left as it is until the cycle ends
+    } else if (!hook_->dynamic_order() && arrived_.size() <= 8) {
+      // A few arrivals into a long queue: each goes after the waiting jobs it does not precede,
+      // where std::merge would put it (the order is fixed, so both lists are sorted by it).
+      tried_.assign(pending_.begin(), pending_.end());
+      for (JobId a : arrived_) tried_.insert(std::upper_bound(tried_.begin(), tried_.end(), a, before), a);
+      order = &tried_;
+    } else {
+      tried_.clear();
+      tried_.reserve(pending_.size() + arrived_.size());
+      std::merge(pending_.begin(), pending_.end(), arrived_.begin(), arrived_.end(), std::back_inserter(tried_), before);
+      order = &tried_;
+    }
   }
   // A job that failed before, when one task suffices to start it (min_available == 1), fits now
   // only on a node that gained capacity since: retry it there. A gang needs several tasks at
@@ -647,7 +693,9 @@ void Engine::schedule_cycle(bool full) {
   };
   auto& failed = failed_;   // equivalence class -> reason (0: failed on changed nodes only)
   failed.clear();
-  std::vector<JobId> still_pending;
+  // Kept between cycles (with tried_ and merged_), so a cycle allocates nothing for its lists.
+  auto& still_pending = still_pending_;
+  still_pending.clear();
   still_pending.reserve(order->size());
   // Strict FIFO: the first job that does not fit blocks the rest. EASY backfill: it gets a
   // reservation; later jobs start only if they do not delay it.
@@ -656,7 +704,7 @@ void Engine::schedule_cycle(bool full) {
   // were added to its scratch cluster); capacity freed, or a job starting ahead of the head,
   // means it is computed again.
   if (full) {
-    shadow_.reset();
+    drop_shadow();
     reserved_job_ = JobId{};
     reserved_at_ = SimTime::forever();
   }
@@ -684,20 +732,24 @@ void Engine::schedule_cycle(bool full) {
       ++attempts_;
       const Status s = hook_->schedule(*cluster_, spec, j, scratch_, narrow ? changed : std::span<const NodeId>{});
       if (s.ok() && !head_found) started_ahead = true;
-      if (s.ok() && head_found && shadow_ && hook_->last_victims().empty() && !backfill_allowed(j, scratch_)) {
+      if (s.ok() && head_found && shadow_ok_ && hook_->last_victims().empty() && !backfill_allowed(j, scratch_)) {
         // It fits now but would delay the reserved job: give the resources back, and try once
         // more on the nodes the reserved job will not use (Slurm reserves nodes for it).
         for (auto it = scratch_.rbegin(); it != scratch_.rend(); ++it) cluster_->undo_allocate(spec.request, *it);
         bool placed = false;
         if (!reserved_nodes_.empty() && reserved_nodes_.size() < cluster_->node_count()) {
-          std::vector<NodeId> others;
-          others.reserve(cluster_->node_count() - reserved_nodes_.size());
-          for (std::uint32_t n = 0, r = 0; n < cluster_->node_count(); ++n) {
-            if (r < reserved_nodes_.size() && reserved_nodes_[r].value == n) ++r;
-            else others.push_back(NodeId{n});
+          // The other nodes, built once per reservation (reserve() sets reserved_nodes_).
+          if (!unreserved_ok_) {
+            unreserved_nodes_.clear();
+            unreserved_nodes_.reserve(cluster_->node_count() - reserved_nodes_.size());
+            for (std::uint32_t n = 0, r = 0; n < cluster_->node_count(); ++n) {
+              if (r < reserved_nodes_.size() && reserved_nodes_[r].value == n) ++r;
+              else unreserved_nodes_.push_back(NodeId{n});
+            }
+            unreserved_ok_ = true;
           }
           ++attempts_;
-          if (hook_->schedule(*cluster_, spec, j, scratch_, others).ok()) {
+          if (hook_->schedule(*cluster_, spec, j, scratch_, unreserved_nodes_).ok()) {
             // A placement that preempted (the victims are already released) is kept as the main
             // path keeps it: preemption, not backfill, decided it.
             if (!hook_->last_victims().empty() || backfill_allowed(j, scratch_)) {
@@ -713,8 +765,13 @@ void Engine::schedule_cycle(bool full) {
           if (evicted) absorb_evictions();
           continue;
         }
-        rt.reason = intern_reason("backfill: would delay the job holding the reservation (" +
-                                  workload_[reserved_job_.value].name + ")");
+        // Interned once per reserved job (the same index a fresh intern_reason() would return).
+        if (backfill_reason_job_ != reserved_job_ || backfill_reason_ == 0) {
+          backfill_reason_ = intern_reason("backfill: would delay the job holding the reservation (" +
+                                           workload_[reserved_job_.value].name + ")");
+          backfill_reason_job_ = reserved_job_;
+        }
+        rt.reason = backfill_reason_;
         still_pending.push_back(j);
         continue;
       }
@@ -730,14 +787,14 @@ void Engine::schedule_cycle(bool full) {
     }
     if (policy == QueuePolicy::kStrictFifo) blocked = true;
     if (policy == QueuePolicy::kEasyBackfill && !head_found) {
-      const bool cached = shadow_ && reserved_job_ == j && !started_ahead;
+      const bool cached = shadow_ok_ && reserved_job_ == j && !started_ahead;
       const SimTime at = cached ? reserved_at_ : reserve(j);
       if (!at.is_forever()) {
         head_found = true;
         reserved_job_ = j;
         reserved_at_ = at;
       } else {
-        shadow_.reset();
+        drop_shadow();
         reserved_job_ = JobId{};
         reserved_at_ = SimTime::forever();
       }
@@ -753,10 +810,18 @@ void Engine::schedule_cycle(bool full) {
   }
   // Rebuild the pending queue: untried old ones + those that stayed, in queue order.
   if (order == &arrived_) {
-    std::vector<JobId> merged;
-    merged.reserve(pending_.size() + still_pending.size());
-    std::merge(pending_.begin(), pending_.end(), still_pending.begin(), still_pending.end(), std::back_inserter(merged), before);
-    pending_.swap(merged);
+    if (!hook_->dynamic_order() && still_pending.size() <= 8) {
+      // A few jobs into a long queue: each goes after the waiting jobs it does not precede, as
+      // std::merge would put it (the order is fixed, so the queue is sorted by it), found by
+      // bisection instead of comparing it with every waiting job.
+      for (JobId j : still_pending) pending_.insert(std::upper_bound(pending_.begin(), pending_.end(), j, before), j);
+    } else {
+      merged_.clear();
+      merged_.reserve(pending_.size() + still_pending.size());
+      std::merge(pending_.begin(), pending_.end(), still_pending.begin(), still_pending.end(), std::back_inserter(merged_),
+                 before);
+      pending_.swap(merged_);
+    }
   } else {
     pending_.swap(still_pending);
   }
@@ -814,12 +879,14 @@ void Engine::grow_elastic() {
 void Engine::run(const std::function<void(double)>& progress) {
   GPUSCHED_ASSERT(!ran_, "Engine::run() called twice");
   ran_ = true;
-  queue_.reserve(workload_.size() * 2 + config_.node_events.size());
+  // The heap holds finishes, timers and node events; arrivals stay in the workload.
+  queue_.reserve(std::min<std::size_t>(workload_.size(), std::size_t{1} << 16) + config_.node_events.size());
   if (config_.skip_equivalent) {
     class_.reserve(workload_.size());
     for (const auto& spec : workload_) class_.push_back(hook_->equivalence_class(spec));
   }
-  for (std::uint32_t i = 0; i < workload_.size(); ++i) queue_.push(workload_[i].submit, JobArrival{JobId{i}});
+  arrival_base_ = queue_.reserve_external(workload_.size());
+  next_arrival_ = 0;
   for (const auto& ne : config_.node_events) {
     GPUSCHED_ASSERT(ne.node.value < cluster_->node_count(), "node event on an unknown node");
     if (ne.taint) queue_.push(ne.time, NodeTaint{static_cast<std::uint32_t>(&ne - config_.node_events.data())});
@@ -838,16 +905,16 @@ void Engine::run(const std::function<void(double)>& progress) {
     if (interrupt_requested() || (++ticks & 0x3FFU) == 0) throw_if_interrupted();
   };
 
-  while (!queue_.empty()) {
-    const SimTime t = queue_.next_time();
+  while (events_left()) {
+    const SimTime t = next_event_time();
     if (t > config_.horizon) break;
     if (t != now_) {
       for (auto* o : observers_) o->on_advance(now_, t, *this);
       now_ = t;
     }
     bool freed = false;
-    while (!queue_.empty() && queue_.next_time() == t) {
-      const auto e = queue_.pop();
+    while (events_left() && next_event_time() == t) {
+      const auto e = next_event();
       handle(e, freed);
       ++events_processed_;
       check_interrupt();
@@ -871,7 +938,7 @@ void Engine::run(const std::function<void(double)>& progress) {
     }
   }
   SimTime end = now_;
-  if (!config_.horizon.is_forever() && config_.horizon > now_ && !queue_.empty()) end = config_.horizon;
+  if (!config_.horizon.is_forever() && config_.horizon > now_ && events_left()) end = config_.horizon;
   if (end != now_) {
     for (auto* o : observers_) o->on_advance(now_, end, *this);
     now_ = end;

@@ -42,6 +42,20 @@ bool EventQueue::empty() {
   return heap_.empty();
 }
 
+EventId EventQueue::next_id() {
+  drop_cancelled();
+  GPUSCHED_ASSERT(!heap_.empty(), "next_id() on an empty queue");
+  return heap_.front().seq;
+}
+
+EventId EventQueue::reserve_external(std::uint64_t n) {
+  const EventId first = next_seq_;
+  next_seq_ += n;
+  cancelled_.resize(cancelled_.size() + n, 1);   // never cancelled here: cancel() leaves them alone
+  live_ += n;
+  return first;
+}
+
 SimTime EventQueue::next_time() {
   drop_cancelled();
   GPUSCHED_ASSERT(!heap_.empty(), "next_time() on an empty queue");

@@ -62,73 +62,87 @@ std::string placement_string(const ClusterState& cluster, std::span<const TaskPl
   return out;
 }
 
+JobRow job_row(const Engine& engine, std::size_t i) {
+  const auto& cluster = engine.cluster();
+  const auto& rt = engine.jobs()[i];
+  const auto& spec = engine.workload()[i];
+  const auto& r = spec.request;
+  JobRow row;
+  row.job = spec.name;
+  row.queue = spec.queue;
+  row.priority = spec.priority;
+  row.tasks = spec.tasks;
+  row.cpu_milli = r.cpu_milli;
+  row.memory_mib = r.memory_mib;
+  row.gpus = (r.gpu.mode == GpuMode::kWhole || r.gpu.mode == GpuMode::kPassthrough || r.gpu.mode == GpuMode::kMig ||
+              r.gpu.mode == GpuMode::kVgpu) ? r.gpu.count : 0;
+  row.gpu_milli = r.gpu.mode == GpuMode::kShared ? r.gpu.milli : 0;
+  row.gpu_memory_mib = r.gpu.mode == GpuMode::kShared && r.gpu.memory_mib > 0 ? r.gpu.memory_mib : 0;
+  row.submit_s = spec.submit.seconds();
+  const bool started = rt.state == JobState::kRunning || rt.state == JobState::kCompleted ||
+                       (rt.state == JobState::kFailed && !rt.start.is_forever());
+  if (started) {
+    row.start_s = rt.start.seconds();
+    row.wait_s = (rt.start - spec.submit).seconds();
+  }
+  if (rt.state == JobState::kCompleted || rt.state == JobState::kFailed) row.end_s = rt.end.seconds();
+  if (rt.state == JobState::kCompleted) row.jct_s = (rt.end - spec.submit).seconds();
+  row.state = std::string(to_string(rt.state));
+  row.attempts = rt.attempts;
+  row.evictions = rt.evictions;
+  row.lost_gpu_hours = rt.lost_gpu_hours;
+  if (rt.state == JobState::kRunning || rt.state == JobState::kCompleted) row.placement = placement_string(cluster, rt.placements);
+  if (rt.state == JobState::kPending || rt.state == JobState::kFailed) row.reason = engine.reason(rt.reason);
+  // An elastic gang (min_available < tasks) that holds fewer tasks than it asked for: it says
+  // so, and one that completed that way is "partial", not "completed".
+  const auto held = static_cast<std::int32_t>(rt.placements.size());
+  if ((rt.state == JobState::kRunning || rt.state == JobState::kCompleted) && held < spec.tasks &&
+      spec.request.tpu.hosts <= 1) {
+    const std::string counts = std::to_string(held) + " of " + std::to_string(spec.tasks) + " tasks";
+    if (rt.state == JobState::kCompleted) {
+      row.state = "partial";
+      row.reason = "ran " + counts + " (min_available " + std::to_string(spec.min_available) +
+                   "); the others never fitted before it ended";
+    } else {
+      row.reason = "running " + counts + " (min_available " + std::to_string(spec.min_available) +
+                   "); the others wait for room";
+    }
+  }
+  row.requeues = rt.requeues;
+  return row;
+}
+
 std::vector<JobRow> job_rows(const Engine& engine) {
   std::vector<JobRow> rows;
   rows.reserve(engine.jobs().size());
-  const auto& cluster = engine.cluster();
-  for (std::size_t i = 0; i < engine.jobs().size(); ++i) {
-    const auto& rt = engine.jobs()[i];
-    const auto& spec = engine.workload()[i];
-    const auto& r = spec.request;
-    JobRow row;
-    row.job = spec.name;
-    row.queue = spec.queue;
-    row.priority = spec.priority;
-    row.tasks = spec.tasks;
-    row.cpu_milli = r.cpu_milli;
-    row.memory_mib = r.memory_mib;
-    row.gpus = (r.gpu.mode == GpuMode::kWhole || r.gpu.mode == GpuMode::kPassthrough || r.gpu.mode == GpuMode::kMig ||
-                r.gpu.mode == GpuMode::kVgpu) ? r.gpu.count : 0;
-    row.gpu_milli = r.gpu.mode == GpuMode::kShared ? r.gpu.milli : 0;
-    row.gpu_memory_mib = r.gpu.mode == GpuMode::kShared && r.gpu.memory_mib > 0 ? r.gpu.memory_mib : 0;
-    row.submit_s = spec.submit.seconds();
-    const bool started = rt.state == JobState::kRunning || rt.state == JobState::kCompleted ||
-                         (rt.state == JobState::kFailed && !rt.start.is_forever());
-    if (started) {
-      row.start_s = rt.start.seconds();
-      row.wait_s = (rt.start - spec.submit).seconds();
-    }
-    if (rt.state == JobState::kCompleted || rt.state == JobState::kFailed) row.end_s = rt.end.seconds();
-    if (rt.state == JobState::kCompleted) row.jct_s = (rt.end - spec.submit).seconds();
-    row.state = std::string(to_string(rt.state));
-    row.attempts = rt.attempts;
-    row.evictions = rt.evictions;
-    row.lost_gpu_hours = rt.lost_gpu_hours;
-    if (rt.state == JobState::kRunning || rt.state == JobState::kCompleted) row.placement = placement_string(cluster, rt.placements);
-    if (rt.state == JobState::kPending || rt.state == JobState::kFailed) row.reason = engine.reason(rt.reason);
-    // An elastic gang (min_available < tasks) that holds fewer tasks than it asked for: it says
-    // so, and one that completed that way is "partial", not "completed".
-    const auto held = static_cast<std::int32_t>(rt.placements.size());
-    if ((rt.state == JobState::kRunning || rt.state == JobState::kCompleted) && held < spec.tasks &&
-        spec.request.tpu.hosts <= 1) {
-      const std::string counts = std::to_string(held) + " of " + std::to_string(spec.tasks) + " tasks";
-      if (rt.state == JobState::kCompleted) {
-        row.state = "partial";
-        row.reason = "ran " + counts + " (min_available " + std::to_string(spec.min_available) +
-                     "); the others never fitted before it ended";
-      } else {
-        row.reason = "running " + counts + " (min_available " + std::to_string(spec.min_available) +
-                     "); the others wait for room";
-      }
-    }
-    row.requeues = rt.requeues;
-    rows.push_back(std::move(row));
-  }
+  for (std::size_t i = 0; i < engine.jobs().size(); ++i) rows.push_back(job_row(engine, i));
   return rows;
 }
 
-void write_jobs_csv(std::ostream& out, const std::vector<JobRow>& rows) {
-  out << "job,queue,priority,tasks,cpu_milli,memory_mib,gpus,gpu_milli,gpu_memory_mib,submit_s,start_s,end_s,wait_s,"
-         "jct_s,state,attempts,evictions,lost_gpu_hours,placement,reason,requeues\n";
+namespace {
+constexpr const char* kJobsHeader =
+    "job,queue,priority,tasks,cpu_milli,memory_mib,gpus,gpu_milli,gpu_memory_mib,submit_s,start_s,end_s,wait_s,"
+    "jct_s,state,attempts,evictions,lost_gpu_hours,placement,reason,requeues\n";
+
+void write_job_row(std::ostream& out, const JobRow& r) {
   auto opt = [](const std::optional<double>& v) { return v ? fixed(*v, 6) : std::string(); };
-  for (const auto& r : rows) {
-    out << csv_field(r.job) << ',' << csv_field(r.queue) << ',' << r.priority << ',' << r.tasks << ',' << r.cpu_milli
-        << ',' << r.memory_mib << ',' << r.gpus << ',' << r.gpu_milli << ',' << r.gpu_memory_mib << ','
-        << fixed(r.submit_s, 6) << ',' << opt(r.start_s) << ',' << opt(r.end_s) << ',' << opt(r.wait_s) << ','
-        << opt(r.jct_s) << ',' << r.state << ',' << r.attempts << ',' << r.evictions << ',' << fixed(r.lost_gpu_hours, 6)
-        << ',' << csv_field(r.placement) << ','
-        << csv_field(r.reason) << ',' << r.requeues << '\n';
-  }
+  out << csv_field(r.job) << ',' << csv_field(r.queue) << ',' << r.priority << ',' << r.tasks << ',' << r.cpu_milli
+      << ',' << r.memory_mib << ',' << r.gpus << ',' << r.gpu_milli << ',' << r.gpu_memory_mib << ','
+      << fixed(r.submit_s, 6) << ',' << opt(r.start_s) << ',' << opt(r.end_s) << ',' << opt(r.wait_s) << ','
+      << opt(r.jct_s) << ',' << r.state << ',' << r.attempts << ',' << r.evictions << ',' << fixed(r.lost_gpu_hours, 6)
+      << ',' << csv_field(r.placement) << ','
+      << csv_field(r.reason) << ',' << r.requeues << '\n';
+}
+}  // namespace
+
+void write_jobs_csv(std::ostream& out, const std::vector<JobRow>& rows) {
+  out << kJobsHeader;
+  for (const auto& r : rows) write_job_row(out, r);
+}
+
+void write_jobs_csv(std::ostream& out, const Engine& engine) {
+  out << kJobsHeader;
+  for (std::size_t i = 0; i < engine.jobs().size(); ++i) write_job_row(out, job_row(engine, i));
 }
 
 void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples) {

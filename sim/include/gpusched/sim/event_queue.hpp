@@ -51,7 +51,15 @@ class EventQueue {
   [[nodiscard]] SimTime next_time();
   /// Removes and returns the next live event. Precondition: !empty(). O(log n).
   Entry pop();
-  /// Events pushed so far (live, fired or cancelled).
+  /// Id of the next live event. Precondition: !empty().
+  [[nodiscard]] EventId next_id();
+  /// Sets aside `n` consecutive ids (returns the first) for events the caller keeps in its own
+  /// list, already in order (the engine's arrivals: one per job, in submit order), so the heap
+  /// does not hold them. They count as live until take_external() says one fired; the caller
+  /// fires one before next() when its (time, id) comes first.
+  EventId reserve_external(std::uint64_t n);
+  void take_external() { --live_; }
+  /// Events pushed so far (live, fired or cancelled), external ones included.
   [[nodiscard]] std::uint64_t pushed() const { return next_seq_; }
   /// Events still to fire (pushed, neither popped nor cancelled). O(1).
   [[nodiscard]] std::size_t live() const { return live_; }

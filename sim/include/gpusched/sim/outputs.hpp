@@ -52,8 +52,13 @@ struct JobRow {
 
 /// The job table from the engine's final state, in workload order.
 std::vector<JobRow> job_rows(const Engine& engine);
+/// Row `i` of job_rows() (workload order), built on its own.
+JobRow job_row(const Engine& engine, std::size_t i);
 /// jobs.csv: the header row, then one row per job.
 void write_jobs_csv(std::ostream& out, const std::vector<JobRow>& rows);
+/// jobs.csv straight from the engine, one row at a time (the same bytes as
+/// write_jobs_csv(out, job_rows(engine)) without holding the whole table in memory).
+void write_jobs_csv(std::ostream& out, const Engine& engine);
 /// timeseries.csv: the header row, then one row per sample.
 void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples);
 
