@@ -1,5 +1,7 @@
 #include <gpusched/cluster.hpp>
 
+#include <atomic>
+
 #include <algorithm>
 
 #include <gpusched/assert.hpp>
@@ -640,8 +642,7 @@ void ClusterState::allocate(const TaskRequest& r, const TaskPlacement& p) {
   ++s.tasks;
   if (r.cpu_milli == 0) ++s.tasks_without_cpu;
   if (r.memory_mib == 0) ++s.tasks_without_memory;
-  ++s.generation;
-  ++generation_;
+  changed(p.node.value);
   totals_.cpu_used_milli += r.cpu_milli;
   totals_.memory_used_mib += r.memory_mib;
   totals_.gpu_used_milli += milli;
@@ -676,8 +677,7 @@ void ClusterState::release(const TaskRequest& r, const TaskPlacement& p) {
   --s.tasks;
   if (r.cpu_milli == 0) --s.tasks_without_cpu;
   if (r.memory_mib == 0) --s.tasks_without_memory;
-  ++s.generation;
-  ++generation_;
+  changed(p.node.value);
   totals_.cpu_used_milli -= r.cpu_milli;
   totals_.memory_used_mib -= r.memory_mib;
   totals_.gpu_used_milli -= milli;
@@ -702,8 +702,7 @@ void ClusterState::set_schedulable(NodeId n, bool schedulable) {
   auto& s = nodes_[n.value];
   if (s.schedulable == schedulable) return;
   s.schedulable = schedulable;
-  ++s.generation;
-  ++generation_;
+  changed(n.value);
 }
 
 void ClusterState::add_taint(NodeId n, const Taint& t) {
@@ -711,8 +710,7 @@ void ClusterState::add_taint(NodeId n, const Taint& t) {
   auto it = std::find_if(taints.begin(), taints.end(), [&](const Taint& x) { return x.key == t.key && x.effect == t.effect; });
   if (it != taints.end()) *it = t;
   else taints.push_back(t);
-  ++nodes_[n.value].generation;
-  ++generation_;
+  changed(n.value);
 }
 
 int ClusterState::remove_taint(NodeId n, const std::string& key, std::optional<TaintEffect> effect) {
@@ -720,11 +718,13 @@ int ClusterState::remove_taint(NodeId n, const std::string& key, std::optional<T
   const auto before = taints.size();
   std::erase_if(taints, [&](const Taint& x) { return x.key == key && (!effect || x.effect == *effect); });
   const auto removed = static_cast<int>(before - taints.size());
-  if (removed) {
-    ++nodes_[n.value].generation;
-    ++generation_;
-  }
+  if (removed) changed(n.value);
   return removed;
+}
+
+std::uint64_t ClusterState::InstanceId::next() {
+  static std::atomic<std::uint64_t> counter{0};
+  return ++counter;
 }
 
 }  // namespace gpusched

@@ -378,19 +378,16 @@ void FragmentationCache::set_types(std::vector<PodType> types) {
   }
   du_.assign(shapes_.size(), 0);
   dn_.assign(shapes_.size(), 0);
-  bound_ = nullptr;
+  bound_ = 0;
   bound_nodes_ = 0;
 }
 
 void FragmentationCache::bind(const ClusterState& c) {
-  if (bound_ == &c && bound_nodes_ == c.node_count()) return;
-  bound_ = &c;
+  if (bound_ == c.instance() && bound_nodes_ == c.node_count()) return;
+  bound_ = c.instance();
   bound_nodes_ = c.node_count();
   const auto n = bound_nodes_, k = shapes_.size();
-  key_gen_.assign(n, 0);
-  key_cpu_.assign(n, 0);
-  key_milli_.assign(n, 0);
-  valid_.assign(n, 0);
+  key_gen_.assign(n, ~0ULL);
   cpu_free_.assign(n, 0);
   idle_.assign(n, 0);
   weighted_.assign(n, 0);
@@ -402,9 +399,7 @@ std::size_t FragmentationCache::ensure(const ClusterState& c, NodeId n) {
   bind(c);
   const std::size_t i = n.value;
   const auto& s = c.node(n);
-  if (valid_[i] && key_gen_[i] == s.generation && key_cpu_[i] == s.cpu_free_milli && key_milli_[i] == s.gpu_milli_free) {
-    return i;
-  }
+  if (key_gen_[i] == s.generation) return i;
   const std::size_t k = shapes_.size();
   std::int64_t idle = 0;
   aggregate(c, n, shapes_, idle, usable_.data() + i * k, units_.data() + i * k);
@@ -414,10 +409,7 @@ std::size_t FragmentationCache::ensure(const ClusterState& c, NodeId n) {
     const std::size_t at = i * k + static_cast<std::size_t>(std::max(sh, 0));
     weighted += types_[m].pods * (sh < 0 ? idle : fragment(types_[m].request, idle, s.cpu_free_milli, usable_[at], units_[at]));
   }
-  valid_[i] = 1;
   key_gen_[i] = s.generation;
-  key_cpu_[i] = s.cpu_free_milli;
-  key_milli_[i] = s.gpu_milli_free;
   cpu_free_[i] = s.cpu_free_milli;
   idle_[i] = idle;
   weighted_[i] = weighted;
@@ -785,8 +777,14 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   return h * 0xff51afd7ed558ccdULL;
 }
-std::uint64_t request_key(const TaskRequest& r) {
-  std::uint64_t h = fnv1a64(r.gpu.mode == GpuMode::kMig || r.gpu.mode == GpuMode::kVgpu ? r.gpu.profile : std::string_view{});
+/// What ΔF depends on in a request: all but host memory (FGD counts CPU and GPU only).
+TaskRequest memo_shape(const TaskRequest& r) {
+  TaskRequest s = r;
+  s.memory_mib = 0;
+  return s;
+}
+std::uint64_t shape_hash(const TaskRequest& r) {
+  std::uint64_t h = fnv1a64(r.gpu.profile);
   h = mix(h, static_cast<std::uint64_t>(r.cpu_milli));
   h = mix(h, static_cast<std::uint64_t>(r.gpu.mode));
   h = mix(h, static_cast<std::uint64_t>(r.gpu.count));
@@ -795,30 +793,40 @@ std::uint64_t request_key(const TaskRequest& r) {
   const GpuModelMask low(~0ULL);
   h = mix(h, (r.allowed_models & low).to_ullong());
   h = mix(h, (r.allowed_models >> 64).to_ullong());
-  return h == 0 ? 1 : h;   // 0 marks an empty memo slot
+  return h;
 }
 }  // namespace
 
 void FgdPlugin::forget() const {
   memos_.clear();
-  memo_cluster_ = nullptr;
+  memo_instance_ = 0;
 }
 
 FgdPlugin::ShapeMemo& FgdPlugin::memo_for(const ClusterState& cluster, const TaskContext& ctx) const {
-  if (memo_cluster_ != &cluster || (!memos_.empty() && memos_.front().nodes.size() != cluster.node_count())) {
+  if (memo_instance_ != cluster.instance() || (!memos_.empty() && memos_.front().nodes.size() != cluster.node_count())) {
     forget();
-    memo_cluster_ = &cluster;
+    memo_instance_ = cluster.instance();
   }
   if (const auto* i = ctx.state.read(kFgdMemo); i && *i < memos_.size()) return memos_[*i];
-  const auto key = request_key(ctx.request());
-  auto it = std::find_if(memos_.begin(), memos_.end(), [&](const ShapeMemo& m) { return m.key == key; });
+  const auto& r = ctx.request();
+  const auto hash = shape_hash(r);
+  auto same = [&](const ShapeMemo& m) {
+    // The request less host memory, compared exactly.
+    const auto& x = m.shape;
+    return m.hash == hash && x.cpu_milli == r.cpu_milli && x.gpu == r.gpu && x.tpu == r.tpu &&
+           x.allowed_models == r.allowed_models && x.extended == r.extended;
+  };
+  auto it = std::find_if(memos_.begin(), memos_.end(), same);
   if (it == memos_.end()) {
-    if (memos_.size() < kMemoShapes) {
+    const std::size_t per_shape = std::max<std::size_t>(1, cluster.node_count() * sizeof(Memo));
+    const std::size_t cap = std::clamp<std::size_t>(kMemoBytes / per_shape, 16, kMemoShapes);
+    if (memos_.size() < cap) {
       it = memos_.insert(memos_.end(), ShapeMemo{});
     } else {
       it = std::min_element(memos_.begin(), memos_.end(), [](const ShapeMemo& a, const ShapeMemo& b) { return a.last_used < b.last_used; });
     }
-    it->key = key;
+    it->hash = hash;
+    it->shape = memo_shape(r);
     it->nodes.assign(cluster.node_count(), Memo{});
   }
   it->last_used = ++memo_clock_;
@@ -847,11 +855,11 @@ double FgdPlugin::score(const ClusterState& cluster, const TaskContext& ctx, Nod
   const auto& s = cluster.node(node);
   Memo& m = memo_for(cluster, ctx).nodes[node.value];
   const auto as_score = [&](double delta) { return integer_ ? static_cast<double>(fgd::integer_score(delta)) : -delta; };
-  if (m.generation == s.generation && m.cpu_free == s.cpu_free_milli && m.milli_free == s.gpu_milli_free) return as_score(m.delta);
+  if (m.generation == s.generation) return as_score(m.delta);
   const auto d = cache_.best_grants(cluster, r, node, chooser_, scratch_, choice());
   // A feasible node always has grants; should one not, it ranks last.
   if (!d) return integer_ ? 0.0 : -std::numeric_limits<double>::max() / 4;
-  m = {s.generation, s.cpu_free_milli, s.gpu_milli_free, *d};
+  m = {s.generation, *d};
   return as_score(*d);
 }
 

@@ -19,7 +19,7 @@ void normalize_min_max(std::span<double> scores) {
   if (scores.empty()) return;
   const auto [lo, hi] = std::minmax_element(scores.begin(), scores.end());
   const double min = *lo, max = *hi;
-  for (auto& s : scores) s = (max > min) ? 100.0 * (s - min) / (max - min) : 100.0;
+  for (auto& s : scores) s = min_max_score(s, min, max);
 }
 
 // ---------------------------------------------------------------- node-resources-fit

@@ -11,6 +11,8 @@
 #include <gpusched/policies/framework/statement.hpp>
 #include <gpusched/tpu_slice.hpp>
 
+#include "node_index.hpp"
+
 namespace gpusched::policies {
 
 namespace {
@@ -158,11 +160,22 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
     throw_error(ErrorCode::kProfileBadArgs, {where, 0, "percentage_of_nodes_to_score"},
                 "percentage_of_nodes_to_score must be 0 (kube-scheduler's adaptive default) to 100, or absent (every node)");
   }
+  // The node index serves profiles whose per-node filters and scores may be node-local; whether
+  // they are for a given job is asked per task (index_usable).
+  index_eligible_ = batch_filters_.empty() && !opaque_;
+  index_tree_ = std::all_of(scores_.begin(), scores_.end(), [](const auto& s) { return s.first->normalize_is_identity(); });
   first_feasible_wins_ = batch_filters_.empty() && profile.tie_break == TieBreak::kNodeOrder &&
                          (scores_.empty() || (scores_.size() == 1 && scores_[0].first->orders_by_node_index()));
 }
 
 Scheduler::~Scheduler() = default;
+
+void Scheduler::set_node_index(bool on) {
+  use_index_ = on;
+  index_.reset();
+}
+
+Scheduler::IndexStats Scheduler::index_stats() const { return index_ ? index_->stats : IndexStats{}; }
 
 bool Scheduler::before(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) const {
   return queue_sort_->less(a, ia, b, ib);
@@ -250,8 +263,60 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
     return s;
   }
   feasible_.clear();
+  NodeIndex::Class* cached = nullptr;   // the node index's answers, when it serves this task
+  // The node index serves the task when every filter and score is node-local for it. With
+  // percentage_of_nodes_to_score sampling (want < n) the search below still walks the nodes in its
+  // rotating order and stops where the scan would, but reads each node's verdict, reject reasons
+  // and raw scores from the index instead of calling the plugins.
+  // A narrowed search (`only`: the engine's retry on the nodes that gained capacity, a
+  // preemption what-if) walks its nodes the same way.
+  const bool local = too_big.ok() && index_usable(ctx.job);
+  if (use_index_ && index_eligible_ && !index_) {
+    const auto mode = index_tree_ ? NodeIndex::Mode::kTotals
+                      : (scores_.size() == 1 && scores_[0].first->normalize_is_min_max() &&
+                         profile_.tie_break == TieBreak::kNodeOrder)
+                          ? NodeIndex::Mode::kMinMax
+                          : NodeIndex::Mode::kLinear;
+    index_ = std::make_unique<NodeIndex>(filters_, scores_, mode, kube_diagnosis_);
+  }
+  if (index_ && !local) ++index_->stats.fallbacks;
+  const NodeIndexClass* sampled = nullptr;   // answers for the sampled search
+  if (local) {
+    auto& c = index_->refresh(cluster, ctx);
+    ++index_->stats.decisions;
+    if (!only.empty() || nodes_to_find(n) < n) {
+      sampled = &c;
+      cached = &c;
+    } else if (c.feasible_count == 0) {
+      return diagnose_from_index(c);
+    } else {
+      if (index_tree_) {
+        std::uint32_t pick = 0;
+        if (c.feasible_count > 1 && profile_.tie_break == TieBreak::kRandom) {
+          pick = static_cast<std::uint32_t>(tie_rng_.below(c.ties[1]));
+        }
+        return finish(cluster, ctx, NodeId{NodeIndex::best(c, pick)}, out);
+      }
+      if (index_->mode() == NodeIndex::Mode::kMinMax) {
+        return finish(cluster, ctx, NodeId{NodeIndex::best_min_max(c, scores_[0].second)}, out);
+      }
+      cached = &c;
+      for (std::uint32_t u = 0; u < n; ++u) {
+        if (c.feasible[u] != 0) feasible_.push_back(NodeId{u});
+      }
+    }
+  }
   // True when the search can stop (first-fit found its node).
   auto consider = [&](NodeId node) {
+    if (sampled != nullptr) {
+      const std::uint32_t sig = sampled->reject[node.value];
+      if (sig != 0) {
+        note_signature(index_->signature(sig - 1), node, 1);
+        return false;
+      }
+      feasible_.push_back(node);
+      return first_feasible_wins_;
+    }
     for (const auto* f : filters_) {
       const Status s = f->filter(cluster, ctx, node);
       if (!s.ok()) {
@@ -269,7 +334,7 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
   const std::size_t want = batch_filters_.empty() ? nodes_to_find(n) : n;
   const std::size_t start = want < n ? start_ % n : 0;
   std::size_t processed = 0;
-  for (std::size_t k = 0; k < n; ++k) {
+  for (std::size_t k = 0; k < n && (cached == nullptr || sampled != nullptr); ++k) {
     const std::size_t i = start == 0 ? k : (start + k) % n;
     ++processed;
     if (consider(only.empty() ? NodeId{static_cast<std::uint32_t>(i)} : only[i])) break;
@@ -288,8 +353,14 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
     const std::size_t f = feasible_.size();
     total_.assign(f, 0.0);
     raw_.resize(f);
-    for (auto& [plugin, weight] : scores_) {
-      plugin->score_all(cluster, ctx, feasible_, raw_);
+    for (std::size_t k = 0; k < scores_.size(); ++k) {
+      auto& [plugin, weight] = scores_[k];
+      if (cached != nullptr) {
+        const double* raw = cached->raw.data() + k * cached->nodes;
+        for (std::size_t i = 0; i < f; ++i) raw_[i] = raw[feasible_[i].value];
+      } else {
+        plugin->score_all(cluster, ctx, feasible_, raw_);
+      }
       plugin->normalize(raw_);
       for (std::size_t i = 0; i < f; ++i) {
         GPUSCHED_ASSERT(raw_[i] >= -1e-9 && raw_[i] <= 100.0 + 1e-9, "score plugin returned a score outside [0, 100]");
@@ -311,7 +382,10 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
       best = static_cast<std::size_t>(std::find(total_.begin(), total_.end(), top) - total_.begin());
     }
   }
-  const NodeId chosen = feasible_[best];
+  return finish(cluster, ctx, feasible_[best], out);
+}
+
+Status Scheduler::finish(const ClusterState& cluster, const TaskContext& ctx, NodeId chosen, TaskPlacement& out) {
   if (!device_select_->select(cluster, ctx, chosen, out)) {
     // Filters said yes but the device plugin cannot grant: a plugin disagreement, not bad input.
     GPUSCHED_ASSERT(false, "device_select could not grant devices on a node the filters accepted");
@@ -320,6 +394,61 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
   out.tpu_chips = ctx.request().tpu.chips;
   out.slowdown = cluster.placement_slowdown(ctx.request(), out);
   return Status::success();
+}
+
+Status Scheduler::diagnose_from_index(const NodeIndexClass& c) {
+  // What the scan's note_filter_reject would have noted, node by node: counted per reject
+  // signature, then noted in the order of each signature's first node.
+  const std::size_t sigs = index_->signature_count();
+  sig_count_.assign(sigs, 0);
+  sig_first_.assign(sigs, 0);
+  for (std::uint32_t u = 0; u < c.nodes; ++u) {
+    const std::uint32_t sig = c.reject[u] - 1;
+    if (sig_count_[sig]++ == 0) sig_first_[sig] = u;
+    if (kube_preemption_ && index_->signature(sig).status.code != StatusCode::kUnschedulableAndUnresolvable) {
+      resolvable_nodes_.push_back(NodeId{u});
+    }
+  }
+  sig_order_.clear();
+  for (std::uint32_t sig = 0; sig < sigs; ++sig) {
+    if (sig_count_[sig] != 0) sig_order_.push_back(sig);
+  }
+  std::sort(sig_order_.begin(), sig_order_.end(), [&](std::uint32_t a, std::uint32_t b) { return sig_first_[a] < sig_first_[b]; });
+  rejected_nodes_ = static_cast<std::uint32_t>(c.nodes);
+  for (const std::uint32_t sig : sig_order_) {
+    const auto& g = index_->signature(sig);
+    const auto count = sig_count_[sig];
+    if (g.status.code == StatusCode::kUnschedulableAndUnresolvable) unresolvable_nodes_ += count;
+    note_reasons(g, count);
+  }
+  return Status::unschedulable("scheduler", "no feasible node");
+}
+
+void Scheduler::note_reasons(const NodeIndexSignature& g, std::uint32_t count) {
+  if (!kube_diagnosis_) {
+    note_reject(g.status, count);
+  } else {
+    for (const auto r : g.reasons) note_reject(Status{g.status.code, g.status.plugin, r}, count);
+  }
+}
+
+void Scheduler::note_signature(const NodeIndexSignature& g, NodeId node, std::uint32_t count) {
+  // note_filter_reject, from the reasons the index kept.
+  rejected_nodes_ += count;
+  if (g.status.code == StatusCode::kUnschedulableAndUnresolvable) unresolvable_nodes_ += count;
+  else if (kube_preemption_) resolvable_nodes_.push_back(node);
+  note_reasons(g, count);
+}
+
+bool Scheduler::index_usable(const JobSpec& job) const {
+  if (!use_index_ || !index_eligible_) return false;
+  for (const auto* f : filters_) {
+    if (!f->node_local_for(job)) return false;
+  }
+  for (const auto& [plugin, weight] : scores_) {
+    if (!plugin->node_local_for(job)) return false;
+  }
+  return true;
 }
 
 Status Scheduler::place_job(ClusterState& cluster, const JobSpec& job, JobId id, Statement& st,
@@ -445,6 +574,7 @@ void Scheduler::attach(const ClusterState& cluster, std::span<const JobSpec> wor
   running_priorities_.clear();
   priorities_fed_ = false;
   start_ = 0;   // each run's node search starts at the first node, however often the scheduler ran
+  if (index_) index_->clear();   // plugins are attached again: their answers may change
   const std::span<const JobSpec> seen = target_.empty() ? workload : std::span<const JobSpec>(target_);
   for (auto* p : events_) p->attach(cluster, seen, jobs);
 }

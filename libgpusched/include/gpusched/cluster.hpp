@@ -251,6 +251,19 @@ class ClusterState {
   /// Largest node, per dimension (for normalisation, e.g. FGD's 128,000 milli-CPU / 8,000 milli-GPU).
   [[nodiscard]] const NodeState& max_capacity() const { return max_capacity_; }
   [[nodiscard]] std::uint64_t generation() const { return generation_; }
+  /// Identifies this cluster object: a copy (a what-if or backfill scratch cluster) gets a new
+  /// one, so caches keyed by node generations never mix two clusters whose generations agree.
+  [[nodiscard]] std::uint64_t instance() const { return instance_.value; }
+  /// The change log: the node of every change (each bump of a node's generation), in order.
+  /// Positions count every change since the cluster was built; the oldest entries are dropped
+  /// once the log holds more than 2 x nodes + 4,096 of them. changed_since(pos) gives the nodes
+  /// changed at or after `pos` (repeats possible), or nothing when entries since `pos` were dropped
+  /// (the caller then looks at every node).
+  [[nodiscard]] std::uint64_t change_count() const { return changes_base_ + changes_.size(); }
+  [[nodiscard]] std::optional<std::span<const std::uint32_t>> changed_since(std::uint64_t pos) const {
+    if (pos < changes_base_ || pos > change_count()) return std::nullopt;
+    return std::span<const std::uint32_t>(changes_).subspan(static_cast<std::size_t>(pos - changes_base_));
+  }
   /// The cluster's capacity per node, as built (free = capacity when empty).
   [[nodiscard]] std::int64_t cpu_capacity(NodeId n) const { return specs_[n.value].cpu_milli; }
   [[nodiscard]] std::int64_t memory_capacity(NodeId n) const { return specs_[n.value].memory_mib; }
@@ -279,6 +292,30 @@ class ClusterState {
   Totals totals_;
   NodeState max_capacity_;
   std::uint64_t generation_ = 0;
+  /// Bumps node `n`'s generation and the cluster's, and logs the change.
+  void changed(std::uint32_t n) {
+    ++nodes_[n].generation;
+    ++generation_;
+    if (changes_.size() >= 2 * nodes_.size() + 4096) {
+      changes_base_ += changes_.size();
+      changes_.clear();
+    }
+    changes_.push_back(n);
+  }
+  std::vector<std::uint32_t> changes_;
+  std::uint64_t changes_base_ = 0;
+  /// A fresh number per object, constructed or copied.
+  struct InstanceId {
+    std::uint64_t value = next();
+    InstanceId() = default;
+    InstanceId(const InstanceId&) : value(next()) {}
+    InstanceId& operator=(const InstanceId&) {
+      value = next();
+      return *this;
+    }
+    static std::uint64_t next();
+  };
+  InstanceId instance_;
 };
 
 }  // namespace gpusched

@@ -80,6 +80,7 @@ struct GpuRequest {
       default: return 0;
     }
   }
+  bool operator==(const GpuRequest&) const = default;
 };
 
 /// A TPU request: chips on one host, and the slice the job's hosts form together.
@@ -88,6 +89,7 @@ struct TpuRequest {
   std::string generation;           ///< from the accelerator label ("v4", "v5e", "v5p")
   std::string topology;             ///< slice shape ("2x2x4"); empty = single-host, any shape
   std::int32_t hosts = 1;           ///< hosts the slice spans (= tasks of the job)
+  bool operator==(const TpuRequest&) const = default;
 };
 
 /// The request of one task (all tasks of a job are alike).
@@ -102,6 +104,7 @@ struct TaskRequest {
   [[nodiscard]] bool model_allowed(GpuModelId m) const {
     return allowed_models.none() || (m.valid() && allowed_models.test(m.value));
   }
+  bool operator==(const TaskRequest&) const = default;
 };
 
 /// Interns extended-resource names ("rdma/hca", "example.com/foo") to dense ids.

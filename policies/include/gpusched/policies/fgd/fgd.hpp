@@ -9,7 +9,7 @@
 ///    Typical pod types come from the workload given to attach() (argument `coverage`, default
 ///    0.95); without one, the task's own shape is the only type. Raw score = -ΔF, min-max
 ///    normalised to [0, 100]. F_n is cached per node by NodeState::generation, and each node's
-///    ΔF per request shape is remembered until the node changes.
+///    ΔF per request shape is remembered until the node changes (keyed by ClusterState::instance()).
 ///  - `dotprod` (score): 100 x (1 - dot/2), dot = (free CPU / max CPU)(CPU req / max CPU) +
 ///    (free GPU / max GPU)(GPU req / max GPU): small free resources where the pod asks win.
 ///  - `gpu-clustering` (score): bands by the kinds of GPU pods on the node (CPU-only, sharing,
@@ -56,6 +56,9 @@ class FgdPlugin final : public ScorePlugin, public DeviceSelectBase, public JobE
   explicit FgdPlugin(double coverage = 0.95, bool integer_scores = false)
       : coverage_(coverage), integer_(integer_scores) {}
   [[nodiscard]] std::string_view name() const override { return "fgd"; }
+  [[nodiscard]] bool node_local_answers() const override { return true; }
+  [[nodiscard]] bool normalize_is_identity() const override { return integer_; }
+  [[nodiscard]] bool normalize_is_min_max() const override { return !integer_; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
   void normalize(std::span<double> scores) const override {
     if (!integer_) normalize_min_max(scores);
@@ -84,31 +87,36 @@ class FgdPlugin final : public ScorePlugin, public DeviceSelectBase, public JobE
   bool attached_ = false;
   mutable fgd::FragmentationCache cache_;
   mutable std::vector<GpuGrant> scratch_;
-  /// Memo of ΔF per request shape (the 16 most recent) and node, valid while the node's
-  /// generation and free CPU / GPU milli are unchanged: a decision recomputes only the nodes
-  /// that changed since the last request of the same shape.
+  /// Memo of ΔF per request shape and node, valid while the node's generation is unchanged in
+  /// the same cluster object (ClusterState::instance(): generations only grow, and a copy gets a
+  /// new instance). The shape is the request without host memory (ΔF does not depend on it),
+  /// compared exactly. A decision recomputes only the nodes that changed since the last request
+  /// of the same shape. Shapes are kept least recently used, at most kMemoShapes and
+  /// kMemoBytes in all (the openb pod lists have 50-90 shapes).
   struct Memo {
     std::uint64_t generation = ~0ULL;
-    std::int64_t cpu_free = 0;
-    std::int32_t milli_free = 0;
     double delta = 0.0;
   };
   struct ShapeMemo {
-    std::uint64_t key = 0, last_used = 0;
+    std::uint64_t hash = 0, last_used = 0;
+    TaskRequest shape;
     std::vector<Memo> nodes;
   };
-  static constexpr std::size_t kMemoShapes = 16;
+  static constexpr std::size_t kMemoShapes = 256;
+  static constexpr std::size_t kMemoBytes = std::size_t{32} << 20;
   /// The memo of this task's request shape (found or made once per task via the cycle state).
   ShapeMemo& memo_for(const ClusterState& cluster, const TaskContext& ctx) const;
   mutable std::vector<ShapeMemo> memos_;
   mutable std::uint64_t memo_clock_ = 0;
-  mutable const ClusterState* memo_cluster_ = nullptr;
+  mutable std::uint64_t memo_instance_ = 0;   ///< ClusterState::instance() the memos are for (0: none)
 };
 
 class DotProdScore final : public ScorePlugin {
  public:
   explicit DotProdScore(bool integer_scores = false) : integer_(integer_scores) {}
   [[nodiscard]] std::string_view name() const override { return "dotprod"; }
+  [[nodiscard]] bool node_local_answers() const override { return true; }
+  [[nodiscard]] bool normalize_is_identity() const override { return true; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
 
  private:
@@ -130,6 +138,10 @@ class GpuClusteringScore final : public ScorePlugin, public JobEventsPlugin {
   explicit GpuClusteringScore(bool integer_scores = false, ClusteringFill fill = ClusteringFill::kUsedShare)
       : integer_(integer_scores), fill_(fill) {}
   [[nodiscard]] std::string_view name() const override { return "gpu-clustering"; }
+  /// Not node-local (the node index scans for it): the kinds counted per node change at
+  /// job_started / job_stopped, which come after the allocation or release that changed the
+  /// node's generation (a preemptor is placed after its victims are released but before they are
+  /// reported stopped), so an answer cached in between would be stale.
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
   /// Forgets the counts; recounts the running jobs when `jobs` is given.
   void attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) override;
@@ -149,6 +161,8 @@ class GpuPacking final : public ScorePlugin, public DeviceSelectBase {
  public:
   explicit GpuPacking(bool integer_scores = false) : integer_(integer_scores) {}
   [[nodiscard]] std::string_view name() const override { return "gpu-packing"; }
+  [[nodiscard]] bool node_local_answers() const override { return true; }
+  [[nodiscard]] bool normalize_is_identity() const override { return true; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
   [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node,
                             TaskPlacement& out) const override;

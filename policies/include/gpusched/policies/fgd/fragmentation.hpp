@@ -103,8 +103,8 @@ struct Fragmentation {
 /// Per-node fragmentation kept up to date incrementally: each node's summary is keyed by its
 /// NodeState::generation, so after a placement or release only that node is recomputed.
 /// Also evaluates FGD's decision: the growth of fragmentation a placement would cause.
-/// One cache follows one ClusterState object: a call with another object (address) or node
-/// count starts over. Not thread-safe.
+/// One cache follows one ClusterState object: a call with another object (ClusterState::instance():
+/// a copy is another object) or node count starts over. Not thread-safe.
 ///
 /// Example:
 ///   FragmentationCache cache(fgd::typical_pod_types(workload));
@@ -169,12 +169,11 @@ class FragmentationCache {
   std::vector<TaskRequest> shapes_;
   std::vector<std::int32_t> shape_of_;        // per type: index into shapes_, -1 for CPU-only
   std::vector<std::int64_t> du_, dn_;         // scratch per shape
-  const ClusterState* bound_ = nullptr;
+  std::uint64_t bound_ = 0;   // ClusterState::instance() of the cluster followed (0: none)
   std::size_t bound_nodes_ = 0;
-  // Per node: validity key and aggregates; per node x shape (node-major): usable idle, units.
+  // Per node: the generation its aggregates are for (~0: none) and the aggregates; per node x
+  // shape (node-major): usable idle, units. Generations only grow within one cluster object.
   std::vector<std::uint64_t> key_gen_;
-  std::vector<std::int64_t> key_cpu_, key_milli_;
-  std::vector<std::uint8_t> valid_;
   std::vector<std::int64_t> cpu_free_, idle_, weighted_;
   std::vector<std::int64_t> usable_;
   std::vector<std::int32_t> units_;

@@ -52,6 +52,17 @@ class Plugin {
   /// True when the plugin's answers may depend on anything about a job (a plugin written in
   /// Python): the runner then never treats two jobs as equivalent.
   [[nodiscard]] virtual bool opaque() const { return false; }
+  /// True when the plugin's filter and score answers for a node depend only on that node's state
+  /// in the ClusterState (what its generation counts: free resources, devices, taints,
+  /// schedulability, the static spec) and on the job's request and constraints: never on other
+  /// nodes, other jobs, the job's tasks already placed, the task index, randomness or time, and
+  /// never changing between attach() calls. The runner then remembers each node's answers per
+  /// request until the node changes (the node index); a profile with any filter or score plugin
+  /// not saying so scans every node. Default false: plugins outside this library stay exact.
+  [[nodiscard]] virtual bool node_local_answers() const { return false; }
+  /// node_local_answers() for one job: a plugin whose answers are node-local for some jobs only
+  /// (app-max-per-node, for jobs without an app) says so here.
+  [[nodiscard]] virtual bool node_local_for(const JobSpec& /*job*/) const { return node_local_answers(); }
   /// Called once when a Scheduler is built, with every hook the profile lists this plugin at.
   /// May throw ProfileError for a combination the plugin cannot serve.
   virtual void bound_to(std::span<const std::string_view> /*hooks*/) {}
@@ -139,6 +150,14 @@ class ScorePlugin : public virtual Plugin {
   }
   /// Maps the raw scores of all feasible nodes onto [0, 100]. Default: they already are.
   virtual void normalize(std::span<double> /*scores*/) const {}
+  /// True when normalize() leaves scores as they are (the default normalize). Lets the node
+  /// index keep a max-tree of scores instead of normalising over every feasible node. A plugin
+  /// overriding normalize() must override this too when it changes nothing (default false).
+  [[nodiscard]] virtual bool normalize_is_identity() const { return false; }
+  /// True when normalize() is normalize_min_max() (each score mapped by min_max_score() over the
+  /// feasible nodes' lowest and highest): lets the node index find the top node with a min/max
+  /// tree. Default false.
+  [[nodiscard]] virtual bool normalize_is_min_max() const { return false; }
   /// True when the plugin prefers nodes purely by their order (first-fit): lets the runner
   /// stop at the first feasible node when it is the only score plugin.
   [[nodiscard]] virtual bool orders_by_node_index() const { return false; }
@@ -192,6 +211,11 @@ class BindPlugin : public virtual Plugin {
   virtual Status bind(const ClusterState& cluster, const JobSpec& job, JobId id,
                       std::span<const TaskPlacement> placements) = 0;
 };
+
+/// One score mapped as normalize_min_max() maps it, given the lowest and highest raw scores.
+[[nodiscard]] inline double min_max_score(double s, double min, double max) {
+  return (max > min) ? 100.0 * (s - min) / (max - min) : 100.0;
+}
 
 /// Maps raw scores onto [0, 100] linearly, lowest -> 0 and highest -> 100 (all equal -> 100).
 void normalize_min_max(std::span<double> scores);

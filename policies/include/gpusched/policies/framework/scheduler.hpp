@@ -24,6 +24,10 @@
 
 namespace gpusched::policies {
 
+class NodeIndex;
+struct NodeIndexClass;
+struct NodeIndexSignature;
+
 class Scheduler final : public SchedulingHook {
  public:
   /// Builds and validates every plugin of the profile. Throws ProfileError on an unknown
@@ -70,6 +74,22 @@ class Scheduler final : public SchedulingHook {
   /// on, instead of the jobs being replayed: e.g. the original trace of a resampled workload
   /// (the FGD protocol). Empty: the replayed jobs.
   void set_target_workload(Workload target) { target_ = std::move(target); }
+
+  /// The node index (node_index.hpp): per request class, each node's filter and score answers
+  /// are kept until the node changes, so a decision revisits only the nodes that changed. It is
+  /// used only when every filter and score plugin gives node-local answers, and never changes a
+  /// decision (tests compare event logs with it off). On by default; off = the plain scan of
+  /// every node (`--exact-scan`).
+  void set_node_index(bool on);
+  [[nodiscard]] bool node_index_enabled() const { return use_index_; }
+  /// Counters of the node index, for tests and benchmarks.
+  struct IndexStats {
+    std::uint64_t decisions = 0;      ///< place_task calls the index answered (placed or not)
+    std::uint64_t fallbacks = 0;      ///< calls it could not serve (a job with an app, a narrowed search, ...)
+    std::uint64_t node_updates = 0;   ///< node answers recomputed
+    std::uint64_t rebuilds = 0;       ///< whole classes recomputed (new, evicted or log overrun)
+  };
+  [[nodiscard]] IndexStats index_stats() const;
 
  private:
   struct Reject {
@@ -179,6 +199,16 @@ class Scheduler final : public SchedulingHook {
   Workload target_;
   const ClusterState* pools_for_ = nullptr;
   std::size_t pools_nodes_ = 0;
+  bool use_index_ = true;
+  bool index_eligible_ = false;   // no batch filter, no opaque plugin (node-locality is asked per job)
+  bool index_tree_ = false;       // every score plugin's normalize is the identity: a max tree
+  [[nodiscard]] bool index_usable(const JobSpec& job) const;
+  void note_reasons(const NodeIndexSignature& g, std::uint32_t count);
+  void note_signature(const NodeIndexSignature& g, NodeId node, std::uint32_t count);
+  Status finish(const ClusterState& cluster, const TaskContext& ctx, NodeId chosen, TaskPlacement& out);
+  Status diagnose_from_index(const NodeIndexClass& c);
+  std::vector<std::uint32_t> sig_count_, sig_first_, sig_order_;   // scratch of diagnose_from_index
+  std::unique_ptr<NodeIndex> index_;
 };
 
 }  // namespace gpusched::policies

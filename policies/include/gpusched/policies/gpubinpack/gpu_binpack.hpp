@@ -12,8 +12,10 @@ namespace gpusched::policies {
 class GpuBinpack final : public ScorePlugin, public DeviceSelectBase {
  public:
   [[nodiscard]] std::string_view name() const override { return "gpu-binpack"; }
+  [[nodiscard]] bool node_local_answers() const override { return true; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
   void normalize(std::span<double> scores) const override { normalize_min_max(scores); }
+  [[nodiscard]] bool normalize_is_min_max() const override { return true; }
   [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node,
                             TaskPlacement& out) const override;
   /// The shared-request GPU with the least free memory (then compute) that fits, or -1.

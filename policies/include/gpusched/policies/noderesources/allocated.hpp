@@ -57,6 +57,8 @@ class AllocatedScore final : public ScorePlugin {
   /// gpusched's own scoring (`scoring: "gpusched"`): real-valued, cpu/memory/GPU weights.
   AllocatedScore(Mode mode, ResourceWeights w, std::string_view name) : mode_(mode), kube_(false), w_(w), name_(name) {}
   [[nodiscard]] std::string_view name() const override { return name_; }
+  [[nodiscard]] bool node_local_answers() const override { return true; }
+  [[nodiscard]] bool normalize_is_identity() const override { return true; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
 
  private:
@@ -79,6 +81,8 @@ class BestFitScore final : public ScorePlugin {
  public:
   BestFitScore(double cpu_weight, double gpu_weight) : w_cpu_(cpu_weight), w_gpu_(gpu_weight) {}
   [[nodiscard]] std::string_view name() const override { return "best-fit"; }
+  [[nodiscard]] bool node_local_answers() const override { return true; }
+  [[nodiscard]] bool normalize_is_identity() const override { return true; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
 
  private:

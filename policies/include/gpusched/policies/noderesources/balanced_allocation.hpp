@@ -31,6 +31,8 @@ class BalancedAllocation final : public ScorePlugin {
   /// `resources`: names unique (weights are checked by the registry, then unused, as the peer).
   explicit BalancedAllocation(std::vector<ScoredResource> resources);
   [[nodiscard]] std::string_view name() const override { return "balanced-allocation"; }
+  [[nodiscard]] bool node_local_answers() const override { return true; }
+  [[nodiscard]] bool normalize_is_identity() const override { return true; }
   /// An integer 0..100 (see above).
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
 

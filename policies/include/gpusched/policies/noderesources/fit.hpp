@@ -9,6 +9,7 @@ namespace gpusched::policies {
 class NodeResourcesFit final : public PreFilterPlugin, public FilterPlugin {
  public:
   [[nodiscard]] std::string_view name() const override { return "node-resources-fit"; }
+  [[nodiscard]] bool node_local_answers() const override { return true; }
   Status pre_filter(const ClusterState& cluster, TaskContext& ctx) override;
   [[nodiscard]] Status filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const override;
   /// Every resource the node lacks, as kube-scheduler lists them ("Insufficient cpu",

@@ -38,6 +38,8 @@ class RequestedToCapacityRatio final : public ScorePlugin {
   /// false: a 0 CPU / memory request counts 0 (a container that writes 0), not 100m / 200 MiB.
   RequestedToCapacityRatio(std::vector<Point> shape, std::vector<Resource> resources, bool non_zero_defaults = true);
   [[nodiscard]] std::string_view name() const override { return "requested-to-capacity-ratio"; }
+  [[nodiscard]] bool node_local_answers() const override { return true; }
+  [[nodiscard]] bool normalize_is_identity() const override { return true; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
   /// The peer's helper.BuildBrokenLinearFunction: the score at utilisation `p` of `points`
   /// (integer interpolation; flat before the first and after the last point).

@@ -21,6 +21,8 @@ class AppMaxPerNodePlugin final : public FilterPlugin {
  public:
   [[nodiscard]] std::string_view name() const override { return "app-max-per-node"; }
   [[nodiscard]] Status filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const override;
+  /// A job without an app passes everywhere.
+  [[nodiscard]] bool node_local_for(const JobSpec& job) const override { return job.constraints.app.empty(); }
 };
 
 }  // namespace gpusched::policies

@@ -25,6 +25,7 @@ namespace gpusched::policies {
 class NodeAffinityPlugin final : public FilterPlugin, public ScorePlugin, public JobEventsPlugin {
  public:
   [[nodiscard]] std::string_view name() const override { return "node-affinity"; }
+  [[nodiscard]] bool node_local_answers() const override { return true; }
   [[nodiscard]] Status filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const override;
   /// Sum of matching preferred weights (raw; see normalize()).
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;

@@ -16,6 +16,7 @@ class NodeUnschedulablePlugin final : public FilterPlugin {
   /// The taint a cordoned node carries (Kubernetes TaintNodeUnschedulable).
   static constexpr std::string_view kTaintKey = "node.kubernetes.io/unschedulable";
   [[nodiscard]] std::string_view name() const override { return "node-unschedulable"; }
+  [[nodiscard]] bool node_local_answers() const override { return true; }
   [[nodiscard]] Status filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const override;
 };
 

@@ -17,6 +17,7 @@ namespace gpusched::policies {
 class TaintTolerationPlugin final : public FilterPlugin, public ScorePlugin {
  public:
   [[nodiscard]] std::string_view name() const override { return "taint-toleration"; }
+  [[nodiscard]] bool node_local_answers() const override { return true; }
   [[nodiscard]] Status filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const override;
   /// Untolerated PreferNoSchedule taints on the node (raw; see normalize()).
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;

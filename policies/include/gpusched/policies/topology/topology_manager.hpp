@@ -22,6 +22,8 @@ class TopologyManagerPlugin final : public FilterPlugin, public ScorePlugin, pub
  public:
   explicit TopologyManagerPlugin(TopologyPolicy policy) : policy_(policy) {}
   [[nodiscard]] std::string_view name() const override { return "topology-manager"; }
+  [[nodiscard]] bool node_local_answers() const override { return true; }
+  [[nodiscard]] bool normalize_is_identity() const override { return true; }
   [[nodiscard]] Status filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const override;
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
   [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node,

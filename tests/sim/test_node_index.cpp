@@ -1,0 +1,193 @@
+// The node index (policies::Scheduler::set_node_index) never changes an output: every file a run
+// writes is byte-identical with the index on (the default) and off (`--exact-scan`, the plain
+// scan of every node), and the same run twice with the index on writes the same bytes. Here:
+// the example scenarios (MIG, vGPU, time-slicing, passthrough, TPU, topology, Kueue quotas,
+// preemption, taints, autoscaling), the devices example under every built-in profile, and the
+// demo's node mix (many identical nodes: ties) under every built-in profile. The random
+// event-log comparison over every profile is in test_properties.cpp ("The node index decides
+// exactly like ..."); Python's `run(exact_scan=True)` in tests/python/test_exact_scan.py.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <gpusched/policies/framework/profile.hpp>
+#include <gpusched/policies/framework/registry.hpp>
+#include <gpusched/policies/framework/scheduler.hpp>
+#include <gpusched/rng.hpp>
+#include <gpusched/scenario/scenario.hpp>
+#include <gpusched/sim/engine.hpp>
+#include <gpusched/sim/outputs.hpp>
+#include <gpusched/traces/synthetic.hpp>
+
+#include "support/support.hpp"
+
+using namespace gpusched;
+using namespace gpusched::scenario;
+namespace t = gpusched::test;
+
+namespace {
+
+/// Every file write_outputs wrote (event log on), by name.
+std::map<std::string, std::string> outputs_of(Scenario sc, bool exact_scan, const std::filesystem::path& dir) {
+  sc.exact_scan = exact_scan;
+  sc.outputs.event_log = true;
+  std::map<std::string, std::string> files;
+  for (const auto& f : write_outputs(run(sc), dir)) files[f.filename().string()] = t::read_file(f);
+  return files;
+}
+
+/// Empty when equal, else the file and the first differing line of each.
+std::string first_difference(const std::map<std::string, std::string>& a, const std::map<std::string, std::string>& b) {
+  for (const auto& [name, text] : a) {
+    const auto it = b.find(name);
+    if (it == b.end()) return name + ": written only with the index on";
+    if (it->second == text) continue;
+    std::istringstream x(text), y(it->second);
+    std::string lx, ly;
+    for (int line = 1;; ++line) {
+      const bool gx = static_cast<bool>(std::getline(x, lx)), gy = static_cast<bool>(std::getline(y, ly));
+      if (!gx && !gy) return name + ": differs in line endings";
+      if (!gx || !gy || lx != ly) {
+        return name + " line " + std::to_string(line) + ":\n  index on:  " + (gx ? lx : "<end>") + "\n  exact scan: " + (gy ? ly : "<end>");
+      }
+    }
+  }
+  for (const auto& [name, text] : b) {
+    if (!a.count(name)) return name + ": written only with --exact-scan";
+  }
+  return {};
+}
+
+void check_same_outputs(const Scenario& sc, const std::string& label) {
+  INFO(label);
+  t::TempDir dir;
+  const auto indexed = outputs_of(sc, false, dir.path() / "index");
+  const auto scanned = outputs_of(sc, true, dir.path() / "scan");
+  REQUIRE(indexed.count("events.csv") == 1);
+  CHECK(first_difference(indexed, scanned) == "");   // the file and line printed on failure
+}
+
+/// The demo's node mix (1,000 nodes of four kinds: most nodes have an identical twin, so ties
+/// between equal nodes decide many placements) with fewer jobs.
+Scenario reduced_demo(std::int64_t jobs, const nlohmann::json& profile) {
+  auto doc = nlohmann::json::parse(demo_scenario_text());
+  doc["workload"]["synthetic"]["jobs"] = jobs;
+  doc["workload"]["synthetic"]["gang_fraction"] = 0.2;
+  doc["profile"] = profile;
+  return parse_scenario(doc, "<built-in demo, reduced>", t::source_dir());
+}
+
+}  // namespace
+
+TEST_CASE("Every example scenario writes the same bytes with the node index and with --exact-scan",
+          "[scenario][node-index]") {
+  std::vector<std::string> ran;
+  for (const auto& entry : std::filesystem::directory_iterator(t::source_dir() / "examples")) {
+    if (entry.path().extension() != ".json") continue;
+    // Examples reading the public traces (../shared/traces: 8k-82k jobs on 500-1,500 nodes) take
+    // too long for a unit test: compare them with `gpusched run --exact-scan` (docs/policies.md).
+    if (t::read_file(entry.path()).find("shared/traces") != std::string::npos) continue;
+    Scenario sc = load_scenario(entry.path());
+    if (sc.synthetic && sc.synthetic->jobs > 4000) sc.synthetic->jobs = 4000;   // the demo: its shape, fewer jobs
+    check_same_outputs(sc, entry.path().filename().string());
+    ran.push_back(entry.path().filename().string());
+  }
+  INFO("ran: " << ran.size());
+  for (const char* must : {"devices.json", "kueue-objects.json", "policies.json", "small.json", "fill.json"}) {
+    CHECK(std::count(ran.begin(), ran.end(), must) == 1);
+  }
+}
+
+TEST_CASE("MIG, vGPU, time-slicing, passthrough and TPU nodes: same bytes under every built-in profile",
+          "[scenario][node-index]") {
+  const auto base = load_scenario(t::example("devices.json"));
+  int ran = 0;
+  for (const auto& name : policies::builtin_profile_names()) {
+    Scenario sc = base;
+    sc.profile = policies::builtin_profile(name);   // run() takes the queueing mode from it too
+    sc.document["profile"] = name;
+    check_same_outputs(sc, "devices.json under " + name);
+    ++ran;
+  }
+  CHECK(ran == static_cast<int>(policies::builtin_profile_names().size()));
+}
+
+TEST_CASE("The demo's node mix: same bytes with the index and with --exact-scan under every built-in profile, "
+          "and the same bytes twice with the index",
+          "[scenario][node-index][determinism]") {
+  for (const auto& name : policies::builtin_profile_names()) {
+    // fgd scans cost 10x the others: fewer jobs keep the test short.
+    const auto sc = reduced_demo(name == "fgd" ? 600 : 1500, name);
+    check_same_outputs(sc, "demo mix under " + name);
+  }
+  // Golden-style determinism with the index on: the same run twice gives the same bytes.
+  for (const char* name : {"binpack", "kube-default"}) {
+    INFO(name);
+    const auto sc = reduced_demo(2000, name);
+    t::TempDir dir;
+    const auto a = outputs_of(sc, false, dir.path() / "a");
+    const auto b = outputs_of(sc, false, dir.path() / "b");
+    CHECK(first_difference(a, b) == "");
+  }
+}
+
+TEST_CASE("The demo's node mix with kube-scheduler's percentageOfNodesToScore: same bytes with --exact-scan",
+          "[scenario][node-index]") {
+  // Sampling a share of the nodes (round-robin start) is part of the decision, not a shortcut:
+  // the index must reproduce it exactly as the plain scan does.
+  for (const int pct : {0, 10, 100}) {
+    const auto sc = reduced_demo(1500, {{"extends", "kube-default"}, {"name", "kube-sampled"},
+                                        {"percentage_of_nodes_to_score", pct}});
+    check_same_outputs(sc, "kube-default with percentage_of_nodes_to_score " + std::to_string(pct));
+  }
+}
+
+TEST_CASE("gpusched run --exact-scan writes the same bytes as gpusched run", "[scenario][cli][node-index]") {
+  t::TempDir dir;
+  for (const char* example : {"devices.json", "policies.json"}) {
+    INFO(example);
+    std::map<std::string, std::string> out[2];
+    for (int exact = 0; exact < 2; ++exact) {
+      const auto folder = dir.path() / (std::string(example) + (exact ? ".exact" : ".index"));
+      std::vector<std::string> args = {"run", t::example(example).string(), "--out", folder.string(), "--quiet"};
+      if (exact) args.emplace_back("--exact-scan");
+      const auto r = t::cli(args);
+      REQUIRE(r.rc == 0);
+      CHECK(r.out.empty());
+      for (const auto& f : std::filesystem::directory_iterator(folder)) out[exact][f.path().filename().string()] = t::read_file(f.path());
+    }
+    CHECK(out[0].count("events.csv") == 1);
+    CHECK(first_difference(out[0], out[1]) == "");
+  }
+  const auto help = t::cli({"run", "--help"});
+  CHECK_THAT(help.out, Catch::Contains("--exact-scan"));
+  const auto demo_help = t::cli({"demo", "--help"});
+  CHECK_THAT(demo_help.out, Catch::Contains("--exact-scan"));
+  CHECK(t::cli({"validate", t::example("small.json").string(), "--exact-scan"}).rc == 2);   // run and demo only
+}
+
+TEST_CASE("Scheduler::set_node_index(false) turns the index off and its counters stay at zero", "[policies][node-index]") {
+  ResourceTable res;
+  auto cluster = t::cluster({t::node("a", 32, 128, 4), t::node("b", 32, 128, 4), t::node("c", 32, 128, 8, "V100-32GB")}, res);
+  Workload jobs;
+  for (int i = 0; i < 20; ++i) {
+    jobs.push_back(t::job(t::numbered("j", i), i, 100, t::request({{"cpu", "2"}, {"nvidia.com/gpu", "1"}}, res)));
+  }
+  policies::Scheduler sched(policies::builtin_profile("binpack"), policies::Registry::with_builtins(), 1);
+  CHECK(sched.node_index_enabled());   // on by default
+  sched.set_node_index(false);
+  CHECK_FALSE(sched.node_index_enabled());
+  sim::Engine engine(cluster, jobs, sched, {});
+  engine.run();
+  const auto s = sched.index_stats();
+  CHECK(s.decisions == 0);
+  CHECK(s.node_updates == 0);
+  CHECK(s.rebuilds == 0);
+}
