@@ -70,6 +70,7 @@ def run(
     *,
     source: Optional[str] = None,
     base_dir: Optional[PathLike] = None,
+    exact_scan: bool = False,
 ) -> Result:
     """Runs one simulation and returns its Result.
 
@@ -78,6 +79,8 @@ def run(
     20,000 jobs). ``seed`` overrides the scenario's seed. ``progress(fraction)`` is called now
     and then (from the calling thread). ``source`` labels a dict scenario in errors and outputs;
     relative trace paths in a dict resolve from ``base_dir`` (default: the current folder).
+    ``exact_scan=True`` makes the scheduler scan every node for every decision (no node index,
+    as ``gpusched run --exact-scan``): the outputs are the same, only slower; for checking.
 
     The simulation runs with the GIL released, so threads can run several at once.
     Raises a GpuschedError subclass (ScenarioError, TraceError, ProfileError, ...) on bad input.
@@ -85,11 +88,12 @@ def run(
     seed = check_optional_seed(seed)   # 0..2**64-1, else ScenarioError (never a pybind TypeError)
     how = _resolve(scenario, source, base_dir)
     if how.kind == "demo":
-        raw = _core.run_demo(seed=seed, progress=progress)
+        raw = _core.run_demo(seed=seed, progress=progress, exact_scan=bool(exact_scan))
     elif how.kind == "file":
-        raw = _core.run_file(how.path, seed=seed, progress=progress)
+        raw = _core.run_file(how.path, seed=seed, progress=progress, exact_scan=bool(exact_scan))
     else:
-        raw = _core.run_json(how.text, source=how.source, base_dir=how.base_dir, seed=seed, progress=progress)
+        raw = _core.run_json(how.text, source=how.source, base_dir=how.base_dir, seed=seed, progress=progress,
+                             exact_scan=bool(exact_scan))
     return Result(raw)
 
 

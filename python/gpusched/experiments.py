@@ -12,6 +12,8 @@ Example::
     print(r.summary)                      # median unallocated GPU % at 100% and 130% arrived
     r.curve.query("policy == 'fgd'")      # one row per policy, seed and integer arrived %
     r.plot("fgd.png")                     # median line with an interquartile band per policy
+    every = ex.fgd(workload="all")        # the 24 openb variants: 1,440 runs on one thread pool
+    every.summary.query("workload == 'gpushare80'")
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 #: The policies of the paper, in its table order.
 FGD_POLICIES: List[str] = list(_core.fgd_policy_names())
+#: The openb pod-list variants ``workload="all"`` runs (24), in the reference's order.
+FGD_WORKLOADS: List[str] = list(_core.fgd_workload_names())
 
 
 def default_traces_dir() -> Path:
@@ -48,9 +52,10 @@ def default_traces_dir() -> Path:
 @dataclass
 class FgdResult:
     """What ``fgd`` returns. ``curve``: policy, seed, arrived_pct, unallocated_pct, frag_pct,
-    frag_ratio_pct (one row per integer arrived %). ``summary``: per policy, the median over
-    seeds at 100% and 130% arrived and fragmentation at 80%, with the paper's figures for the
-    default workload. ``runs``: pods submitted and failed, wall time per run."""
+    frag_ratio_pct, workload (one row per integer arrived %). ``summary``: per workload and
+    policy, the median over seeds at 100% and 130% arrived and fragmentation at 80%, with the
+    paper's figures for the default workload. ``runs``: pods submitted and failed, wall time per
+    run. Rows come workload after workload, in the order asked."""
 
     curve: pd.DataFrame
     summary: pd.DataFrame
@@ -61,24 +66,78 @@ class FgdResult:
 
     def bands(self) -> pd.DataFrame:
         """Median and interquartile range over seeds of unallocated GPU %, per policy and
-        arrived % (the plotted lines and bands)."""
-        g = self.curve.groupby(["policy", "arrived_pct"], sort=False)["unallocated_pct"]
+        arrived % (the plotted lines and bands); per workload too when the curve has several."""
+        keys = ["policy", "arrived_pct"]
+        if "workload" in self.curve.columns and self.curve["workload"].nunique() > 1:
+            keys = ["workload"] + keys
+        g = self.curve.groupby(keys, sort=False)["unallocated_pct"]
         out = pd.DataFrame({"median": g.median(), "q25": g.quantile(0.25), "q75": g.quantile(0.75)})
         return out.reset_index()
 
     def plot(self, path: Optional[PathLike] = None, title: str = "") -> "Figure":
         """Unallocated GPU % against arrived demand, one line per policy (median over seeds)
-        with an interquartile band. Saves a PNG when ``path`` is given."""
+        with an interquartile band; several workloads: one panel each. Saves a PNG when
+        ``path`` is given."""
         from .plotting import plot_fgd_curve
 
-        if not title:
-            title = f"FGD experiment, workload {self.info.get('workload', '?')}, {self.curve['seed'].nunique()} seeds"
-        return plot_fgd_curve(self.bands(), title=title, path=path)
+        bands = self.bands()
+        seeds = self.curve["seed"].nunique()
+        if "workload" not in bands.columns:
+            if not title:
+                title = f"FGD experiment, workload {self.info.get('workload', '?')}, {seeds} seeds"
+            return plot_fgd_curve(bands, title=title, path=path)
+        return _plot_fgd_panels(bands, title or f"FGD experiment, {bands['workload'].nunique()} workloads, {seeds} seeds", path)
+
+
+def _plot_fgd_panels(bands: pd.DataFrame, title: str, path: Optional[PathLike]) -> "Figure":
+    """One small panel per workload (unallocated GPU % against arrived demand, a median line
+    and interquartile band per policy), one legend."""
+    import math
+
+    from matplotlib.figure import Figure
+
+    names = list(dict.fromkeys(bands["workload"]))
+    cols = min(6, len(names))
+    rows = math.ceil(len(names) / cols)
+    fig = Figure(figsize=(2.8 * cols, 2.3 * rows + 0.6))
+    axes = fig.subplots(rows, cols, squeeze=False, sharex=True, sharey=True)
+    for k, name in enumerate(names):
+        ax = axes[k // cols][k % cols]
+        for policy, g in bands[bands["workload"] == name].groupby("policy", sort=False):
+            g = g.sort_values("arrived_pct")
+            (line,) = ax.plot(g["arrived_pct"], g["median"], label=str(policy), linewidth=1.0)
+            ax.fill_between(g["arrived_pct"], g["q25"], g["q75"], color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.set_title(str(name), fontsize=9)
+        ax.grid(True, alpha=0.3)
+    for k in range(len(names), rows * cols):
+        axes[k // cols][k % cols].set_visible(False)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", fontsize=8)
+    fig.supxlabel("arrived GPU demand (% of cluster GPU capacity)")
+    fig.supylabel("unallocated GPU (%)")
+    fig.suptitle(title)
+    if path is not None:
+        fig.savefig(Path(path), dpi=100, metadata={"Software": None})
+    return fig
+
+
+def _workload_list(workload: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]]) -> List[str]:
+    """``"all"``, a comma list or a list of variant names and paths -> the workloads to run."""
+    if isinstance(workload, (str, os.PathLike)):
+        return list(_core.parse_fgd_workloads(os.fspath(workload)))
+    out: List[str] = []
+    for w in workload:
+        for name in _core.parse_fgd_workloads(os.fspath(w)):
+            if name not in out:
+                out.append(name)
+    if not out:
+        _core.parse_fgd_workloads("")   # raises the ScenarioError for an empty list
+    return out
 
 
 def fgd(
     traces: Optional[PathLike] = None,
-    workload: str = "default",
+    workload: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]] = "default",
     policies: Union[str, Iterable[str]] = "all",
     seeds: Union[str, int, Iterable[int]] = "42-51",
     out: Optional[PathLike] = None,
@@ -93,7 +152,9 @@ def fgd(
 
     traces: the folder holding ``alibaba-gpu-v2023-openb`` (or that folder itself); default
     ``default_traces_dir()``. workload: a variant name (``default``, ``gpushare80``, ...) or a
-    pod-list path. policies: ``"all"``, a comma list or a list of ``FGD_POLICIES``. seeds: one
+    pod-list path; ``"all"`` (the 24 variants of ``FGD_WORKLOADS``), a comma list or a list of
+    them runs every workload on one pool, rows workload after workload (an unknown name fails
+    before any run, naming it and listing the known ones). policies: ``"all"``, a comma list or a list of ``FGD_POLICIES``. seeds: one
     seed, ``"42-51"``, a comma list or a list. out: also write curve.csv, summary.csv, runs.csv,
     report.md (and fgd.png when ``plot`` and matplotlib is installed) there. jobs: parallel
     runs (0 = one per core). Bad input raises the gpusched error naming what was wrong.
@@ -109,6 +170,7 @@ def fgd(
     # symlinks are kept, so the files are named as the caller named them.
     traces_dir = Path(os.path.normpath(os.path.abspath(traces if traces is not None else default_traces_dir())))
     policy_list = list(_core.parse_fgd_policies(policies if isinstance(policies, str) else ",".join(policies)))
+    workloads = _workload_list(workload)
     if isinstance(seeds, str):
         seed_list = list(_core.parse_seeds(seeds))
     elif isinstance(seeds, int) and not isinstance(seeds, bool):
@@ -116,15 +178,16 @@ def fgd(
     else:
         seed_list = [check_seed(s, "seeds") for s in seeds]
     out_dir = None if out is None else Path(out)
-    bar = Progress(len(policy_list) * len(seed_list), f"gpusched fgd {workload}", want_progress(progress))
+    label = workloads[0] if len(workloads) == 1 else f"{len(workloads)} workloads"
+    bar = Progress(len(workloads) * len(policy_list) * len(seed_list), f"gpusched fgd {label}", want_progress(progress))
     with bar:
         if executor is None:
             raw = _core.fgd_experiment(
-                traces_dir, workload, policy_list, seed_list, int(jobs), float(max_arrived_pct), out_dir,
+                traces_dir, workloads, policy_list, seed_list, int(jobs), float(max_arrived_pct), out_dir,
                 progress=(lambda done, total: bar.set_done(done)) if bar.enabled else None,
             )
         else:
-            raw = _fgd_fanout(traces_dir, workload, policy_list, seed_list, float(max_arrived_pct), out_dir,
+            raw = _fgd_fanout(traces_dir, workloads, policy_list, seed_list, float(max_arrived_pct), out_dir,
                               executor, int(jobs), bar)
     result = FgdResult(
         curve=pd.DataFrame(raw["curve"]),
@@ -132,7 +195,7 @@ def fgd(
         runs=pd.DataFrame(raw["runs"]),
         wall_s=raw["wall_s"],
         threads=raw["threads"],
-        info={k: raw[k] for k in ("workload", "pod_source", "node_source", "nodes", "gpus", "trace_pods")},
+        info={k: raw[k] for k in ("workload", "workloads", "pod_source", "node_source", "nodes", "gpus", "trace_pods")},
     )
     if out is not None and plot:
         try:
@@ -165,23 +228,24 @@ def _fgd_task(task: Tuple[str, str, str, int, float]) -> Dict[str, Any]:
     return _core.fgd_run(_inputs(traces, workload), policy, seed, max_arrived_pct)
 
 
-def _fgd_fanout(traces_dir: Path, workload: str, policies: List[str], seeds: List[int], max_arrived_pct: float,
+def _fgd_fanout(traces_dir: Path, workloads: List[str], policies: List[str], seeds: List[int], max_arrived_pct: float,
                 out: Optional[Path], executor: Any, jobs: int, bar: Progress) -> Dict[str, Any]:
-    """The experiment with one task per (policy, seed) on ``executor`` (see
+    """The experiment with one task per (workload, policy, seed) on ``executor`` (see
     gpusched._fanout.run_tasks); assembled by the C++ of the built-in path (same medians, same
     files)."""
     check_executor(executor)
     t0 = time.monotonic()
     traces = str(traces_dir)
     # Checks the arguments and reads the traces here first: bad input fails before any fan-out.
-    inputs = _core.fgd_prepare(traces, workload, policies, seeds, max_arrived_pct)
+    inputs = [_core.fgd_prepare(traces, w, policies, seeds, max_arrived_pct) for w in workloads]
     with _INPUTS_LOCK:
-        _INPUTS.setdefault((traces, workload), inputs)
-    tasks = [(traces, workload, p, int(s), max_arrived_pct) for p in policies for s in seeds]
+        for w, found in zip(workloads, inputs):
+            _INPUTS.setdefault((traces, w), found)
+    tasks = [(traces, w, p, int(s), max_arrived_pct) for w in workloads for p in policies for s in seeds]
     workers = jobs if jobs > 0 else None
     results = run_tasks(_fgd_task, tasks, executor, workers, bar, thread_name="gpusched-fgd")
     threads = parallelism(executor, workers, len(tasks))
-    return _core.fgd_assemble(inputs, traces_dir, workload, policies, seeds, max_arrived_pct, results,
+    return _core.fgd_assemble(inputs, traces_dir, workloads, policies, seeds, max_arrived_pct, results,
                               time.monotonic() - t0, int(threads), out)
 
 
@@ -194,4 +258,4 @@ def read_fgd_outputs(out: PathLike) -> FgdResult:
     return FgdResult(curve=read("curve.csv"), summary=read("summary.csv"), runs=read("runs.csv"), wall_s=float("nan"), threads=0)
 
 
-__all__ = ["FGD_POLICIES", "FgdResult", "default_traces_dir", "fgd", "read_fgd_outputs"]
+__all__ = ["FGD_POLICIES", "FGD_WORKLOADS", "FgdResult", "default_traces_dir", "fgd", "read_fgd_outputs"]

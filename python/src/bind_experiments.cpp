@@ -7,6 +7,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -90,21 +91,52 @@ FgdRun run_from_py(const py::handle& h) {
   return run;
 }
 
-/// The experiment result as {'curve': columns, 'runs': [...], 'summary': [...], ...}.
-py::dict result_to_py(const FgdExperimentResult& r) {
+/// The results of one or more workloads as {'curve': columns, 'runs': [...], 'summary': [...],
+/// ...}: rows workload after workload, each with its `workload`.
+py::dict result_to_py(std::span<const FgdExperimentResult> rs, double wall_s, unsigned threads) {
   py::dict curve;
-  std::vector<std::string> policy;
+  std::vector<std::string> policy, workload;
   std::vector<std::uint64_t> seed;
   std::vector<std::int32_t> arrived;
   std::vector<double> unalloc, frag, ratio;
-  for (const auto& run : r.runs) {
-    for (const auto& p : run.curve) {
-      policy.push_back(run.policy);
-      seed.push_back(run.seed);
-      arrived.push_back(p.arrived_pct);
-      unalloc.push_back(p.unallocated_pct);
-      frag.push_back(p.frag_pct);
-      ratio.push_back(p.frag_ratio_pct);
+  py::list runs, summary;
+  std::vector<std::string> names, sources;
+  std::vector<std::int64_t> trace_pods;
+  for (const auto& r : rs) {
+    names.push_back(r.workload_name);
+    sources.push_back(r.pod_source);
+    trace_pods.push_back(r.trace_pods);
+    for (const auto& run : r.runs) {
+      for (const auto& p : run.curve) {
+        policy.push_back(run.policy);
+        seed.push_back(run.seed);
+        arrived.push_back(p.arrived_pct);
+        unalloc.push_back(p.unallocated_pct);
+        frag.push_back(p.frag_pct);
+        ratio.push_back(p.frag_ratio_pct);
+        workload.push_back(r.workload_name);
+      }
+      py::dict d;
+      d["policy"] = run.policy;
+      d["seed"] = run.seed;
+      d["pods"] = run.pods;
+      d["failed"] = run.failed;
+      d["wall_s"] = run.wall_s;
+      d["workload"] = r.workload_name;
+      runs.append(d);
+    }
+    for (const auto& s : r.summary) {
+      py::dict d;
+      d["policy"] = s.policy;
+      d["seeds"] = s.seeds;
+      d["unallocated_pct_100"] = s.unallocated_pct_100;
+      d["unallocated_pct_130"] = s.unallocated_pct_130;
+      d["frag_pct_80"] = s.frag_pct_80;
+      d["paper_unallocated_pct_100"] = s.paper_unallocated_pct_100;
+      d["paper_unallocated_pct_130"] = s.paper_unallocated_pct_130;
+      d["paper_frag_pct_80"] = s.paper_frag_pct_80;
+      d["workload"] = r.workload_name;
+      summary.append(d);
     }
   }
   curve["policy"] = policy;
@@ -113,41 +145,27 @@ py::dict result_to_py(const FgdExperimentResult& r) {
   curve["unallocated_pct"] = unalloc;
   curve["frag_pct"] = frag;
   curve["frag_ratio_pct"] = ratio;
-  py::list runs;
-  for (const auto& run : r.runs) {
-    py::dict d;
-    d["policy"] = run.policy;
-    d["seed"] = run.seed;
-    d["pods"] = run.pods;
-    d["failed"] = run.failed;
-    d["wall_s"] = run.wall_s;
-    runs.append(d);
-  }
-  py::list summary;
-  for (const auto& s : r.summary) {
-    py::dict d;
-    d["policy"] = s.policy;
-    d["seeds"] = s.seeds;
-    d["unallocated_pct_100"] = s.unallocated_pct_100;
-    d["unallocated_pct_130"] = s.unallocated_pct_130;
-    d["frag_pct_80"] = s.frag_pct_80;
-    d["paper_unallocated_pct_100"] = s.paper_unallocated_pct_100;
-    d["paper_unallocated_pct_130"] = s.paper_unallocated_pct_130;
-    d["paper_frag_pct_80"] = s.paper_frag_pct_80;
-    summary.append(d);
-  }
+  curve["workload"] = workload;
+  const auto& first = rs.front();
   py::dict result;
   result["curve"] = curve;
   result["runs"] = runs;
   result["summary"] = summary;
-  result["wall_s"] = r.wall_s;
-  result["threads"] = r.threads;
-  result["workload"] = r.workload_name;
-  result["pod_source"] = r.pod_source;
-  result["node_source"] = r.node_source;
-  result["nodes"] = r.nodes;
-  result["gpus"] = r.gpus;
-  result["trace_pods"] = r.trace_pods;
+  result["wall_s"] = wall_s;
+  result["threads"] = threads;
+  // One workload: its name, pod list and pod count; several: the sweep's name and lists.
+  result["workload"] = scenario::fgd_sweep_name(names);
+  result["workloads"] = names;
+  if (rs.size() == 1) {
+    result["pod_source"] = first.pod_source;
+    result["trace_pods"] = first.trace_pods;
+  } else {
+    result["pod_source"] = sources;
+    result["trace_pods"] = trace_pods;
+  }
+  result["node_source"] = first.node_source;
+  result["nodes"] = first.nodes;
+  result["gpus"] = first.gpus;
   return result;
 }
 
@@ -162,14 +180,18 @@ void bind_experiments(py::module_& m) {
   m.def("fgd_policy_names", [] { return scenario::fgd_policy_names(); }, "The FGD experiment's policy names, paper order.");
   m.def("parse_seeds", [](const std::string& text) { return scenario::parse_seeds(text); }, py::arg("text"),
         "Seeds from '42', '42-51' or a comma list.");
+  m.def("fgd_workload_names", [] { return scenario::fgd_workload_names(); },
+        "The openb pod-list variants the FGD experiment knows (24), as `workload='all'` runs them.");
+  m.def("parse_fgd_workloads", [](const std::string& text) { return scenario::parse_fgd_workloads(text); }, py::arg("text"),
+        "Workloads from 'all' or a comma list of variant names and pod-list paths.");
   m.def("parse_fgd_policies", [](const std::string& text) { return scenario::parse_fgd_policies(text); }, py::arg("text"),
         "Policies from 'all' or a comma list.");
   m.def(
       "fgd_experiment",
-      [](const std::filesystem::path& traces, const std::string& workload, const std::vector<std::string>& policies,
+      [](const std::filesystem::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& policies,
          const std::vector<std::uint64_t>& seeds, unsigned threads, double max_arrived_pct,
          const std::optional<std::filesystem::path>& out, const py::object& progress) {
-        const FgdExperiment cfg = make_config(traces, workload, policies, seeds, threads, max_arrived_pct);
+        const FgdExperiment cfg = make_config(traces, "", policies, seeds, threads, max_arrived_pct);
         // progress(done, total) runs on a pool thread (calls are serialised by the experiment),
         // with the GIL taken for the call; an exception it raises stops the experiment.
         std::optional<py::error_already_set> py_error;
@@ -188,14 +210,14 @@ void bind_experiments(py::module_& m) {
         // The runs go on a thread of their own; this one waits, and on Python's main thread runs
         // the signal handlers every 50 ms: Ctrl-C raises the process-wide interrupt flag, which
         // stops every run of the experiment, then raises KeyboardInterrupt here.
-        FgdExperimentResult r;
+        scenario::FgdSweepResult r;
         SignalPoll signals;
         bool interrupted = false;
         try {
           py::gil_scoped_release release;
           auto done = std::async(std::launch::async, [&] {
-            auto result = scenario::run_fgd_experiment(cfg, on_progress);
-            if (out) (void)scenario::write_fgd_outputs(result, *out);
+            auto result = scenario::run_fgd_experiments(cfg, workloads, on_progress);
+            if (out) (void)scenario::write_fgd_outputs(result.workloads, *out);
             return result;
           });
           while (done.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
@@ -218,11 +240,12 @@ void bind_experiments(py::module_& m) {
           throw;
         }
         if (interrupted) signals.raise_pending();   // finished before it saw the flag: still Ctrl-C
-        return result_to_py(r);
+        return result_to_py(r.workloads, r.wall_s, r.threads);
       },
-      py::arg("traces"), py::arg("workload"), py::arg("policies"), py::arg("seeds"), py::arg("threads") = 0,
+      py::arg("traces"), py::arg("workloads"), py::arg("policies"), py::arg("seeds"), py::arg("threads") = 0,
       py::arg("max_arrived_pct") = 130.0, py::arg("out") = py::none(), py::arg("progress") = py::none(),
-      "Runs the FGD paper's experiment; returns {'curve': columns, 'runs': [...], 'summary': [...], ...}. "
+      "Runs the FGD paper's experiment for each workload (variant names or pod-list paths, all runs on one pool); "
+      "returns {'curve': columns, 'runs': [...], 'summary': [...], ...}, rows workload after workload. "
       "`progress(done, total)` is called after each run (from a worker thread, GIL held).");
 
   py::class_<FgdInputs, std::shared_ptr<FgdInputs>>(
@@ -277,27 +300,42 @@ void bind_experiments(py::module_& m) {
 
   m.def(
       "fgd_assemble",
-      [](const FgdInputs& in, const std::filesystem::path& traces, const std::string& workload,
-         const std::vector<std::string>& policies, const std::vector<std::uint64_t>& seeds, double max_arrived_pct,
-         const py::list& runs, double wall_s, unsigned threads, const std::optional<std::filesystem::path>& out) {
-        FgdExperiment cfg = make_config(traces, workload, policies, seeds, threads, max_arrived_pct);
+      [](const std::vector<std::shared_ptr<FgdInputs>>& inputs, const std::filesystem::path& traces,
+         const std::vector<std::string>& workloads, const std::vector<std::string>& policies,
+         const std::vector<std::uint64_t>& seeds, double max_arrived_pct, const py::list& runs, double wall_s, unsigned threads,
+         const std::optional<std::filesystem::path>& out) {
+        if (inputs.size() != workloads.size() || inputs.empty()) {
+          throw py::value_error("fgd_assemble: one FgdInputs per workload, and at least one");
+        }
+        const std::size_t per = policies.size() * seeds.size();
+        if (static_cast<std::size_t>(py::len(runs)) != per * workloads.size()) {
+          throw py::value_error("fgd_assemble: " + std::to_string(py::len(runs)) + " runs given for " +
+                                std::to_string(workloads.size()) + " workloads x " + std::to_string(policies.size()) +
+                                " policies x " + std::to_string(seeds.size()) + " seeds");
+        }
         std::vector<FgdRun> gathered;
         gathered.reserve(runs.size());
         for (const auto& h : runs) gathered.push_back(run_from_py(h));
-        FgdExperimentResult r;
+        std::vector<FgdExperimentResult> rs;
         {
           py::gil_scoped_release release;
-          r = scenario::assemble_fgd_result(cfg, in, std::move(gathered));
-          r.wall_s = wall_s;
-          r.threads = threads;
-          if (out) (void)scenario::write_fgd_outputs(r, *out);
+          for (std::size_t w = 0; w < workloads.size(); ++w) {
+            FgdExperiment cfg = make_config(traces, workloads[w], policies, seeds, threads, max_arrived_pct);
+            std::vector<FgdRun> mine(std::make_move_iterator(gathered.begin() + static_cast<std::ptrdiff_t>(w * per)),
+                                     std::make_move_iterator(gathered.begin() + static_cast<std::ptrdiff_t>((w + 1) * per)));
+            rs.push_back(scenario::assemble_fgd_result(cfg, *inputs[w], std::move(mine)));
+            rs.back().wall_s = wall_s;
+            rs.back().threads = threads;
+          }
+          if (out) (void)scenario::write_fgd_outputs(rs, *out);
         }
-        return result_to_py(r);
+        return result_to_py(rs, wall_s, threads);
       },
-      py::arg("inputs"), py::arg("traces"), py::arg("workload"), py::arg("policies"), py::arg("seeds"),
+      py::arg("inputs"), py::arg("traces"), py::arg("workloads"), py::arg("policies"), py::arg("seeds"),
       py::arg("max_arrived_pct"), py::arg("runs"), py::arg("wall_s"), py::arg("threads"), py::arg("out") = py::none(),
-      "Assembles fgd_run results (policy-major: runs[p * len(seeds) + s]) into what fgd_experiment returns: the same "
-      "medians, computed by the same C++; writes the same files to `out` when given.");
+      "Assembles fgd_run results (one FgdInputs per workload; runs workload-major, then policy-major: "
+      "runs[(w * len(policies) + p) * len(seeds) + s]) into what fgd_experiment returns: the same medians, computed by "
+      "the same C++; writes the same files to `out` when given.");
 }
 
 }  // namespace gpusched::python

@@ -41,7 +41,7 @@ struct ProgressAbort {};
 /// progress callback and the engine's interrupt poll (SignalPoll: Ctrl-C on the main thread stops
 /// the run and raises KeyboardInterrupt); an exception raised by `progress` stops the run too.
 RunResult run_released(const std::function<Scenario(const policies::Registry&)>& load, std::optional<std::uint64_t> seed,
-                       const py::object& progress) {
+                       const py::object& progress, bool exact_scan = false) {
   const policies::Registry registry = current_registry();   // this process's plugins, Python ones included
   std::optional<py::error_already_set> py_error;
   scenario::ProgressFn on_progress;
@@ -60,7 +60,8 @@ RunResult run_released(const std::function<Scenario(const policies::Registry&)>&
     std::optional<RunResult> result;
     try {
       ReleasedGil release;
-      const Scenario sc = load(registry);
+      Scenario sc = load(registry);
+      sc.exact_scan = exact_scan;
       result.emplace(scenario::run(sc, seed, on_progress, registry));
     } catch (const ProgressAbort&) {
       throw std::move(*py_error);   // the GIL is held again here
@@ -327,28 +328,30 @@ void bind_sim(py::module_& m) {
   m.def(
       "run_json",
       [](const std::string& text, const std::string& source, const std::filesystem::path& base_dir,
-         std::optional<std::uint64_t> seed, const py::object& progress) {
+         std::optional<std::uint64_t> seed, const py::object& progress, bool exact_scan) {
         return run_released([&](const policies::Registry& reg) { return scenario::parse_scenario(std::string_view(text), source, base_dir, reg); }, seed,
-                            progress);
+                            progress, exact_scan);
       },
       py::arg("text"), py::arg("source") = "<string>", py::arg("base_dir") = std::filesystem::path("."),
-      py::arg("seed") = py::none(), py::arg("progress") = py::none(),
+      py::arg("seed") = py::none(), py::arg("progress") = py::none(), py::arg("exact_scan") = false,
       "Parses scenario JSON text and runs it. `source` names it in errors and outputs; relative paths "
       "(traces) resolve from `base_dir`; `seed` overrides the scenario's seed; `progress(fraction)` is "
-      "called now and then. The GIL is released while loading and simulating.");
+      "called now and then; `exact_scan` scans every node for every decision (same outputs, slower). "
+      "The GIL is released while loading and simulating.");
   m.def(
       "run_file",
-      [](const std::filesystem::path& path, std::optional<std::uint64_t> seed, const py::object& progress) {
-        return run_released([&](const policies::Registry& reg) { return scenario::load_scenario(path, reg); }, seed, progress);
+      [](const std::filesystem::path& path, std::optional<std::uint64_t> seed, const py::object& progress, bool exact_scan) {
+        return run_released([&](const policies::Registry& reg) { return scenario::load_scenario(path, reg); }, seed, progress,
+                            exact_scan);
       },
-      py::arg("path"), py::arg("seed") = py::none(), py::arg("progress") = py::none(),
+      py::arg("path"), py::arg("seed") = py::none(), py::arg("progress") = py::none(), py::arg("exact_scan") = false,
       "Loads a scenario file and runs it (GIL released).");
   m.def(
       "run_demo",
-      [](std::optional<std::uint64_t> seed, const py::object& progress) {
-        return run_released([](const policies::Registry&) { return scenario::demo_scenario(); }, seed, progress);
+      [](std::optional<std::uint64_t> seed, const py::object& progress, bool exact_scan) {
+        return run_released([](const policies::Registry&) { return scenario::demo_scenario(); }, seed, progress, exact_scan);
       },
-      py::arg("seed") = py::none(), py::arg("progress") = py::none(),
+      py::arg("seed") = py::none(), py::arg("progress") = py::none(), py::arg("exact_scan") = false,
       "Runs the built-in demo: 1,000 nodes, 20,000 synthetic jobs (GIL released).");
   m.def(
       "read_json",

@@ -346,15 +346,18 @@ void list_policies(const policies::Registry& reg) {
   }
 }
 
-int run_fgd(const FgdExperiment& cfg, const std::string& out_dir, ProgressMode mode, bool quiet) {
+int run_fgd(const FgdExperiment& cfg, const std::vector<std::string>& workloads, const std::string& out_dir,
+            ProgressMode mode, bool quiet) {
   ProgressBar bar(mode);
-  const auto result = run_fgd_experiment(cfg, [&bar](std::size_t done, std::size_t total) {
+  const auto result = run_fgd_experiments(cfg, workloads, [&bar](std::size_t done, std::size_t total) {
     bar(static_cast<double>(done) / static_cast<double>(total));
   });
-  const std::filesystem::path dir = out_dir.empty() ? std::filesystem::path("out") / ("fgd-" + result.workload_name)
+  std::vector<std::string> names;
+  for (const auto& w : result.workloads) names.push_back(w.workload_name);
+  const std::filesystem::path dir = out_dir.empty() ? std::filesystem::path("out") / ("fgd-" + fgd_sweep_name(names))
                                                     : std::filesystem::path(out_dir);
   try {
-    (void)write_fgd_outputs(result, dir);
+    (void)write_fgd_outputs(result.workloads, dir);
   } catch (const OutputError& e) {
     std::cerr << "gpusched: " << e.what() << "\n";
     return 3;
@@ -390,6 +393,9 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
   run_cmd->add_option("--progress", progress, "progress bar on stderr: auto (when a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   run_cmd->add_flag("--quiet", quiet, "print nothing on success");
+  bool exact_scan = false;
+  run_cmd->add_flag("--exact-scan", exact_scan,
+                    "scan every node for every decision (no node index): same outputs, slower; for checking");
 
   auto* demo_cmd = app.add_subcommand("demo", "Run the built-in demo (1,000 nodes, 20,000 synthetic jobs)");
   demo_cmd->add_option("--out", out_dir, "output folder (default: out/demo)");
@@ -397,6 +403,7 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
   demo_cmd->add_option("--progress", progress, "progress bar on stderr: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   demo_cmd->add_flag("--quiet", quiet, "print nothing on success");
+  demo_cmd->add_flag("--exact-scan", exact_scan, "scan every node for every decision (no node index): same outputs, slower");
 
   std::string trace_format, convert_in, convert_out;
   auto* validate_cmd = app.add_subcommand("validate", "Check a scenario, profile, trace or node list (any supported format)");
@@ -420,7 +427,9 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
   fgd_cmd->add_option("--traces", traces_dir,
                       "folder with the openb trace (alibaba-gpu-v2023-openb or its parent); default $GPUSCHED_TRACES_DIR, "
                       "else ../shared/traces");
-  fgd_cmd->add_option("--workload", workload, "pod-list variant (default, cpu050, gpushare80, gpuspec20, multigpu20, ...) or a path");
+  fgd_cmd->add_option("--workload", workload,
+                      "pod-list variant (default, cpu050, gpushare80, gpuspec20, multigpu20, ...) or a path; all (the 24 "
+                      "variants) or a comma list runs each, on one pool, into one set of files with a workload column");
   fgd_cmd->add_option("--policies", policies_text, "all, or a comma list of random, dotprod, clustering, packing, bestfit, fgd");
   fgd_cmd->add_option("--seeds", seeds_text, "one seed, a range 42-51 or a comma list");
   fgd_cmd->add_option("--max-arrived", max_arrived, "arrived GPU demand to stop at, % of capacity (default 130)");
@@ -446,12 +455,15 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
       if (*run_seed) seed = parse_seed(seed_text, {"command line", 0, "--seed"});
       Scenario sc = load_scenario(scenario_path, registry);
       if (!profile_arg.empty()) use_profile(sc, profile_arg, registry);
+      sc.exact_scan = exact_scan;
       return run_and_write(sc, seed, out_dir, mode, quiet, registry);
     }
     if (*demo_cmd) {
       const InterruptSignals signals;
       if (*demo_seed) seed = parse_seed(seed_text, {"command line", 0, "--seed"});
-      return run_and_write(demo_scenario(), seed, out_dir.empty() ? "out/demo" : out_dir, mode, quiet, registry);
+      Scenario sc = demo_scenario();
+      sc.exact_scan = exact_scan;
+      return run_and_write(sc, seed, out_dir.empty() ? "out/demo" : out_dir, mode, quiet, registry);
     }
     if (*validate_cmd) return validate(validate_path, trace_format, registry);
     if (*convert_cmd) return convert(convert_in, convert_out, trace_format);
@@ -472,12 +484,13 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
         traces_dir = (env != nullptr && *env != '\0') ? env : "../shared/traces";
       }
       cfg.traces = traces_dir;
-      cfg.workload = workload;
+      const auto workloads = parse_fgd_workloads(workload);
+      cfg.workload = workloads.front();
       cfg.policies = parse_fgd_policies(policies_text);
       cfg.seeds = parse_seeds(seeds_text);
       cfg.threads = threads;
       cfg.max_arrived_pct = max_arrived;
-      return run_fgd(cfg, out_dir, mode, quiet);
+      return run_fgd(cfg, workloads, out_dir, mode, quiet);
     }
     if (*policies_cmd) {
       list_policies(registry);

@@ -86,6 +86,43 @@ const std::vector<std::string>& fgd_policy_names() {
   return names;
 }
 
+const std::vector<std::string>& fgd_workload_names() {
+  static const std::vector<std::string> names = {
+      "default",    "cpu0",       "cpu037",     "cpu050",     "cpu072",     "cpu100",    "cpu200",     "cpu235",
+      "cpu250",     "cpu300",     "gpushare20", "gpushare40", "gpushare60", "gpushare80", "gpushare100", "gpuspec05",
+      "gpuspec10",  "gpuspec20",  "gpuspec25",  "gpuspec33",  "multigpu20", "multigpu30", "multigpu40", "multigpu50"};
+  return names;
+}
+
+std::vector<std::string> parse_fgd_workloads(std::string_view text) {
+  const std::string whole = trim(text);
+  std::error_code ec;
+  if (whole != "all" && !whole.empty() && std::filesystem::is_regular_file(whole, ec)) return {whole};   // a path with a comma
+  std::vector<std::string> out;
+  auto add = [&](const std::string& name) {
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  };
+  for (const auto& name : split(text, ',')) {
+    if (name.empty()) {
+      bad("--workload", "\"" + std::string(text) + "\" has an empty entry (use all, or a comma list of variant names or pod-list paths)");
+    }
+    if (name == "all") {
+      for (const auto& w : fgd_workload_names()) add(w);
+    } else {
+      add(name);
+    }
+  }
+  return out;
+}
+
+std::string fgd_sweep_name(const std::vector<std::string>& names) {
+  if (names.size() == 1) return names.front();
+  if (names == fgd_workload_names()) return "all";
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ",") + n;   // as the command line takes them
+  return out;
+}
+
 std::string fgd_profile_for(std::string_view policy) {
   if (policy == "bestfit") return "best-fit";
   return std::string(policy);
@@ -171,9 +208,14 @@ FgdInputs load_fgd_inputs(const FgdExperiment& cfg) {
     in.workload_name = cfg.workload;
     in.pod_source = find_in(cfg.traces, "openb_pod_list_" + cfg.workload + ".csv");
     if (in.pod_source.empty()) {
+      std::string known;
+      for (const auto& w : fgd_workload_names()) known += (known.empty() ? "" : ", ") + w;
+      const auto& names = fgd_workload_names();
+      const bool listed = std::find(names.begin(), names.end(), cfg.workload) != names.end();
       throw_error(ErrorCode::kTraceCannotOpen, {cfg.traces.string(), 0, "--workload"},
-                  "no openb_pod_list_" + cfg.workload + ".csv here or in " + std::string(kOpenbFolder) +
-                      "/ (variants: default, cpu050, gpushare80, gpuspec20, multigpu20, ...; or a path to a pod list)");
+                  (listed ? "workload \"" : "unknown workload \"") + cfg.workload + "\": no openb_pod_list_" + cfg.workload +
+                      ".csv here or in " + std::string(kOpenbFolder) + "/ (known workloads: " + known +
+                      "; or all, or a path to a pod list)");
     }
   }
   {
@@ -288,46 +330,92 @@ void check_fgd_experiment(const FgdExperiment& cfg) {
   for (const auto& p : cfg.policies) (void)parse_fgd_policies(p);   // validates each name
 }
 
-FgdExperimentResult run_fgd_experiment(const FgdExperiment& cfg, const ExperimentProgress& progress) {
-  check_fgd_experiment(cfg);
-  const auto t0 = std::chrono::steady_clock::now();
-  const FgdInputs in = load_fgd_inputs(cfg);
+namespace {
 
-  const std::size_t total = cfg.policies.size() * cfg.seeds.size();
-  std::vector<FgdRun> runs(total);
-  unsigned threads = cfg.threads != 0 ? cfg.threads : std::max(1U, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<std::size_t>(threads, total));
+/// Runs task(i) for i in [0, count) on a pool of `threads` (boost::asio::thread_pool). After a
+/// failure no new task starts; the failure of the lowest index is rethrown (the same whatever
+/// the timing). `progress(done, count)` is called under a lock after each task.
+void run_indexed(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& task,
+                 const ExperimentProgress& progress) {
   std::mutex mu;
   std::size_t done = 0;
-  std::exception_ptr failure;
+  bool failed = false;
+  std::vector<std::exception_ptr> failures(count);
   {
     boost::asio::thread_pool pool(threads);
-    for (std::size_t i = 0; i < total; ++i) {
+    for (std::size_t i = 0; i < count; ++i) {
       boost::asio::post(pool, [&, i] {
         {
           std::lock_guard lock(mu);
-          if (failure) return;
+          if (failed) return;
         }
         try {
-          auto run = run_fgd_once(in, cfg.policies[i / cfg.seeds.size()], cfg.seeds[i % cfg.seeds.size()], cfg.max_arrived_pct);
+          task(i);
           std::lock_guard lock(mu);
-          runs[i] = std::move(run);
           ++done;
-          if (progress) progress(done, total);
+          if (progress) progress(done, count);
         } catch (...) {
           std::lock_guard lock(mu);
-          if (!failure) failure = std::current_exception();
+          failed = true;
+          failures[i] = std::current_exception();
         }
       });
     }
     pool.join();
   }
-  if (failure) std::rethrow_exception(failure);
+  for (const auto& f : failures) {
+    if (f) std::rethrow_exception(f);
+  }
+}
 
-  FgdExperimentResult r = assemble_fgd_result(cfg, in, std::move(runs));
-  r.threads = threads;
-  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return r;
+unsigned pool_size(unsigned asked, std::size_t tasks) {
+  const unsigned threads = asked != 0 ? asked : std::max(1U, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(std::clamp<std::size_t>(tasks, 1, threads));
+}
+
+}  // namespace
+
+FgdSweepResult run_fgd_experiments(const FgdExperiment& cfg, const std::vector<std::string>& workloads,
+                                   const ExperimentProgress& progress) {
+  check_fgd_experiment(cfg);
+  if (workloads.empty()) bad("--workload", "no workload to run");
+  const auto t0 = std::chrono::steady_clock::now();
+  // 1. Every input, read in parallel; a bad name fails here, before any run.
+  std::vector<FgdExperiment> configs(workloads.size(), cfg);
+  std::vector<FgdInputs> inputs(workloads.size());
+  for (std::size_t w = 0; w < workloads.size(); ++w) configs[w].workload = workloads[w];
+  run_indexed(workloads.size(), pool_size(cfg.threads, workloads.size()),
+              [&](std::size_t w) { inputs[w] = load_fgd_inputs(configs[w]); }, {});
+  // 2. Every (workload, policy, seed) run on one pool, stored by index.
+  const std::size_t per = cfg.policies.size() * cfg.seeds.size();
+  const std::size_t total = workloads.size() * per;
+  std::vector<FgdRun> runs(total);
+  const unsigned threads = pool_size(cfg.threads, total);
+  run_indexed(
+      total, threads,
+      [&](std::size_t i) {
+        const std::size_t w = i / per, k = i % per;
+        runs[i] = run_fgd_once(inputs[w], cfg.policies[k / cfg.seeds.size()], cfg.seeds[k % cfg.seeds.size()],
+                               cfg.max_arrived_pct);
+      },
+      progress);
+  // 3. One result per workload, assembled as a single experiment's.
+  FgdSweepResult out;
+  for (std::size_t w = 0; w < workloads.size(); ++w) {
+    std::vector<FgdRun> mine(std::make_move_iterator(runs.begin() + static_cast<std::ptrdiff_t>(w * per)),
+                             std::make_move_iterator(runs.begin() + static_cast<std::ptrdiff_t>((w + 1) * per)));
+    out.workloads.push_back(assemble_fgd_result(configs[w], inputs[w], std::move(mine)));
+    out.workloads.back().threads = threads;
+  }
+  out.threads = threads;
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& r : out.workloads) r.wall_s = out.wall_s;
+  return out;
+}
+
+FgdExperimentResult run_fgd_experiment(const FgdExperiment& cfg, const ExperimentProgress& progress) {
+  auto sweep = run_fgd_experiments(cfg, {cfg.workload}, progress);
+  return std::move(sweep.workloads.front());
 }
 
 namespace {
@@ -345,83 +433,151 @@ std::string seeds_text(const std::vector<std::uint64_t>& seeds) {
   return out;
 }
 
+/// The workload names of a sweep's results, in order.
+std::vector<std::string> names_of(std::span<const FgdExperimentResult> rs) {
+  std::vector<std::string> out;
+  for (const auto& r : rs) out.push_back(r.workload_name);
+  return out;
+}
+
 /// meta.json of an experiment: what produced its files (the CSVs start with their header row).
-nlohmann::json experiment_meta(const FgdExperimentResult& r, const std::vector<std::filesystem::path>& written) {
-  const nlohmann::json config = {{"experiment", "fgd"},
-                                 {"workload", r.workload_name},
-                                 {"policies", r.config.policies},
-                                 {"seeds", r.config.seeds},
-                                 {"max_arrived_pct", r.config.max_arrived_pct}};
+/// One workload: its name and pod list; several: "workloads" and "pod_lists" besides.
+nlohmann::json experiment_meta(std::span<const FgdExperimentResult> rs, const std::vector<std::filesystem::path>& written) {
+  const auto& r = rs.front();
+  const auto names = names_of(rs);
+  const std::string name = fgd_sweep_name(names);
+  nlohmann::json config = {{"experiment", "fgd"},
+                           {"workload", name},
+                           {"policies", r.config.policies},
+                           {"seeds", r.config.seeds},
+                           {"max_arrived_pct", r.config.max_arrived_pct}};
+  if (rs.size() > 1) config["workloads"] = names;
   char digest[17];
   std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(fnv1a64(config.dump())));
   nlohmann::json files = nlohmann::json::array();
   for (const auto& f : written) files.push_back(f.filename().string());
   files.push_back("meta.json");
-  return {{"schema_version", 1},
-          {"kind", "gpusched.meta"},
-          {"gpusched_version", kVersion},
-          {"experiment", "fgd"},
-          {"scenario", {{"name", "fgd-" + r.workload_name}, {"source", r.pod_source}, {"digest", digest}}},
-          {"nodes", r.node_source},
-          {"policies", r.config.policies},
-          {"seeds", r.config.seeds},
-          {"max_arrived_pct", r.config.max_arrived_pct},
-          {"files", files}};
+  const std::string source =
+      rs.size() == 1 ? r.pod_source : std::filesystem::path(r.pod_source).parent_path().string();
+  nlohmann::json meta = {{"schema_version", 1},
+                         {"kind", "gpusched.meta"},
+                         {"gpusched_version", kVersion},
+                         {"experiment", "fgd"},
+                         {"scenario", {{"name", "fgd-" + name}, {"source", source}, {"digest", digest}}},
+                         {"nodes", r.node_source},
+                         {"policies", r.config.policies},
+                         {"seeds", r.config.seeds},
+                         {"max_arrived_pct", r.config.max_arrived_pct},
+                         {"files", files}};
+  if (rs.size() > 1) {
+    meta["workloads"] = names;
+    nlohmann::json pods = nlohmann::json::array();
+    for (const auto& x : rs) pods.push_back(x.pod_source);
+    meta["pod_lists"] = pods;
+  }
+  return meta;
+}
+
+/// The table of one workload's medians against the paper (report.md).
+void summary_table(std::ostream& o, const FgdExperimentResult& r) {
+  o << "| policy | at 100% arrived | paper | at 130% arrived | paper | fragmentation % at 80% | paper |\n"
+       "|---|---|---|---|---|---|---|\n";
+  for (const auto& s : r.summary) {
+    o << "| " << s.policy << " | " << opt(s.unallocated_pct_100, 2) << " | " << opt(s.paper_unallocated_pct_100, 2) << " | "
+      << opt(s.unallocated_pct_130, 2) << " | " << opt(s.paper_unallocated_pct_130, 2) << " | " << opt(s.frag_pct_80, 2)
+      << " | " << opt(s.paper_frag_pct_80, 2) << " |\n";
+  }
 }
 
 }  // namespace
 
 std::vector<std::filesystem::path> write_fgd_outputs(const FgdExperimentResult& r, const std::filesystem::path& dir) {
+  return write_fgd_outputs(std::span<const FgdExperimentResult>(&r, 1), dir);
+}
+
+std::vector<std::filesystem::path> write_fgd_outputs(std::span<const FgdExperimentResult> rs, const std::filesystem::path& dir) {
+  if (rs.empty()) bad("results", "no experiment result to write");
   detail::OutputFolder folder(dir, detail::fgd_output_names());
   auto write = [&](const std::string& name, const std::function<void(std::ostream&)>& body) { folder.write(name, body); };
-  // CSVs start with their header row; meta.json says what produced them.
+  // CSVs start with their header row; meta.json says what produced them. The workload column
+  // comes last, so that files of one workload keep the columns they had before it existed.
   write("curve.csv", [&](std::ostream& o) {
-    o << "policy,seed,arrived_pct,unallocated_pct,frag_pct,frag_ratio_pct\n";
-    for (const auto& run : r.runs) {
-      for (const auto& p : run.curve) {
-        o << run.policy << ',' << run.seed << ',' << p.arrived_pct << ',' << sim::fixed(p.unallocated_pct, 4) << ','
-          << sim::fixed(p.frag_pct, 4) << ',' << sim::fixed(p.frag_ratio_pct, 4) << '\n';
+    o << "policy,seed,arrived_pct,unallocated_pct,frag_pct,frag_ratio_pct,workload\n";
+    for (const auto& r : rs) {
+      const std::string w = sim::csv_field(r.workload_name);
+      for (const auto& run : r.runs) {
+        for (const auto& p : run.curve) {
+          o << run.policy << ',' << run.seed << ',' << p.arrived_pct << ',' << sim::fixed(p.unallocated_pct, 4) << ','
+            << sim::fixed(p.frag_pct, 4) << ',' << sim::fixed(p.frag_ratio_pct, 4) << ',' << w << '\n';
+        }
       }
     }
   });
   write("summary.csv", [&](std::ostream& o) {
     o << "policy,seeds,unallocated_pct_100,unallocated_pct_130,frag_pct_80,paper_unallocated_pct_100,"
-         "paper_unallocated_pct_130,paper_frag_pct_80\n";
-    for (const auto& s : r.summary) {
-      o << s.policy << ',' << s.seeds << ',' << opt(s.unallocated_pct_100, 2) << ',' << opt(s.unallocated_pct_130, 2) << ','
-        << opt(s.frag_pct_80, 2) << ',' << opt(s.paper_unallocated_pct_100, 2) << ',' << opt(s.paper_unallocated_pct_130, 2)
-        << ',' << opt(s.paper_frag_pct_80, 2) << '\n';
+         "paper_unallocated_pct_130,paper_frag_pct_80,workload\n";
+    for (const auto& r : rs) {
+      const std::string w = sim::csv_field(r.workload_name);
+      for (const auto& s : r.summary) {
+        o << s.policy << ',' << s.seeds << ',' << opt(s.unallocated_pct_100, 2) << ',' << opt(s.unallocated_pct_130, 2) << ','
+          << opt(s.frag_pct_80, 2) << ',' << opt(s.paper_unallocated_pct_100, 2) << ',' << opt(s.paper_unallocated_pct_130, 2)
+          << ',' << opt(s.paper_frag_pct_80, 2) << ',' << w << '\n';
+      }
     }
   });
   write("runs.csv", [&](std::ostream& o) {
-    o << "policy,seed,pods,failed,unallocated_pct_100,unallocated_pct_130,frag_pct_80\n";
-    for (const auto& run : r.runs) {
-      auto u = [&](int pct) { return opt(run.at(pct) ? std::optional<double>(run.at(pct)->unallocated_pct) : std::nullopt, 4); };
-      const auto f = run.at(80);
-      o << run.policy << ',' << run.seed << ',' << run.pods << ',' << run.failed << ',' << u(100) << ',' << u(130) << ','
-        << (f ? sim::fixed(f->frag_pct, 4) : std::string()) << '\n';
+    o << "policy,seed,pods,failed,unallocated_pct_100,unallocated_pct_130,frag_pct_80,workload\n";
+    for (const auto& r : rs) {
+      const std::string w = sim::csv_field(r.workload_name);
+      for (const auto& run : r.runs) {
+        auto u = [&](int pct) { return opt(run.at(pct) ? std::optional<double>(run.at(pct)->unallocated_pct) : std::nullopt, 4); };
+        const auto f = run.at(80);
+        o << run.policy << ',' << run.seed << ',' << run.pods << ',' << run.failed << ',' << u(100) << ',' << u(130) << ','
+          << (f ? sim::fixed(f->frag_pct, 4) : std::string()) << ',' << w << '\n';
+      }
     }
   });
   write("report.md", [&](std::ostream& o) {
+    const auto& r = rs.front();
     o << "# gpusched experiment: FGD (Weng et al., USENIX ATC'23)\n\n";
-    o << "| | |\n|---|---|\n| gpusched | " << kVersion << " |\n| pod list | " << r.pod_source << " (" << r.trace_pods
-      << " pods) |\n| node list | " << r.node_source << " (" << r.nodes << " nodes, " << r.gpus << " GPUs) |\n| seeds | "
+    o << "| | |\n|---|---|\n| gpusched | " << kVersion << " |\n";
+    if (rs.size() == 1) {
+      o << "| pod list | " << r.pod_source << " (" << r.trace_pods << " pods) |\n";
+    } else {
+      o << "| workloads | " << rs.size() << " (" << fgd_sweep_name(names_of(rs)) << "), pod lists in "
+        << std::filesystem::path(r.pod_source).parent_path().string() << " |\n";
+    }
+    o << "| node list | " << r.node_source << " (" << r.nodes << " nodes, " << r.gpus << " GPUs) |\n| seeds | "
       << seeds_text(r.config.seeds) << " |\n| arrived demand | up to " << sim::fixed(r.config.max_arrived_pct, 0)
       << "% of GPU capacity |\n\n";
-    o << "## Unallocated GPU % (median over seeds)\n\n";
-    o << "| policy | at 100% arrived | paper | at 130% arrived | paper | fragmentation % at 80% | paper |\n"
-         "|---|---|---|---|---|---|---|\n";
-    for (const auto& s : r.summary) {
-      o << "| " << s.policy << " | " << opt(s.unallocated_pct_100, 2) << " | " << opt(s.paper_unallocated_pct_100, 2) << " | "
-        << opt(s.unallocated_pct_130, 2) << " | " << opt(s.paper_unallocated_pct_130, 2) << " | " << opt(s.frag_pct_80, 2)
-        << " | " << opt(s.paper_frag_pct_80, 2) << " |\n";
+    if (rs.size() == 1) {
+      o << "## Unallocated GPU % (median over seeds)\n\n";
+      summary_table(o, r);
+    } else {
+      o << "## Unallocated GPU % at 130% arrived (median over seeds)\n\n| workload |";
+      for (const auto& s : r.summary) o << ' ' << s.policy << " |";
+      o << "\n|---|";
+      for (std::size_t i = 0; i < r.summary.size(); ++i) o << "---|";
+      o << '\n';
+      for (const auto& x : rs) {
+        o << "| " << x.workload_name << " |";
+        for (const auto& s : x.summary) o << ' ' << opt(s.unallocated_pct_130, 2) << " |";
+        o << '\n';
+      }
+      for (const auto& x : rs) {
+        o << "\n## " << x.workload_name << ": unallocated GPU % (median over seeds)\n\n"
+          << x.pod_source << " (" << x.trace_pods << " pods)\n\n";
+        summary_table(o, x);
+      }
     }
     o << "\nPaper figures are given for the default workload only (fgd.md). See docs/fgd.md for the protocol and "
-         "why digits differ.\n\n## Files\n\n- `curve.csv`: one row per policy, seed and integer arrived %\n"
-         "- `summary.csv`: the table above\n- `runs.csv`: one row per run (pods submitted, pods that failed)\n"
+         "why digits differ.\n\n## Files\n\n- `curve.csv`: one row per policy, seed and integer arrived %"
+      << (rs.size() > 1 ? " (and workload)" : "") << "\n- `summary.csv`: the "
+      << (rs.size() > 1 ? "tables above, one row per workload and policy" : "table above")
+      << "\n- `runs.csv`: one row per run (pods submitted, pods that failed)\n"
          "- `meta.json`: what produced these files (version, workload, node list, policies, seeds)\n";
   });
-  write("meta.json", [&](std::ostream& o) { o << experiment_meta(r, folder.written()).dump(2) << '\n'; });
+  write("meta.json", [&](std::ostream& o) { o << experiment_meta(rs, folder.written()).dump(2) << '\n'; });
   folder.commit({"meta.json"});   // meta.json (the list of files) last
   return folder.written();
 }
@@ -444,6 +600,32 @@ std::string format_fgd_summary(const FgdExperimentResult& r) {
       << cell(s.unallocated_pct_130, false) << cell(s.paper_unallocated_pct_130, true) << "\n";
   }
   o << "  " << r.runs.size() << " runs on " << r.threads << " threads in " << sim::fixed(r.wall_s, 2) << " s\n";
+  return o.str();
+}
+
+std::string format_fgd_summary(const FgdSweepResult& r) {
+  if (r.workloads.size() == 1) return format_fgd_summary(r.workloads.front());
+  std::ostringstream o;
+  std::size_t runs = 0;
+  for (const auto& x : r.workloads) runs += x.runs.size();
+  const auto& first = r.workloads.front();
+  o << "gpusched " << kVersion << "  experiment fgd: " << r.workloads.size() << " workloads, " << first.nodes << " nodes, "
+    << first.gpus << " GPUs, seeds " << seeds_text(first.config.seeds) << "\n";
+  o << "  unallocated GPU % at 130% arrived (median)\n  workload    ";
+  auto cell = [](std::string t, std::size_t width) {
+    t.insert(0, t.size() < width ? width - t.size() : 0, ' ');
+    return t;
+  };
+  for (const auto& s : first.summary) o << cell(s.policy, 11);
+  o << "\n";
+  for (const auto& x : r.workloads) {
+    std::string name = x.workload_name;
+    name.resize(std::max<std::size_t>(name.size(), 12), ' ');
+    o << "  " << name;
+    for (const auto& s : x.summary) o << cell(s.unallocated_pct_130 ? sim::fixed(*s.unallocated_pct_130, 2) : "-", 11);
+    o << "\n";
+  }
+  o << "  " << runs << " runs on " << r.threads << " threads in " << sim::fixed(r.wall_s, 2) << " s\n";
   return o.str();
 }
 

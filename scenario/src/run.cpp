@@ -200,6 +200,7 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
   cluster.set_device_options(sc.devices);
   // The scheduler is built (and its profile validated) before any workload is generated.
   auto scheduler = std::make_unique<policies::Scheduler>(sc.profile, registry, seed);
+  if (sc.exact_scan) scheduler->set_node_index(false);
   Workload workload;
   std::string workload_source = sc.source;
   if (sc.synthetic) {
@@ -277,7 +278,7 @@ std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::
   write("summary.json", [&](std::ostream& o) { o << r.summary_json().dump(2) << '\n'; });
   // CSVs start with their header row (pandas.read_csv(path) reads them as they are); what
   // produced them is in summary.json and meta.json.
-  write("jobs.csv", [&](std::ostream& o) { sim::write_jobs_csv(o, r.jobs()); });
+  write("jobs.csv", [&](std::ostream& o) { sim::write_jobs_csv(o, r.engine()); });
   write("timeseries.csv", [&](std::ostream& o) { sim::write_timeseries_csv(o, r.timeseries()); });
   if (!r.fragmentation().empty()) {
     write("fragmentation.csv", [&](std::ostream& o) { write_fragmentation_csv(o, r.fragmentation()); });

@@ -35,7 +35,7 @@ def _cli(*args, cwd=None):
 @needs_openb
 def test_fgd_from_python_returns_the_curve_the_summary_and_a_plot(tmp_path):
     r = experiments.fgd(TRACES, policies="bestfit,fgd", seeds="42-43", out=tmp_path / "fgd")
-    assert list(r.curve.columns) == ["policy", "seed", "arrived_pct", "unallocated_pct", "frag_pct", "frag_ratio_pct"]
+    assert list(r.curve.columns) == ["policy", "seed", "arrived_pct", "unallocated_pct", "frag_pct", "frag_ratio_pct", "workload"]
     # One row per policy, seed and integer arrived % from 0 to 130.
     assert len(r.curve) == 2 * 2 * 131
     assert sorted(r.curve["arrived_pct"].unique()) == list(range(0, 131))

@@ -26,6 +26,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -52,6 +53,17 @@ namespace gpusched::scenario {
 /// ScenarioError kScenarioOutOfRange, other text kScenarioBadValue, both naming `where`.
 [[nodiscard]] std::uint64_t parse_seed(std::string_view text, const Location& where);
 
+/// The openb pod-list variants (openb_pod_list_<name>.csv), as the reference lists them: default,
+/// cpu0 ... cpu300 (9), gpushare20 ... gpushare100 (5), gpuspec05 ... gpuspec33 (5), multigpu20 ...
+/// multigpu50 (4): 24 in all.
+[[nodiscard]] const std::vector<std::string>& fgd_workload_names();
+/// "all" (fgd_workload_names()) or a comma list of variant names and pod-list paths ("all" inside
+/// the list stands for every variant); duplicates dropped, order kept. Text naming an existing
+/// file is one path even when it holds a comma. ScenarioError (field --workload) for an empty
+/// entry. A name that is no pod list in the traces folder fails when read (load_fgd_inputs),
+/// naming it and listing the known variants.
+[[nodiscard]] std::vector<std::string> parse_fgd_workloads(std::string_view text);
+
 struct FgdExperiment {
   /// Folder holding the openb files: the alibaba-gpu-v2023-openb folder itself or a folder
   /// that contains it (e.g. ../shared/traces).
@@ -77,7 +89,8 @@ struct FgdInputs {
   std::filesystem::path node_source, pod_source;
   std::string workload_name;                       ///< variant name, or the file's stem
 };
-/// Finds and reads the node and pod lists (TraceError naming a missing file and what was tried).
+/// Finds and reads the node and pod lists (TraceError naming a missing file and what was tried;
+/// an unknown variant name also lists the known ones).
 [[nodiscard]] FgdInputs load_fgd_inputs(const FgdExperiment& cfg);
 
 struct FgdRun {
@@ -133,13 +146,38 @@ void check_fgd_experiment(const FgdExperiment& cfg);
 /// the number of threads (runs are independent and stored by index).
 [[nodiscard]] FgdExperimentResult run_fgd_experiment(const FgdExperiment& cfg, const ExperimentProgress& progress = {});
 
+/// Several workloads: one FgdExperimentResult per workload, in the order asked, plus the whole
+/// sweep's wall time and threads.
+struct FgdSweepResult {
+  std::vector<FgdExperimentResult> workloads;
+  double wall_s = 0;
+  unsigned threads = 1;
+};
+/// The experiment of `cfg` for each of `workloads` (variant names or paths; cfg.workload is not
+/// used): every input is read first (so a bad name fails before any run, the first bad one in
+/// list order is reported), then every (workload, policy, seed) run goes on one thread pool of
+/// cfg.threads (0 = one per hardware thread; the pool run_fgd_experiment uses). Deterministic:
+/// runs are stored by index, so results and files do not depend on the number of threads.
+/// `progress(done, total)` counts runs over all workloads. ScenarioError for an empty list.
+[[nodiscard]] FgdSweepResult run_fgd_experiments(const FgdExperiment& cfg, const std::vector<std::string>& workloads,
+                                                 const ExperimentProgress& progress = {});
+
 /// Quantile q (0..1) of `values` with linear interpolation (q = 0.5: the median). nullopt when empty.
 [[nodiscard]] std::optional<double> quantile(std::vector<double> values, double q);
 
-/// Writes curve.csv, summary.csv, runs.csv (each starting with its header row), report.md and
-/// meta.json (version, workload, node list, policies, seeds, files) into `dir` (created); returns the paths.
+/// Writes curve.csv, summary.csv, runs.csv (each starting with its header row; the last column
+/// is `workload`), report.md and meta.json (version, workload(s), node list, policies, seeds,
+/// files) into `dir` (created); returns the paths. Several results (a sweep) go into the same
+/// files, workload after workload in the order given.
 std::vector<std::filesystem::path> write_fgd_outputs(const FgdExperimentResult& r, const std::filesystem::path& dir);
+std::vector<std::filesystem::path> write_fgd_outputs(std::span<const FgdExperimentResult> results,
+                                                     const std::filesystem::path& dir);
 /// The terminal summary: one line per policy against the paper.
 [[nodiscard]] std::string format_fgd_summary(const FgdExperimentResult& r);
+/// A sweep's terminal summary: one line per workload, unallocated GPU % at 130% per policy.
+[[nodiscard]] std::string format_fgd_summary(const FgdSweepResult& r);
+/// The name a sweep's outputs go by: the workload's for one, "all" for every variant in order,
+/// else the names joined by commas (as --workload takes them).
+[[nodiscard]] std::string fgd_sweep_name(const std::vector<std::string>& workload_names);
 
 }  // namespace gpusched::scenario

@@ -89,6 +89,11 @@ struct Scenario {
   /// Plugin args translated from `kubernetes_objects` (k8s_objects.hpp), already in `profile`;
   /// kept so a profile given later (run --profile) gets them too. Null when none.
   nlohmann::json kubernetes_plugin_args;
+  /// Scan every node for every decision (`run --exact-scan`, Python `run(exact_scan=True)`):
+  /// turns the scheduler's node index off (policies::Scheduler::set_node_index). Decisions and
+  /// outputs are the same either way (tests compare them); only the time differs. Not part of
+  /// the document, so it changes neither the digest nor summary.json.
+  bool exact_scan = false;
 };
 
 /// Gives jobs their PriorityClass's value and preemption policy (the global default to jobs
