@@ -98,7 +98,6 @@ class NodeIndex {
   [[nodiscard]] const Signature& signature(std::uint32_t id) const { return signatures_[id]; }
   [[nodiscard]] std::size_t signature_count() const { return signatures_.size(); }
 
-  [[nodiscard]] bool tree() const { return tree_; }
   [[nodiscard]] Mode mode() const { return mode_; }
 
   /// The class of `ctx.job`, its answers brought up to date with `cluster`.
