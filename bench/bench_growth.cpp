@@ -55,6 +55,8 @@
 
 #include <gpusched/scenario/scenario.hpp>
 
+#include "scaled_demo.hpp"
+
 namespace {
 
 using namespace gpusched;
@@ -174,16 +176,7 @@ Options parse_options(int argc, char** argv) {
 /// The demo with its node groups scaled to `nodes` (same proportions) and `jobs` synthetic jobs
 /// at `load` (as bench_sim's scaled_demo).
 scenario::Scenario scaled_demo(std::int64_t nodes, std::int64_t jobs, double load) {
-  auto doc = nlohmann::json::parse(scenario::demo_scenario_text());
-  auto& groups = doc["cluster"]["node_groups"];
-  std::int64_t demo_total = 0;
-  for (const auto& g : groups) demo_total += g["count"].get<std::int64_t>();
-  std::int64_t made = 0;
-  for (std::size_t i = 0; i < groups.size(); ++i) {
-    const std::int64_t c = i + 1 == groups.size() ? nodes - made : groups[i]["count"].get<std::int64_t>() * nodes / demo_total;
-    groups[i]["count"] = c;
-    made += c;
-  }
+  auto doc = bench::scaled_demo_doc(nodes);
   doc["workload"]["synthetic"]["jobs"] = jobs;
   doc["workload"]["synthetic"]["load"] = load;
   doc["name"] = "growth-" + std::to_string(nodes) + "-" + std::to_string(jobs);

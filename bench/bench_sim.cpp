@@ -33,6 +33,8 @@
 
 #include <gpusched/scenario/scenario.hpp>
 
+#include "scaled_demo.hpp"
+
 namespace {
 
 using namespace gpusched;
@@ -40,16 +42,7 @@ using namespace gpusched;
 /// The demo document with the node groups scaled to `nodes` (same proportions) and
 /// `nodes * jobs_per_node` jobs; `fill` switches to arrival-only mode.
 scenario::Scenario scaled_demo(std::int64_t nodes, std::int64_t jobs_per_node, bool fill, std::int64_t load_pct = 180) {
-  auto doc = nlohmann::json::parse(scenario::demo_scenario_text());
-  auto& groups = doc["cluster"]["node_groups"];
-  std::int64_t demo_total = 0;
-  for (const auto& g : groups) demo_total += g["count"].get<std::int64_t>();
-  std::int64_t made = 0;
-  for (std::size_t i = 0; i < groups.size(); ++i) {
-    const std::int64_t c = i + 1 == groups.size() ? nodes - made : groups[i]["count"].get<std::int64_t>() * nodes / demo_total;
-    groups[i]["count"] = c;
-    made += c;
-  }
+  auto doc = bench::scaled_demo_doc(nodes);
   doc["workload"]["synthetic"]["jobs"] = nodes * jobs_per_node;
   doc["workload"]["synthetic"]["load"] = static_cast<double>(load_pct) / 100.0;
   doc["name"] = std::string(fill ? "bench-fill-" : "bench-synthetic-") + std::to_string(nodes);

@@ -27,7 +27,10 @@
 /// ClusterState::instance(), so a what-if copy never reads another copy's answers.
 ///
 /// Memory: per class, 8 + 1 + 4 + 8 x score plugins bytes per node, plus 24 bytes per node for the
-/// tree; classes are evicted least recently used beyond 64 MiB in all (and 4,096 classes).
+/// tree. Classes are evicted least recently used beyond a budget of 96 classes' worth, at least
+/// 64 MiB and at most 1 GiB in all (and 4,096 classes): a workload with more active request
+/// classes than fit rebuilds classes over and over, each rebuild as dear as a full scan, so large
+/// clusters get room for ~96 of them (100,000 nodes: ~6 MB a class).
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -80,7 +83,9 @@ class NodeIndex {
  public:
   static constexpr double kInfeasible = -std::numeric_limits<double>::infinity();
   static constexpr std::size_t kMaxClasses = 4096;
-  static constexpr std::size_t kMaxBytes = std::size_t{64} << 20;
+  static constexpr std::size_t kMinBytes = std::size_t{64} << 20;
+  static constexpr std::size_t kMaxBytes = std::size_t{1} << 30;
+  static constexpr std::size_t kBudgetClasses = 96;
 
   using Class = NodeIndexClass;
 
@@ -116,7 +121,8 @@ class NodeIndex {
     const std::size_t n = cluster.node_count();
     if (c == nullptr) {
       const std::size_t per_class = n * (21 + 8 * scores_.size()) + (tree_ ? 24 * std::bit_ceil(std::max<std::size_t>(n, 1)) : 0);
-      const std::size_t cap = std::clamp<std::size_t>(kMaxBytes / std::max<std::size_t>(per_class, 1), 2, kMaxClasses);
+      const std::size_t budget = std::clamp<std::size_t>(kBudgetClasses * per_class, kMinBytes, kMaxBytes);
+      const std::size_t cap = std::clamp<std::size_t>(budget / std::max<std::size_t>(per_class, 1), 2, kMaxClasses);
       std::uint32_t slot = 0;
       if (classes_.size() < cap) {
         slot = static_cast<std::uint32_t>(classes_.size());
@@ -255,17 +261,45 @@ class NodeIndex {
     }
   }
 
+  /// Sets node u's leaf; its ancestors are brought up to date by propagate() (or, in a rebuild,
+  /// by pulling every inner node).
   void set_leaf(Class& c, std::uint32_t u, double total, bool bulk) {
-    std::size_t at = c.leaves + u;
+    const std::size_t at = c.leaves + u;
     c.top[at] = total;
     c.ties[at] = total == kInfeasible ? 0 : 1;
     if (mode_ == Mode::kMinMax) c.bottom[at] = total == kInfeasible ? std::numeric_limits<double>::infinity() : total;
-    if (bulk) return;
-    for (at /= 2; at >= 1; at /= 2) pull(c, at);
+    if (!bulk) touched_.push_back(at / 2);
+  }
+
+  /// Pulls the ancestors of the leaves set since the last call, level by level, each once: k
+  /// changed leaves cost about 2k pulls instead of k x log2(nodes) (a rarely used class brought
+  /// up to date after many changes), or one pass over every inner node when k is large.
+  void propagate(Class& c) {
+    if (touched_.empty()) return;
+    if (touched_.size() * 8 >= c.leaves) {
+      for (std::size_t at = c.leaves - 1; at >= 1; --at) pull(c, at);
+      touched_.clear();
+      return;
+    }
+    std::sort(touched_.begin(), touched_.end());
+    touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+    while (!touched_.empty()) {   // all at one depth: leaves are
+      for (const std::size_t at : touched_) pull(c, at);
+      if (touched_.front() == 1) break;
+      for (auto& at : touched_) at /= 2;
+      touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+    }
+    touched_.clear();
   }
 
   /// Recomputes the answers of `nodes` (their generations are already recorded).
   void update(Class& c, const ClusterState& cluster, const TaskContext& ctx, std::span<const std::uint32_t> nodes, bool bulk) {
+    set_answers(c, cluster, ctx, nodes, bulk);
+    if (tree_ && !bulk) propagate(c);
+  }
+
+  void set_answers(Class& c, const ClusterState& cluster, const TaskContext& ctx, std::span<const std::uint32_t> nodes,
+                   bool bulk) {
     stats.node_updates += nodes.size();
     const std::size_t n = c.nodes;
     fit_.clear();
@@ -316,11 +350,24 @@ class NodeIndex {
                              const Status& st) {
     reason_scratch_.clear();
     if (reasons_) f.reasons(cluster, ctx, node, st, reason_scratch_);
+    if (reason_scratch_.empty()) {
+      // The common case (no kube wording, or none for this filter): a few distinct statuses,
+      // found by a short linear search instead of building a key for the map.
+      for (const auto& [code, plugin, reason, id] : plain_signatures_) {
+        if (code == st.code && plugin.data() == st.plugin.data() && plugin.size() == st.plugin.size() &&
+            reason.data() == st.reason.data() && reason.size() == st.reason.size()) {
+          return id;
+        }
+      }
+    }
     SigKey key{st.code, st.plugin.data(), st.plugin.size(), st.reason.data(), st.reason.size(), {}};
     key.reasons.reserve(reason_scratch_.size());
     for (const auto r : reason_scratch_) key.reasons.emplace_back(r.data(), r.size());
     const auto [it, added] = signature_ids_.try_emplace(std::move(key), static_cast<std::uint32_t>(signatures_.size()));
     if (added) signatures_.push_back({st, reason_scratch_});
+    if (reason_scratch_.empty() && plain_signatures_.size() < 16) {
+      plain_signatures_.push_back({st.code, st.plugin, st.reason, it->second});
+    }
     return it->second;
   }
   struct SigKey {
@@ -336,6 +383,12 @@ class NodeIndex {
     }
   };
   std::map<SigKey, std::uint32_t> signature_ids_;
+  struct PlainSignature {
+    StatusCode code;
+    std::string_view plugin, reason;
+    std::uint32_t id;
+  };
+  std::vector<PlainSignature> plain_signatures_;   // first 16 reason-less signatures, for signature_of's fast path
   std::vector<Signature> signatures_;
   std::vector<std::string_view> reason_scratch_;
 
@@ -350,6 +403,7 @@ class NodeIndex {
   std::vector<std::uint32_t> dirty_;
   std::vector<NodeId> fit_;
   std::vector<double> scratch_;
+  std::vector<std::size_t> touched_;   // tree nodes whose children changed (propagate())
 };
 
 }  // namespace gpusched::policies

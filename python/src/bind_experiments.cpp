@@ -44,27 +44,42 @@ FgdExperiment make_config(const std::filesystem::path& traces, const std::string
   return cfg;
 }
 
-/// One run as plain Python data: policy, seed, pods, failed, wall_s and its curve as columns.
-py::dict run_to_py(const FgdRun& run) {
-  std::vector<std::int32_t> arrived;
-  std::vector<double> unalloc, frag, ratio;
-  for (const auto& p : run.curve) {
-    arrived.push_back(p.arrived_pct);
-    unalloc.push_back(p.unallocated_pct);
-    frag.push_back(p.frag_pct);
-    ratio.push_back(p.frag_ratio_pct);
-  }
-  py::dict curve;
-  curve["arrived_pct"] = arrived;
-  curve["unallocated_pct"] = unalloc;
-  curve["frag_pct"] = frag;
-  curve["frag_ratio_pct"] = ratio;
+/// A run's scalar columns: policy, seed, pods, failed, wall_s.
+py::dict run_row(const FgdRun& run) {
   py::dict d;
   d["policy"] = run.policy;
   d["seed"] = run.seed;
   d["pods"] = run.pods;
   d["failed"] = run.failed;
   d["wall_s"] = run.wall_s;
+  return d;
+}
+
+/// Curve points as columns (arrived_pct, unallocated_pct, frag_pct, frag_ratio_pct).
+struct CurveColumns {
+  std::vector<std::int32_t> arrived;
+  std::vector<double> unalloc, frag, ratio;
+  void add(const CurvePoint& p) {
+    arrived.push_back(p.arrived_pct);
+    unalloc.push_back(p.unallocated_pct);
+    frag.push_back(p.frag_pct);
+    ratio.push_back(p.frag_ratio_pct);
+  }
+  void write(py::dict& d) const {
+    d["arrived_pct"] = arrived;
+    d["unallocated_pct"] = unalloc;
+    d["frag_pct"] = frag;
+    d["frag_ratio_pct"] = ratio;
+  }
+};
+
+/// One run as plain Python data: policy, seed, pods, failed, wall_s and its curve as columns.
+py::dict run_to_py(const FgdRun& run) {
+  CurveColumns cols;
+  for (const auto& p : run.curve) cols.add(p);
+  py::dict curve;
+  cols.write(curve);
+  py::dict d = run_row(run);
   d["curve"] = curve;
   return d;
 }
@@ -97,8 +112,7 @@ py::dict result_to_py(std::span<const FgdExperimentResult> rs, double wall_s, un
   py::dict curve;
   std::vector<std::string> policy, workload;
   std::vector<std::uint64_t> seed;
-  std::vector<std::int32_t> arrived;
-  std::vector<double> unalloc, frag, ratio;
+  CurveColumns cols;
   py::list runs, summary;
   std::vector<std::string> names, sources;
   std::vector<std::int64_t> trace_pods;
@@ -110,18 +124,10 @@ py::dict result_to_py(std::span<const FgdExperimentResult> rs, double wall_s, un
       for (const auto& p : run.curve) {
         policy.push_back(run.policy);
         seed.push_back(run.seed);
-        arrived.push_back(p.arrived_pct);
-        unalloc.push_back(p.unallocated_pct);
-        frag.push_back(p.frag_pct);
-        ratio.push_back(p.frag_ratio_pct);
+        cols.add(p);
         workload.push_back(r.workload_name);
       }
-      py::dict d;
-      d["policy"] = run.policy;
-      d["seed"] = run.seed;
-      d["pods"] = run.pods;
-      d["failed"] = run.failed;
-      d["wall_s"] = run.wall_s;
+      py::dict d = run_row(run);
       d["workload"] = r.workload_name;
       runs.append(d);
     }
@@ -141,10 +147,7 @@ py::dict result_to_py(std::span<const FgdExperimentResult> rs, double wall_s, un
   }
   curve["policy"] = policy;
   curve["seed"] = seed;
-  curve["arrived_pct"] = arrived;
-  curve["unallocated_pct"] = unalloc;
-  curve["frag_pct"] = frag;
-  curve["frag_ratio_pct"] = ratio;
+  cols.write(curve);
   curve["workload"] = workload;
   const auto& first = rs.front();
   py::dict result;

@@ -217,7 +217,9 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
     workload = apply_transforms(std::move(workload), sc.transforms, cluster.totals().gpu_milli, seed, sc.source);
   }
   // The engine replays jobs in submit order (importers may keep a trace's file order).
-  std::stable_sort(workload.begin(), workload.end(), [](const JobSpec& a, const JobSpec& b) { return a.submit < b.submit; });
+  // (Checked first: a sorted million-job workload spent 4% of the run moving JobSpecs.)
+  const auto by_submit = [](const JobSpec& a, const JobSpec& b) { return a.submit < b.submit; };
+  if (!std::is_sorted(workload.begin(), workload.end(), by_submit)) std::stable_sort(workload.begin(), workload.end(), by_submit);
   traces::check_placeable(workload, cluster, workload_source);
   check_gangs(workload, cluster, workload_source);
   sim::EngineConfig engine_config = sc.engine;

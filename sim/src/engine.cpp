@@ -182,7 +182,7 @@ void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
     auto& list = on_node_[p.node.value];
     if (list.empty() || list.back() != j) list.push_back(j);
   }
-  if (const SimTime est = spec.estimate(); !config_.fill_mode && !est.is_forever()) {
+  if (const SimTime est = spec.estimate(); tracks_ends() && !est.is_forever()) {
     // Kept sorted by estimated end: reserve() reads the jobs in that order without sorting them.
     const std::pair<SimTime, JobId> key{rt.start + est, j};
     running_list_.insert(std::lower_bound(running_list_.begin(), running_list_.end(), key,
@@ -219,7 +219,7 @@ void Engine::stop_job(JobId j, bool release) {
     auto& list = on_node_[p.node.value];
     if (auto it = std::find(list.begin(), list.end(), j); it != list.end()) list.erase(it);
   }
-  if (const SimTime est = workload_[j.value].estimate(); !config_.fill_mode && !est.is_forever()) {
+  if (const SimTime est = workload_[j.value].estimate(); tracks_ends() && !est.is_forever()) {
     const std::pair<SimTime, JobId> key{rt.start + est, j};
     const auto it = std::lower_bound(running_list_.begin(), running_list_.end(), key,
                                      [this](JobId a, const auto& k) { return ends_before(a, k); });
@@ -454,6 +454,7 @@ void Engine::push_node_event(SimTime t, NodeId n, bool up) {
 }
 
 SimTime Engine::reserve(JobId head) {
+  GPUSCHED_ASSERT(config_.queue_policy == QueuePolicy::kEasyBackfill, "reserve() outside EASY backfill: running_list_ is not kept");
   // Running jobs by estimated end (start + declared walltime, else duration); a job past its
   // estimate is taken to end now. Jobs that never end are never released.
   // running_list_ holds exactly those jobs, sorted by (start + estimate, job): the jobs past

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Dict
 
@@ -12,6 +15,19 @@ import gpusched
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
+# Real traces: ../shared/traces beside the repository, or $GPUSCHED_TRACES_DIR.
+TRACES = Path(os.environ.get("GPUSCHED_TRACES_DIR", REPO.parent / "shared" / "traces"))
+OPENB = TRACES / "alibaba-gpu-v2023-openb"
+needs_openb = pytest.mark.skipif(
+    not (OPENB / "openb_pod_list_default.csv").exists(),
+    reason=f"the Alibaba openb trace is not in {OPENB} (set GPUSCHED_TRACES_DIR)",
+)
+
+
+def cli(*args, cwd=None, timeout=300):
+    """`python -m gpusched ARGS...` as a subprocess (text output captured)."""
+    return subprocess.run([sys.executable, "-m", "gpusched", *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 @pytest.fixture(scope="session")

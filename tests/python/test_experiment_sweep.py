@@ -8,10 +8,6 @@ are skipped with the reason otherwise. Runs stop at 15% arrived demand to stay s
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -19,19 +15,8 @@ import pytest
 import gpusched
 from gpusched import _core, experiments
 
-REPO = Path(__file__).resolve().parents[2]
-TRACES = Path(os.environ.get("GPUSCHED_TRACES_DIR", REPO.parent / "shared" / "traces"))
-OPENB = TRACES / "alibaba-gpu-v2023-openb"
-needs_openb = pytest.mark.skipif(
-    not (OPENB / "openb_pod_list_default.csv").exists(),
-    reason=f"the Alibaba openb trace is not in {OPENB} (set GPUSCHED_TRACES_DIR)",
-)
+from conftest import OPENB, TRACES, cli as _cli, needs_openb
 FILES = ("curve.csv", "summary.csv", "runs.csv", "report.md", "meta.json")
-
-
-def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "gpusched", *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
 
 
 def test_all_names_the_24_openb_variants_and_lists_parse_in_order():

@@ -6,10 +6,6 @@ are skipped with the reason otherwise."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -17,19 +13,9 @@ import pytest
 import gpusched
 from gpusched import experiments
 
-REPO = Path(__file__).resolve().parents[2]
-TRACES = Path(os.environ.get("GPUSCHED_TRACES_DIR", REPO.parent / "shared" / "traces"))
-OPENB = TRACES / "alibaba-gpu-v2023-openb"
-needs_openb = pytest.mark.skipif(
-    not (OPENB / "openb_pod_list_default.csv").exists(),
-    reason=f"the Alibaba openb trace is not in {OPENB} (set GPUSCHED_TRACES_DIR)",
-)
+from conftest import TRACES, cli as _cli, needs_openb
 
 POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
-
-
-def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "gpusched", *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
 @needs_openb

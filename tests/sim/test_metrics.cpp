@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
 #include <vector>
 
 #include <gpusched/policies/framework/registry.hpp>
@@ -138,7 +142,37 @@ TEST_CASE("fixed prints the same bytes for equal values, negative zero included"
   CHECK(fixed(-0.0, 3) == "0.000");
   CHECK(fixed(-0.0001, 2) == "0.00");
   CHECK(fixed(-1.25, 1) == "-1.2");
+  CHECK(fixed(1e300, 1).size() == 303);   // longer than the fast path's buffer: the printf fallback
   CHECK(csv_field("plain") == "plain");
   CHECK(csv_field("a,b") == "\"a,b\"");
   CHECK(csv_field("say \"hi\"") == "\"say \"\"hi\"\"\"");
+}
+
+TEST_CASE("fixed prints exactly what printf(\"%.*f\") prints", "[sim][outputs][property]") {
+  // fixed() uses std::to_chars; every output file relies on it printing printf's bytes (golden
+  // outputs were written with printf). Random doubles across magnitudes, exact binary ties
+  // (x.125, x.5: round-half-even in both), integers, tiny and negative values, 0-6 decimals.
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::uniform_int_distribution<int> exp10(-8, 12);
+  std::vector<double> values = {0.0, 0.5, 1.5, 2.5, 0.125, 0.375, 2.675, 1e-7, 123456789.125, 1e10, 0.045, 1.005};
+  for (int i = 0; i < 200'000; ++i) values.push_back(unit(rng) * std::pow(10.0, exp10(rng)));
+  for (int i = 0; i < 20'000; ++i) values.push_back(static_cast<double>(static_cast<std::int64_t>(unit(rng) * 1e6)) / 1024.0);
+  int compared = 0;
+  for (const double x : values) {
+    for (const double v : {x, -x}) {
+      for (int d = 0; d <= 6; ++d) {
+        char buf[400];
+        std::snprintf(buf, sizeof buf, "%.*f", d, v);
+        std::string want(buf);
+        if (want.find_first_not_of("-0.") == std::string::npos && want[0] == '-') want.erase(0, 1);
+        if (fixed(v, d) != want) {
+          INFO("value " << v << " decimals " << d);
+          REQUIRE(fixed(v, d) == want);
+        }
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared == static_cast<int>(values.size()) * 14);
 }

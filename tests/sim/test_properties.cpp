@@ -388,20 +388,37 @@ TEST_CASE("Every profile is deterministic for a seed", "[sim][property]") {
   }
 }
 
+namespace {
+
+/// One engine run with an event log: the log lines, jobs.csv, the engine's schedule attempts and
+/// the node index counters. `index` = false is the plain scan of every node.
+struct LoggedRun {
+  std::vector<std::string> events;
+  std::string jobs_csv;
+  std::uint64_t attempts = 0;
+  policies::Scheduler::IndexStats stats;
+};
+
+LoggedRun logged_run(const std::vector<NodeSpec>& nodes, const ResourceTable& res, const Workload& jobs,
+                     const std::string& profile, std::uint64_t seed, EngineConfig cfg, bool index = true) {
+  auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
+  policies::Scheduler sched(policies::builtin_profile(profile), policies::Registry::with_builtins(), seed);
+  sched.set_node_index(index);
+  EventLog log;
+  Engine engine(cluster, jobs, sched, std::move(cfg));
+  engine.add_observer(&log);
+  engine.run();
+  std::ostringstream csv;
+  write_jobs_csv(csv, job_rows(engine));
+  return LoggedRun{log.lines(), csv.str(), engine.schedule_attempts(), sched.index_stats()};
+}
+
+}  // namespace
+
 TEST_CASE("Retrying waiting jobs only on nodes that gained capacity decides exactly like retrying everywhere",
           "[sim][property]") {
   // The engine's two shortcuts (narrowed retries, skipping equivalent jobs) must not change a
   // single decision: compare full event logs against a run with both turned off.
-  auto log_of = [](const std::vector<NodeSpec>& nodes, const ResourceTable& res, const Workload& jobs,
-                   const std::string& profile, std::uint64_t seed, EngineConfig cfg) {
-    auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
-    policies::Scheduler sched(policies::builtin_profile(profile), policies::Registry::with_builtins(), seed);
-    EventLog log;
-    Engine engine(cluster, jobs, sched, std::move(cfg));
-    engine.add_observer(&log);
-    engine.run();
-    return std::pair{log.lines(), engine.schedule_attempts()};
-  };
   std::uint64_t fast_attempts = 0, slow_attempts = 0;
   for (std::uint64_t seed = 300; seed < 312; ++seed) {
     Rng rng = RngStreams(seed).stream("test.cluster");
@@ -417,15 +434,17 @@ TEST_CASE("Retrying waiting jobs only on nodes that gained capacity decides exac
     slow.skip_equivalent = false;
     for (const auto& profile : policies::builtin_profile_names()) {
       INFO("seed " << seed << ", profile " << profile);
-      const auto [a, na] = log_of(nodes, res, jobs, profile, seed, fast);
-      const auto [b, nb] = log_of(nodes, res, jobs, profile, seed, slow);
+      const auto fast_run = logged_run(nodes, res, jobs, profile, seed, fast);
+      const auto slow_run = logged_run(nodes, res, jobs, profile, seed, slow);
+      const auto& a = fast_run.events;
+      const auto& b = slow_run.events;
       REQUIRE(a.size() == b.size());
       for (std::size_t i = 0; i < a.size(); ++i) {
         INFO("event " << i);
         REQUIRE(a[i] == b[i]);
       }
-      fast_attempts += na;
-      slow_attempts += nb;
+      fast_attempts += fast_run.attempts;
+      slow_attempts += slow_run.attempts;
     }
   }
   CHECK(fast_attempts < slow_attempts);   // the shortcuts did skip work
@@ -441,24 +460,6 @@ TEST_CASE("The node index decides exactly like scanning every node, for every pr
   // strict FIFO and EASY backfill under profiles that do not ask for them. MIG, vGPU,
   // time-slicing, taints, node affinity and quotas: tests/sim/test_node_index.cpp and
   // tests/python/test_exact_scan.py.
-  struct Run {
-    std::vector<std::string> events;
-    std::string jobs_csv;
-    policies::Scheduler::IndexStats stats;
-  };
-  auto run_with = [](const std::vector<NodeSpec>& nodes, const ResourceTable& res, const Workload& jobs,
-                     const std::string& profile, std::uint64_t seed, EngineConfig cfg, bool index) {
-    auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
-    policies::Scheduler sched(policies::builtin_profile(profile), policies::Registry::with_builtins(), seed);
-    sched.set_node_index(index);
-    EventLog log;
-    Engine engine(cluster, jobs, sched, std::move(cfg));
-    engine.add_observer(&log);
-    engine.run();
-    std::ostringstream csv;
-    write_jobs_csv(csv, job_rows(engine));
-    return Run{log.lines(), csv.str(), sched.index_stats()};
-  };
   auto queueing_of = [](const std::string& profile) {
     const auto q = policies::builtin_profile(profile).queueing;
     return q == "strict-fifo" ? QueuePolicy::kStrictFifo : q == "easy-backfill" ? QueuePolicy::kEasyBackfill : QueuePolicy::kGreedy;
@@ -487,8 +488,8 @@ TEST_CASE("The node index decides exactly like scanning every node, for every pr
                    << " nodes");
       EngineConfig cfg = base;
       cfg.queue_policy = queueing;
-      const auto indexed = run_with(nodes, res, jobs, profile, seed, cfg, true);
-      const auto scanned = run_with(nodes, res, jobs, profile, seed, cfg, false);
+      const auto indexed = logged_run(nodes, res, jobs, profile, seed, cfg, true);
+      const auto scanned = logged_run(nodes, res, jobs, profile, seed, cfg, false);
       CHECK(scanned.stats.decisions == 0);   // off means off: the plain scan answered everything
       const auto n = std::min(indexed.events.size(), scanned.events.size());
       for (std::size_t i = 0; i < n; ++i) {

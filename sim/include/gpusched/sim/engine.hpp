@@ -267,8 +267,13 @@ class Engine final : public JobsView {
   JobId backfill_reason_job_{};           // the reserved job backfill_reason_ names
   std::uint32_t backfill_reason_ = 0;     // interned "backfill: would delay ..." (0: none yet)
   SimTime reserved_at_ = SimTime::forever();
-  /// Running jobs with a finite estimate (none in fill mode), sorted by (estimated_end, job).
+  /// Running jobs with a finite estimate, sorted by (estimated_end, job); kept only where
+  /// reserve() reads it (EASY backfill, not in fill mode): each start and stop moves O(running)
+  /// entries, 10% of a 10,000-node greedy replay when it was kept for every queueing mode.
   std::vector<JobId> running_list_;
+  [[nodiscard]] bool tracks_ends() const {
+    return !config_.fill_mode && config_.queue_policy == QueuePolicy::kEasyBackfill;
+  }
   /// start + declared walltime (else duration): fixed while the job runs.
   SimTime estimated_end(JobId j) const { return jobs_[j.value].start + workload_[j.value].estimate(); }
   /// Orders running_list_ (a lower_bound comparator).
