@@ -9,9 +9,11 @@
 namespace gpusched {
 
 ClusterState::ClusterState(GpuCatalog catalog, ResourceTable resources, std::vector<NodeSpec> nodes)
-    : catalog_(std::move(catalog)), resources_(std::move(resources)), specs_(std::move(nodes)) {
+    : catalog_(std::make_shared<const GpuCatalog>(std::move(catalog))),
+      resources_(std::make_shared<const ResourceTable>(std::move(resources))),
+      specs_(std::move(nodes)) {
   nodes_.reserve(specs_.size());
-  const std::size_t nres = resources_.size();
+  const std::size_t nres = resources_->size();
   extended_free_.assign(specs_.size() * nres, 0);
   for (std::size_t i = 0; i < specs_.size(); ++i) {
     const auto& spec = specs_[i];
@@ -22,9 +24,9 @@ ClusterState::ClusterState(GpuCatalog catalog, ResourceTable resources, std::vec
     s.gpu_count = static_cast<std::uint16_t>(spec.gpus.size());
     s.model = spec.gpus.empty() ? GpuModelId{} : spec.gpus.front().model;
     for (const auto& g : spec.gpus) {
-      GPUSCHED_ASSERT(g.model.valid() && g.model.value < catalog_.size(), "GPU model id out of catalog");
+      GPUSCHED_ASSERT(g.model.valid() && g.model.value < catalog_->size(), "GPU model id out of catalog");
       GpuState gs;
-      gs.memory_mib = catalog_[g.model].memory_mib;
+      gs.memory_mib = (*catalog_)[g.model].memory_mib;
       gs.memory_free_mib = gs.memory_mib;
       gs.model = g.model;
       gs.socket = g.socket;
@@ -33,8 +35,8 @@ ClusterState::ClusterState(GpuCatalog catalog, ResourceTable resources, std::vec
       gs.vgpu_profile = g.vgpu_profile;
       gs.vgpu_fixed = g.vgpu_profile >= 0;
       if (g.partition == GpuPartition::kMig) {
-        GPUSCHED_ASSERT(catalog_[g.model].mig.has_value(), "MIG partition on a model without MIG");
-        const auto& geo = *catalog_[g.model].mig;
+        GPUSCHED_ASSERT((*catalog_)[g.model].mig.has_value(), "MIG partition on a model without MIG");
+        const auto& geo = *(*catalog_)[g.model].mig;
         MigGpuState m;
         for (const auto& inst : g.mig) {
           GPUSCHED_ASSERT(m.layout.can_place(geo, inst.profile, inst.start), "static MIG layout is not legal (validate it first)");
@@ -112,7 +114,7 @@ void ClusterState::refresh_gpu_aggregates(NodeState& s, const NodeSpec& spec) {
 }
 
 std::int64_t ClusterState::extended_free(NodeId n, ResourceId r) const {
-  return extended_free_[n.value * resources_.size() + r.value];
+  return extended_free_[n.value * resources_->size() + r.value];
 }
 
 std::optional<NodeId> ClusterState::find_node(std::string_view name) const {
@@ -171,7 +173,7 @@ bool ClusterState::fits_empty(NodeId n, const TaskRequest& r) const {
   std::int32_t usable = 0;
   for (const auto& g : spec.gpus) {
     if (!r.model_allowed(g.model)) continue;
-    const auto& model = catalog_[g.model];
+    const auto& model = (*catalog_)[g.model];
     switch (r.gpu.mode) {
       case GpuMode::kNone: break;
       case GpuMode::kWhole:
@@ -253,7 +255,7 @@ int ClusterState::gpu_units(NodeId node, const GpuState& g, const TaskRequest& r
       if (g.partition != GpuPartition::kVgpu) return 0;
       const int p = r.gpu.profile_index(g.model);
       if (p < 0 || (g.vgpu_profile >= 0 && g.vgpu_profile != p)) return 0;
-      return g.tasks < catalog_[g.model].vgpu[static_cast<std::size_t>(p)].max_per_gpu ? 1 : 0;
+      return g.tasks < (*catalog_)[g.model].vgpu[static_cast<std::size_t>(p)].max_per_gpu ? 1 : 0;
     }
     case GpuMode::kPassthrough: return g.partition == GpuPartition::kPassthrough && g.fully_free() ? 1 : 0;
   }
@@ -271,7 +273,7 @@ GpuGrant ClusterState::unit_grant(NodeId node, std::uint16_t index, const TaskRe
       break;
     case GpuMode::kVgpu: {
       const auto p = r.gpu.profile_index(g.model);
-      const auto& v = catalog_[g.model].vgpu[static_cast<std::size_t>(p)];
+      const auto& v = (*catalog_)[g.model].vgpu[static_cast<std::size_t>(p)];
       out.milli = kMilliPerGpu / v.max_per_gpu;
       out.memory_mib = v.framebuffer_mib;
       out.vgpu_profile = static_cast<std::int16_t>(p);
@@ -511,8 +513,8 @@ FitResult ClusterState::fit_check(NodeId n, const TaskRequest& r) const {
         // Idle GIs hold no compute share, so a GI of the profile (idle or new) needs that much
         // free compute on one GPU: most nodes are rejected here without looking at layouts.
         const int p = r.gpu.profile_index(s.model);
-        if (p < 0 || !catalog_[s.model].mig) return FitResult::kMig;
-        const auto& geo = *catalog_[s.model].mig;
+        if (p < 0 || !(*catalog_)[s.model].mig) return FitResult::kMig;
+        const auto& geo = *(*catalog_)[s.model].mig;
         if (kMilliPerGpu * geo.profiles[static_cast<std::size_t>(p)].compute_slices / geo.compute_slices > s.gpu_milli_free_max) {
           return FitResult::kMig;
         }
@@ -547,7 +549,7 @@ void ClusterState::take_gpu(NodeState& s, const GpuGrant& grant) {
       GPUSCHED_ASSERT(grant.vgpu_profile >= 0 && (g.vgpu_profile < 0 || g.vgpu_profile == grant.vgpu_profile),
                       "vGPU profiles mixed on one GPU");
       g.vgpu_profile = grant.vgpu_profile;
-      GPUSCHED_ASSERT(g.tasks <= catalog_[g.model].vgpu[static_cast<std::size_t>(grant.vgpu_profile)].max_per_gpu, "too many vGPUs on one GPU");
+      GPUSCHED_ASSERT(g.tasks <= (*catalog_)[g.model].vgpu[static_cast<std::size_t>(grant.vgpu_profile)].max_per_gpu, "too many vGPUs on one GPU");
       break;
     }
     case GpuPartition::kMig: {
@@ -624,7 +626,7 @@ void ClusterState::allocate(const TaskRequest& r, const TaskPlacement& p) {
   s.cpu_free_milli -= r.cpu_milli;
   s.memory_free_mib -= r.memory_mib;
   GPUSCHED_ASSERT(s.cpu_free_milli >= 0 && s.memory_free_mib >= 0, "CPU or memory over-committed");
-  const std::size_t nres = resources_.size();
+  const std::size_t nres = resources_->size();
   for (const auto& [id, amount] : r.extended) {
     auto& f = extended_free_[p.node.value * nres + id.value];
     f -= amount;
@@ -660,7 +662,7 @@ void ClusterState::release(const TaskRequest& r, const TaskPlacement& p) {
   s.memory_free_mib += r.memory_mib;
   GPUSCHED_ASSERT(s.cpu_free_milli <= spec.cpu_milli && s.memory_free_mib <= spec.memory_mib,
                   "released more CPU or memory than was taken");
-  const std::size_t nres = resources_.size();
+  const std::size_t nres = resources_->size();
   for (const auto& [id, amount] : r.extended) extended_free_[p.node.value * nres + id.value] += amount;
   s.tpu_chips_free += p.tpu_chips;
   GPUSCHED_ASSERT(s.tpu_chips_free <= spec.tpu.chips, "released TPU chips twice");
@@ -706,7 +708,7 @@ void ClusterState::set_schedulable(NodeId n, bool schedulable) {
 }
 
 void ClusterState::add_taint(NodeId n, const Taint& t) {
-  auto& taints = specs_[n.value].taints;
+  auto& taints = specs_.mutate(n.value).taints;
   auto it = std::find_if(taints.begin(), taints.end(), [&](const Taint& x) { return x.key == t.key && x.effect == t.effect; });
   if (it != taints.end()) *it = t;
   else taints.push_back(t);
@@ -714,7 +716,7 @@ void ClusterState::add_taint(NodeId n, const Taint& t) {
 }
 
 int ClusterState::remove_taint(NodeId n, const std::string& key, std::optional<TaintEffect> effect) {
-  auto& taints = specs_[n.value].taints;
+  auto& taints = specs_.mutate(n.value).taints;
   const auto before = taints.size();
   std::erase_if(taints, [&](const Taint& x) { return x.key == key && (!effect || x.effect == *effect); });
   const auto removed = static_cast<int>(before - taints.size());

@@ -112,8 +112,11 @@ class NodeIndex {
     ++clock_;
     Class* c = nullptr;
     auto& same_hash = by_hash_[h];
+    // A class is kept per cluster object: EASY backfill asks the same request class of the real
+    // cluster and of its scratch copy (the reservation what-if) in turn, and one class per
+    // request rebuilt itself (a full pass over every node) at every switch.
     for (const std::uint32_t k : same_hash) {
-      if (same_class(classes_[k].key, job)) {
+      if (classes_[k].instance == cluster.instance() && same_class(classes_[k].key, job)) {
         c = &classes_[k];
         break;
       }

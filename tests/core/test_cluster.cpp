@@ -171,3 +171,34 @@ TEST_CASE("Marking a node unschedulable bumps its generation once", "[core][clus
   CHECK(c.node(NodeId{1}).schedulable);
   CHECK(c.generation() == g + 2);
 }
+
+TEST_CASE("Copies of a cluster share node specs until one of them changes a taint", "[core][cluster]") {
+  // ClusterState keeps its node specs copy-on-write (SharedNodeSpecs): a what-if or backfill copy
+  // must see the specs of the moment it was made, and a taint added on either side must not show
+  // on the other.
+  auto a = two_nodes();
+  const ClusterState b = a;
+  CHECK(&a.spec(NodeId{0}) == &b.spec(NodeId{0}));   // shared, not copied
+  CHECK(&a.catalog() == &b.catalog());
+  a.add_taint(NodeId{0}, Taint{"maintenance", "true", TaintEffect::kNoSchedule});
+  CHECK(&a.spec(NodeId{0}) != &b.spec(NodeId{0}));   // a took its own copy before changing it
+  REQUIRE(a.spec(NodeId{0}).taints.size() == 1);
+  CHECK(b.spec(NodeId{0}).taints.empty());
+  CHECK(a.spec(NodeId{1}).name == b.spec(NodeId{1}).name);
+
+  ClusterState c = b;
+  c.add_taint(NodeId{1}, Taint{"dedicated", "ml", TaintEffect::kNoExecute});
+  CHECK(b.spec(NodeId{1}).taints.empty());
+  CHECK(c.spec(NodeId{1}).taints.size() == 1);
+  CHECK(c.remove_taint(NodeId{1}, "dedicated") == 1);
+  CHECK(c.spec(NodeId{1}).taints.empty());
+  // Assigning shares again: the copy sees the source's taints.
+  c = a;
+  CHECK(c.spec(NodeId{0}).taints.size() == 1);
+  CHECK(&c.spec(NodeId{0}) == &a.spec(NodeId{0}));
+  // A cluster that is not shared changes its specs in place.
+  ClusterState d = two_nodes();
+  const NodeSpec* before = &d.spec(NodeId{0});
+  d.add_taint(NodeId{0}, Taint{"x", "", TaintEffect::kNoSchedule});
+  CHECK(&d.spec(NodeId{0}) == before);
+}

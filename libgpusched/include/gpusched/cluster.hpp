@@ -134,6 +134,26 @@ enum class FitResult : std::uint8_t {
   kFits, kUnschedulable, kCpu, kMemory, kExtended, kGpuModel, kGpuCount, kGpuShare, kMig, kVgpu, kPassthrough, kTpu
 };
 
+/// Node specs shared by a cluster and its copies (what-if and backfill scratch clusters) until
+/// one of them changes a spec (copy on write): copying a cluster copies no names, labels or
+/// taints. EASY backfill copies the cluster for every reservation; copying the specs was a third
+/// of a slurm-backfill replay.
+class SharedNodeSpecs {
+ public:
+  SharedNodeSpecs() : p_(std::make_shared<std::vector<NodeSpec>>()) {}
+  explicit SharedNodeSpecs(std::vector<NodeSpec> v) : p_(std::make_shared<std::vector<NodeSpec>>(std::move(v))) {}
+  [[nodiscard]] const NodeSpec& operator[](std::size_t i) const { return (*p_)[i]; }
+  [[nodiscard]] std::size_t size() const { return p_->size(); }
+  /// Node i's spec, to change it: this cluster's own copy of the specs first if they are shared.
+  NodeSpec& mutate(std::size_t i) {
+    if (p_.use_count() > 1) p_ = std::make_shared<std::vector<NodeSpec>>(*p_);
+    return (*p_)[i];
+  }
+
+ private:
+  std::shared_ptr<std::vector<NodeSpec>> p_;
+};
+
 /// The cluster: node specs, runtime state, totals. Not thread-safe; copyable (what-if copies).
 class ClusterState {
  public:
@@ -150,8 +170,8 @@ class ClusterState {
   [[nodiscard]] std::span<const GpuState> all_gpus() const { return gpus_; }
   [[nodiscard]] std::int64_t extended_free(NodeId n, ResourceId r) const;
   [[nodiscard]] std::optional<NodeId> find_node(std::string_view name) const;
-  [[nodiscard]] const GpuCatalog& catalog() const { return catalog_; }
-  [[nodiscard]] const ResourceTable& resources() const { return resources_; }
+  [[nodiscard]] const GpuCatalog& catalog() const { return *catalog_; }
+  [[nodiscard]] const ResourceTable& resources() const { return *resources_; }
 
   /// Could `r` ever fit on node `n` if the node were empty? (validation of inputs)
   [[nodiscard]] bool fits_empty(NodeId n, const TaskRequest& r) const;
@@ -204,7 +224,7 @@ class ClusterState {
   bool pick_units(NodeId node, const TaskRequest& r, std::span<const std::uint16_t> order, MigStartChooser choose,
                   std::vector<GpuGrant>& out) const;
   [[nodiscard]] const MigGpuState& mig_state(const GpuState& g) const { return migs_[static_cast<std::size_t>(g.mig)]; }
-  [[nodiscard]] const MigGeometry& mig_geometry(const GpuState& g) const { return *catalog_[g.model].mig; }
+  [[nodiscard]] const MigGeometry& mig_geometry(const GpuState& g) const { return *(*catalog_)[g.model].mig; }
   /// Free CPU / memory on a NUMA node for pinned tasks (capacity minus pinned tasks; the node's
   /// total free bounds it as well).
   [[nodiscard]] std::int64_t numa_cpu_free(NodeId n, int socket) const;
@@ -274,9 +294,11 @@ class ClusterState {
   void give_gpu(NodeState& s, const GpuGrant& grant, bool undo);
   void apply_numa(NodeId n, const TaskPlacement& p, int sign);
 
-  GpuCatalog catalog_;
-  ResourceTable resources_;
-  std::vector<NodeSpec> specs_;
+  // Never changed after construction: shared by copies (a what-if or backfill copy copies no
+  // model names, MIG tables or resource names).
+  std::shared_ptr<const GpuCatalog> catalog_;
+  std::shared_ptr<const ResourceTable> resources_;
+  SharedNodeSpecs specs_;
   std::vector<NodeState> nodes_;
   std::vector<GpuState> gpus_;
   std::vector<MigGpuState> migs_;
