@@ -8,6 +8,20 @@
 
 namespace gpusched {
 
+namespace {
+bool is_replicated(GpuPartition p) { return p == GpuPartition::kTimeSlicing || p == GpuPartition::kMps; }
+/// Free replicas of a time-slicing / MPS GPU as nvidia.com/gpu units (all of them as the device
+/// plugin advertises them, or at most one per GPU in the earlier model).
+int replica_units(const GpuState& g, ReplicaAllocation a) {
+  const int free = std::max(0, int{g.replicas} - int{g.tasks});
+  return a == ReplicaAllocation::kDevicePlugin ? free : std::min(free, 1);
+}
+}  // namespace
+
+std::string_view to_string(ReplicaAllocation a) {
+  return a == ReplicaAllocation::kDevicePlugin ? "device-plugin" : "one-per-gpu";
+}
+
 ClusterState::ClusterState(GpuCatalog catalog, ResourceTable resources, std::vector<NodeSpec> nodes)
     : catalog_(std::make_shared<const GpuCatalog>(std::move(catalog))),
       resources_(std::make_shared<const ResourceTable>(std::move(resources))),
@@ -85,18 +99,19 @@ ClusterState::ClusterState(GpuCatalog catalog, ResourceTable resources, std::vec
 
 void ClusterState::refresh_gpu_aggregates(NodeState& s, const NodeSpec& spec) {
   const bool single = spec.mig_strategy == MigStrategy::kSingle;
-  std::uint16_t free_whole = 0, units = 0;
+  std::uint16_t free_whole = 0;
+  std::int32_t units = 0;
   std::int32_t milli_sum = 0, milli_max = 0;
   std::int64_t mem_max = 0, mem_sum = 0;
   for (std::uint32_t i = s.gpu_begin; i < s.gpu_begin + s.gpu_count; ++i) {
     const auto& g = gpus_[i];
     free_whole = static_cast<std::uint16_t>(free_whole + (g.fully_free() ? 1 : 0));
     switch (g.partition) {
-      case GpuPartition::kWhole: units = static_cast<std::uint16_t>(units + (g.fully_free() ? 1 : 0)); break;
+      case GpuPartition::kWhole: units += g.fully_free() ? 1 : 0; break;
       case GpuPartition::kTimeSlicing:
-      case GpuPartition::kMps: units = static_cast<std::uint16_t>(units + (g.tasks < g.replicas ? 1 : 0)); break;
+      case GpuPartition::kMps: units += replica_units(g, options_.replica_allocation); break;
       case GpuPartition::kMig:
-        if (single) units = static_cast<std::uint16_t>(units + migs_[static_cast<std::size_t>(g.mig)].free_count());
+        if (single) units += migs_[static_cast<std::size_t>(g.mig)].free_count();
         break;
       default: break;
     }
@@ -106,7 +121,7 @@ void ClusterState::refresh_gpu_aggregates(NodeState& s, const NodeSpec& spec) {
     mem_sum += g.memory_free_mib;
   }
   s.gpu_memory_free = mem_sum;
-  s.whole_units_free = units;
+  s.whole_units_free = static_cast<std::uint16_t>(std::min<std::int32_t>(units, 0xFFFF));   // saturates
   s.gpus_fully_free = free_whole;
   s.gpu_milli_free = milli_sum;
   s.gpu_milli_free_max = milli_max;
@@ -177,12 +192,29 @@ bool ClusterState::fits_empty(NodeId n, const TaskRequest& r) const {
     switch (r.gpu.mode) {
       case GpuMode::kNone: break;
       case GpuMode::kWhole:
-        if (g.partition == GpuPartition::kWhole || g.partition == GpuPartition::kTimeSlicing || g.partition == GpuPartition::kMps) ++usable;
-        else if (g.partition == GpuPartition::kMig && spec.mig_strategy == MigStrategy::kSingle) usable += static_cast<std::int32_t>(g.mig.size());
+        if (is_replicated(g.partition)) {
+          // failRequestsGreaterThanOne is not checked here: kube-scheduler places such a pod and
+          // the plugin's Allocate refuses it, so it stays pending with that reason (fit_check's
+          // kReplicaRequestTooLarge) rather than stopping the run as an impossible input.
+          if (spec.sharing.rename_by_default != r.gpu.shared_name) break;
+          usable += options_.replica_allocation == ReplicaAllocation::kDevicePlugin ? std::max<std::int32_t>(1, g.replicas) : 1;
+        } else if (r.gpu.shared_name) {
+          break;   // nvidia.com/gpu.shared is only advertised for replicas
+        } else if (g.partition == GpuPartition::kWhole) {
+          ++usable;
+        } else if (g.partition == GpuPartition::kMig && spec.mig_strategy == MigStrategy::kSingle) {
+          usable += static_cast<std::int32_t>(g.mig.size());
+        }
         break;
       case GpuMode::kShared:
         if (g.partition == GpuPartition::kWhole &&
             (r.gpu.memory_mib == kAllGpuMemory || model.memory_mib >= r.gpu.memory_mib)) ++usable;
+        if (g.partition == GpuPartition::kMps) {
+          GpuState empty;
+          empty.memory_mib = model.memory_mib;
+          empty.replicas = std::max<std::uint16_t>(1, g.replicas);
+          if (mps_share_within_limits(empty, r.gpu)) ++usable;
+        }
         break;
       case GpuMode::kMig: {
         // The single strategy advertises GIs only as nvidia.com/gpu, never as nvidia.com/mig-<profile>.
@@ -212,10 +244,11 @@ int ClusterState::gpu_units(NodeId node, const GpuState& g, const TaskRequest& r
     case GpuMode::kNone: return 0;
     case GpuMode::kWhole:
       switch (g.partition) {
-        case GpuPartition::kWhole: return g.fully_free() ? 1 : 0;
+        case GpuPartition::kWhole: return g.fully_free() && !r.gpu.shared_name ? 1 : 0;
         case GpuPartition::kTimeSlicing:
-        case GpuPartition::kMps: return g.tasks < g.replicas ? 1 : 0;
-        case GpuPartition::kMig: return specs_[node.value].mig_strategy == MigStrategy::kSingle ? mig_state(g).free_count() : 0;
+        case GpuPartition::kMps: return free_replicas(node, g, r);
+        case GpuPartition::kMig:
+          return specs_[node.value].mig_strategy == MigStrategy::kSingle && !r.gpu.shared_name ? mig_state(g).free_count() : 0;
         default: return 0;
       }
     case GpuMode::kShared: return gpu_fits_shared(g, r.gpu) ? 1 : 0;
@@ -268,6 +301,11 @@ GpuGrant ClusterState::unit_grant(NodeId node, std::uint16_t index, const TaskRe
   GpuGrant out{index, kMilliPerGpu, g.memory_mib};
   switch (r.gpu.mode) {
     case GpuMode::kShared:
+      if (g.partition == GpuPartition::kMps) {   // one MPS client: its limits are what it holds
+        out.milli = mps_client_milli(g);
+        out.memory_mib = mps_client_memory_mib(g);
+        break;
+      }
       out.milli = r.gpu.milli;
       out.memory_mib = r.gpu.memory_mib == kAllGpuMemory ? g.memory_mib : r.gpu.memory_mib;
       break;
@@ -275,7 +313,9 @@ GpuGrant ClusterState::unit_grant(NodeId node, std::uint16_t index, const TaskRe
       const auto p = r.gpu.profile_index(g.model);
       const auto& v = (*catalog_)[g.model].vgpu[static_cast<std::size_t>(p)];
       out.milli = kMilliPerGpu / v.max_per_gpu;
-      out.memory_mib = v.framebuffer_mib;
+      // NVIDIA states framebuffers nominally (L4-24C = 24576 MiB), above the usable memory_mib of the
+      // GPU (L4: 23034): a vGPU gets at most its share of what the GPU has (issue 15).
+      out.memory_mib = std::min(v.framebuffer_mib, g.memory_mib / v.max_per_gpu);
       out.vgpu_profile = static_cast<std::int16_t>(p);
       break;
     }
@@ -284,8 +324,8 @@ GpuGrant ClusterState::unit_grant(NodeId node, std::uint16_t index, const TaskRe
         out.milli = kMilliPerGpu / g.replicas;
         out.memory_mib = 0;   // no memory isolation: nothing is set aside
       } else if (g.partition == GpuPartition::kMps) {
-        out.milli = kMilliPerGpu / g.replicas;
-        out.memory_mib = g.memory_mib / g.replicas;
+        out.milli = mps_client_milli(g);
+        out.memory_mib = mps_client_memory_mib(g);
       }
       break;
     default: break;
@@ -397,6 +437,9 @@ bool ClusterState::pick_units(NodeId node, const TaskRequest& r, std::span<const
       }
       return;
     }
+    if (r.gpu.mode == GpuMode::kWhole && is_replicated(g.partition) && options_.replica_allocation == ReplicaAllocation::kDevicePlugin) {
+      return;   // the device plugin's choice, below
+    }
     if (gpu_units(node, g, r) > 0) out.push_back(unit_grant(node, index, r));
   };
   auto pass = [&] {
@@ -410,11 +453,96 @@ bool ClusterState::pick_units(NodeId node, const TaskRequest& r, std::span<const
     }
   };
   pass();
+  if (r.gpu.mode == GpuMode::kWhole && options_.replica_allocation == ReplicaAllocation::kDevicePlugin &&
+      static_cast<std::int32_t>(out.size()) < r.gpu.count) {
+    // Replicas as the NVIDIA device plugin's default `distributed` policy hands them out
+    // (internal/rm/allocate.go): one at a time, from the GPU with the fewest replicas allocated
+    // (this task's picks included), then the fewest picked for this task, then `order`.
+    struct Candidate {
+      std::uint16_t index;
+      int free, allocated, picked = 0;
+    };
+    std::vector<Candidate> cands;
+    auto add = [&](std::uint16_t i) {
+      const auto& g = gpus_[s.gpu_begin + i];
+      if (!is_replicated(g.partition)) return;
+      if (const int f = free_replicas(node, g, r); f > 0) cands.push_back({i, f, int{g.tasks}});
+    };
+    if (order.empty()) {
+      for (std::uint16_t i = 0; i < s.gpu_count; ++i) add(i);
+    } else {
+      for (auto i : order) add(i);
+    }
+    while (static_cast<std::int32_t>(out.size()) < r.gpu.count) {
+      Candidate* best = nullptr;
+      for (auto& c : cands) {
+        if (c.free == 0) continue;
+        if (!best || std::pair(c.allocated, c.picked) < std::pair(best->allocated, best->picked)) best = &c;
+      }
+      if (!best) break;
+      out.push_back(unit_grant(node, best->index, r));
+      --best->free;
+      ++best->allocated;
+      ++best->picked;
+    }
+  }
   if (r.gpu.mode == GpuMode::kMig && static_cast<std::int32_t>(out.size()) < r.gpu.count && specs_[node.value].mig_dynamic) {
     create = true;
     pass();
   }
   return static_cast<std::int32_t>(out.size()) >= r.gpu.count;
+}
+
+void ClusterState::set_device_options(const DeviceOptions& o) {
+  const bool refresh = o.replica_allocation != options_.replica_allocation;
+  options_ = o;
+  if (!refresh) return;
+  max_capacity_.whole_units_free = 0;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    auto& s = nodes_[i];
+    refresh_gpu_aggregates(s, specs_[i]);
+    changed(static_cast<std::uint32_t>(i));
+    // The largest node as built: its units when empty (a running task's replicas count too).
+    std::int32_t units = 0;
+    for (const auto& g : gpus(NodeId{static_cast<std::uint32_t>(i)})) {
+      if (is_replicated(g.partition)) units += o.replica_allocation == ReplicaAllocation::kDevicePlugin ? g.replicas : 1;
+      else if (g.partition == GpuPartition::kWhole) units += 1;
+      else if (g.partition == GpuPartition::kMig && specs_[i].mig_strategy == MigStrategy::kSingle) units += static_cast<std::int32_t>(specs_[i].gpus[static_cast<std::size_t>(&g - gpus_.data() - s.gpu_begin)].mig.size());
+    }
+    max_capacity_.whole_units_free = std::max(max_capacity_.whole_units_free, static_cast<std::uint16_t>(std::min<std::int32_t>(units, 0xFFFF)));
+  }
+}
+
+int ClusterState::free_replicas(NodeId node, const GpuState& g, const TaskRequest& r) const {
+  if (!is_replicated(g.partition) || !r.model_allowed(g.model)) return 0;
+  if (specs_[node.value].sharing.rename_by_default != r.gpu.shared_name) return 0;
+  return replica_units(g, options_.replica_allocation);
+}
+
+std::optional<std::pair<std::int64_t, std::int64_t>> ClusterState::kube_gpu_counts(NodeId n, const TaskRequest& r) const {
+  if (nodes_[n.value].plain_gpus || r.gpu.mode != GpuMode::kWhole || r.gpu.shared_name ||
+      options_.replica_allocation != ReplicaAllocation::kDevicePlugin || specs_[n.value].sharing.rename_by_default) {
+    return std::nullopt;
+  }
+  bool replicated = false;
+  std::int64_t allocatable = 0, requested = r.gpu.count;
+  for (const auto& g : gpus(n)) {
+    if (is_replicated(g.partition)) {
+      replicated = true;
+      allocatable += g.replicas;
+      requested += g.tasks;
+    } else if (g.partition == GpuPartition::kWhole) {
+      allocatable += 1;
+      requested += g.fully_free() ? 0 : 1;
+    }
+  }
+  if (!replicated) return std::nullopt;
+  return std::pair{allocatable, requested};
+}
+
+bool ClusterState::fails_above_one(NodeId n, GpuPartition p) const {
+  if (options_.replica_allocation != ReplicaAllocation::kDevicePlugin || !is_replicated(p)) return false;
+  return specs_[n.value].sharing.fail_requests_greater_than_one.value_or(p == GpuPartition::kMps);
 }
 
 std::int64_t ClusterState::numa_cpu_free(NodeId n, int socket) const {
@@ -481,9 +609,20 @@ FitResult ClusterState::fit_check(NodeId n, const TaskRequest& r) const {
     case GpuMode::kNone:
       return FitResult::kFits;
     case GpuMode::kWhole: {
+      if (!s.plain_gpus && r.gpu.count > 1 && options_.replica_allocation == ReplicaAllocation::kDevicePlugin) {
+        // The plugin's Allocate fails such a request outright (kubelet admission), whatever is free.
+        for (const auto& g : gpus(n)) {
+          if (is_replicated(g.partition) && r.model_allowed(g.model) && specs_[n.value].sharing.rename_by_default == r.gpu.shared_name &&
+              fails_above_one(n, g.partition)) {
+            return FitResult::kReplicaRequestTooLarge;
+          }
+        }
+      }
       if (s.whole_units_free < r.gpu.count) return FitResult::kGpuCount;
-      if (s.plain_gpus) {   // the common case: no partitioned GPU, units are free GPUs
-        if (r.allowed_models.none()) return FitResult::kFits;
+      if (s.plain_gpus) {
+        // The common case: no partitioned GPU, units are free GPUs (and no replicas for nvidia.com/gpu.shared).
+        if (r.gpu.shared_name) return FitResult::kGpuCount;
+        if (r.any_model()) return FitResult::kFits;
         if (s.model.valid()) return r.model_allowed(s.model) ? FitResult::kFits : FitResult::kGpuModel;
       }
       std::int32_t ok = 0, any = 0;
@@ -501,10 +640,19 @@ FitResult ClusterState::fit_check(NodeId n, const TaskRequest& r) const {
       const auto mem = r.gpu.memory_mib == kAllGpuMemory ? 0 : r.gpu.memory_mib;
       if (s.gpu_milli_free_max < r.gpu.milli || s.gpu_memory_free_max < mem) return FitResult::kGpuShare;
       std::int32_t ok = 0;
+      bool mps_limit = false, mps_above_one = false;
       for (const auto& g : gpus(n)) {
+        if (g.partition == GpuPartition::kMps && r.model_allowed(g.model)) {
+          mps_limit = mps_limit || !mps_share_within_limits(g, r.gpu);
+          if (r.gpu.count > 1 && fails_above_one(n, g.partition)) {   // this MPS GPU refuses; others may serve
+            mps_above_one = true;
+            continue;
+          }
+        }
         if (gpu_fits_shared(g, r.gpu) && r.model_allowed(g.model) && ++ok >= r.gpu.count) return FitResult::kFits;
       }
-      return FitResult::kGpuShare;
+      if (mps_above_one) return FitResult::kReplicaRequestTooLarge;
+      return mps_limit ? FitResult::kMpsClientLimit : FitResult::kGpuShare;
     }
     case GpuMode::kMig:
     case GpuMode::kVgpu:

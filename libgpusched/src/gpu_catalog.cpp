@@ -20,14 +20,27 @@ std::string lower(std::string_view s) {
 void to_json(nlohmann::json& j, const GpuModel& m) {
   j = nlohmann::json{{"name", m.name},     {"aliases", m.aliases}, {"vendor", m.vendor},
                      {"memory_mib", m.memory_mib}, {"sms", m.sms}, {"mig_capable", m.mig_capable},
-                     {"nvlink", m.nvlink}};
+                     {"nvlink", m.nvlink}, {"resource_name", m.resource_name}};
+  if (m.nominal_memory_gb > 0) j["nominal_memory_gb"] = m.nominal_memory_gb;
+  if (!m.source.empty()) j["source"] = m.source;
   if (m.mig) j["mig"] = *m.mig;
   if (!m.vgpu.empty()) {
     auto& list = j["vgpu"] = nlohmann::json::array();
     for (const auto& v : m.vgpu) {
-      list.push_back({{"name", v.name}, {"framebuffer_mib", v.framebuffer_mib}, {"max_per_gpu", v.max_per_gpu}});
+      nlohmann::json e{{"name", v.name}, {"framebuffer_mib", v.framebuffer_mib}, {"max_per_gpu", v.max_per_gpu}};
+      if (v.mig_backed()) e["mig_profile"] = v.mig_profile;
+      if (v.max_per_gpu_mixed > 0) e["max_per_gpu_mixed"] = v.max_per_gpu_mixed;
+      list.push_back(std::move(e));
     }
   }
+}
+
+std::string_view default_resource_name(std::string_view vendor) {
+  const auto v = lower(vendor);
+  if (v == "nvidia") return "nvidia.com/gpu";
+  if (v == "amd") return "amd.com/gpu";
+  if (v == "intel") return "gpu.intel.com/i915";
+  return {};
 }
 
 int GpuModel::find_vgpu(std::string_view profile) const {
@@ -58,8 +71,10 @@ std::int64_t catalog_int(const nlohmann::json& v, const std::string& source, con
 /// The most memory one GPU model may declare: 2^40 MiB (1 EiB); keeps products of it in range.
 constexpr std::int64_t kMaxGpuMemoryMib = std::int64_t{1} << 40;
 
+/// vGPU profiles; `memory_mib` is the board's framebuffer as NVIDIA's vGPU guide sizes profiles
+/// (the nominal memory when known: an L4-24C fills a 24 GB L4 whose driver reports 23,034 MiB).
 std::vector<VgpuProfile> vgpu_from_json(const nlohmann::json& v, const std::string& source, const std::string& path,
-                                        std::int64_t memory_mib) {
+                                        std::int64_t memory_mib, const std::optional<MigGeometry>& mig) {
   if (!v.is_array()) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path}, "expected a list of vGPU profiles");
   std::vector<VgpuProfile> out;
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -70,13 +85,42 @@ std::vector<VgpuProfile> vgpu_from_json(const nlohmann::json& v, const std::stri
       if (k == "name") p.name = x.get<std::string>();
       else if (k == "framebuffer_mib") p.framebuffer_mib = catalog_int(x, source, pf + "/" + k, 0, kMaxGpuMemoryMib);
       else if (k == "max_per_gpu") p.max_per_gpu = static_cast<std::int32_t>(catalog_int(x, source, pf + "/" + k, 0, 1 << 16));
-      else throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/" + k}, "unknown field (known: name, framebuffer_mib, max_per_gpu)");
+      else if (k == "max_per_gpu_mixed") p.max_per_gpu_mixed = static_cast<std::int32_t>(catalog_int(x, source, pf + "/" + k, 0, 1 << 16));
+      else if (k == "mig_profile") p.mig_profile = x.get<std::string>();
+      else throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/" + k},
+                       "unknown field (known: name, framebuffer_mib, max_per_gpu, max_per_gpu_mixed, mig_profile)");
+    }
+    if (p.mig_backed()) {
+      if (!mig) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/mig_profile"}, "a MIG-backed vGPU needs the model's mig geometry");
+      const int gi = mig->find_profile(p.mig_profile);
+      if (gi < 0) {
+        throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/mig_profile"},
+                    "no MIG profile \"" + p.mig_profile + "\" on this model; its profiles: " + mig->profile_names());
+      }
+      if (p.max_per_gpu > mig->profiles[static_cast<std::size_t>(gi)].max_count) {
+        throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/max_per_gpu"},
+                    "more vGPUs than instances of " + p.mig_profile + " fit one GPU (" +
+                        std::to_string(mig->profiles[static_cast<std::size_t>(gi)].max_count) + ")");
+      }
+      if (p.max_per_gpu_mixed != 0) {
+        throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/max_per_gpu_mixed"}, "mixed-size mode is for time-sliced vGPUs only");
+      }
+      // A MIG-backed vGPU's framebuffer is its GPU instance's memory unless stated.
+      if (p.framebuffer_mib == 0) p.framebuffer_mib = mig->profiles[static_cast<std::size_t>(gi)].memory_mib;
+    }
+    if (p.max_per_gpu_mixed < 0 || p.max_per_gpu_mixed > p.max_per_gpu || p.framebuffer_mib * p.max_per_gpu_mixed > memory_mib) {
+      throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/max_per_gpu_mixed"},
+                  "must be 0..max_per_gpu, and max_per_gpu_mixed x framebuffer_mib must fit the GPU's memory");
     }
     if (p.name.empty()) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/name"}, "a vGPU profile needs a name");
+    for (const auto& q : out) {
+      if (lower(q.name) == lower(p.name)) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/name"}, "duplicate vGPU profile " + p.name);
+    }
     if (p.framebuffer_mib <= 0 || p.framebuffer_mib > memory_mib) {
       throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/framebuffer_mib"}, "must be > 0 and at most the GPU's memory");
     }
-    if (p.max_per_gpu < 1 || p.framebuffer_mib * p.max_per_gpu > memory_mib) {
+    // MIG-backed: how many fit is the GI profile's max_count (checked above), not a framebuffer sum.
+    if (p.max_per_gpu < 1 || (!p.mig_backed() && p.framebuffer_mib * p.max_per_gpu > memory_mib)) {
       throw_error(ErrorCode::kCatalogBadEntry, {source, 0, pf + "/max_per_gpu"},
                   "must be >= 1, and max_per_gpu x framebuffer_mib must fit the GPU's memory");
     }
@@ -93,6 +137,8 @@ GpuCatalog GpuCatalog::builtin() {
 }
 
 GpuModelId GpuCatalog::add(GpuModel model) {
+  if (model.resource_name.empty()) model.resource_name = std::string(default_resource_name(model.vendor));
+  if (model.resource_name.empty()) model.resource_name = "nvidia.com/gpu";
   const auto key = lower(model.name);
   GpuModelId id;
   if (auto it = index_.find(key); it != index_.end() && lower(models_[it->second.value].name) == key) {
@@ -140,8 +186,18 @@ void GpuCatalog::add_json(const nlohmann::json& doc, const std::string& source) 
         else if (k == "nvlink") m.nvlink = v.get<bool>();
         else if (k == "mig") m.mig = mig_geometry_from_json(v, source, path + "/mig");
         else if (k == "vgpu") vgpu_json = &v;
+        else if (k == "resource_name") m.resource_name = v.get<std::string>();
+        else if (k == "nominal_memory_gb") {
+          if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 || v.get<double>() > 1e9) {
+            throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/" + k}, "expected a number of GB 0..1e9, got " + v.dump());
+          }
+          m.nominal_memory_gb = v.get<double>();
+        }
+        else if (k == "source") m.source = v.get<std::string>();
         else if (k == "notes") continue;
-        else throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/" + k}, "unknown field");
+        else throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/" + k},
+                         "unknown field (known: name, aliases, vendor, resource_name, memory_mib, nominal_memory_gb, sms, "
+                         "mig_capable, nvlink, mig, vgpu, source, notes)");
       }
     } catch (const nlohmann::json::exception& ex) {
       throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path}, std::string("wrong type: ") + ex.what());
@@ -149,9 +205,28 @@ void GpuCatalog::add_json(const nlohmann::json& doc, const std::string& source) 
     if (m.name.empty()) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/name"}, "a GPU model needs a name");
     if (m.memory_mib <= 0) throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/memory_mib"}, "must be > 0");
     if (m.mig) m.mig_capable = true;
+    // Another vendor without a resource_name keeps what every model was requested as before
+    // vendors decided it: nvidia.com/gpu (see add()).
+    if (m.resource_name.empty()) m.resource_name = std::string(default_resource_name(m.vendor));
+    if (!m.resource_name.empty() && m.resource_name.find('/') == std::string::npos) {
+      throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/resource_name"},
+                  "\"" + m.resource_name + "\" is not an extended resource name (<domain>/<name>, e.g. amd.com/gpu)");
+    }
+    if (m.mig && m.mig->lgip_memory) {
+      for (std::size_t p = 0; p < m.mig->profiles.size(); ++p) {
+        if (m.mig->profiles[p].memory_mib > m.memory_mib) {
+          throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/mig/profiles/" + std::to_string(p) + "/memory_mib"},
+                      "a GPU instance has more memory than the whole GPU (" + std::to_string(m.memory_mib) + " MiB)");
+        }
+      }
+    }
     if (vgpu_json) {
+      // vGPU profiles are sized against the board's nominal framebuffer (GB x 1024) when stated.
+      const std::int64_t board_mib = m.nominal_memory_gb > 0
+                                         ? std::max(m.memory_mib, static_cast<std::int64_t>(std::llround(m.nominal_memory_gb * 1024)))
+                                         : m.memory_mib;
       try {
-        m.vgpu = vgpu_from_json(*vgpu_json, source, path + "/vgpu", m.memory_mib);
+        m.vgpu = vgpu_from_json(*vgpu_json, source, path + "/vgpu", board_mib, m.mig);
       } catch (const nlohmann::json::exception& ex) {
         throw_error(ErrorCode::kCatalogBadEntry, {source, 0, path + "/vgpu"}, std::string("wrong type: ") + ex.what());
       }
@@ -171,6 +246,15 @@ GpuModelId GpuCatalog::require(std::string_view name, const Location& where) con
   throw_error(ErrorCode::kCatalogUnknownModel, where,
               "unknown GPU model \"" + std::string(name) + "\"; known models: " + known_names() +
                   " (add your own with a gpu_models entry)");
+}
+
+std::vector<std::string> GpuCatalog::resource_names() const {
+  std::vector<std::string> out;
+  for (const auto& m : models_) {
+    if (std::find(out.begin(), out.end(), m.resource_name) == out.end()) out.push_back(m.resource_name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::string GpuCatalog::known_names() const {

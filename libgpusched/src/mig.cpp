@@ -56,6 +56,8 @@ MigGeometry mig_geometry_from_json(const nlohmann::json& j, const std::string& s
       else if (k == "compute_slices") g.compute_slices = static_cast<int>(integer(v, "/compute_slices", 1, 64));
       else if (k == "max_media_instances") g.max_media_instances = static_cast<int>(integer(v, "/max_media_instances", 0, 64));
       else if (k == "reconfigure_requires_idle") g.reconfigure_requires_idle = v.get<bool>();
+      else if (k == "lgip_memory") g.lgip_memory = v.get<bool>();
+      else if (k == "source") g.source = v.get<std::string>();
       else if (k == "notes") continue;
       else if (k == "profiles") {
         if (!v.is_array()) bad("/profiles", "expected a list");
@@ -86,7 +88,7 @@ MigGeometry mig_geometry_from_json(const nlohmann::json& j, const std::string& s
           g.profiles.push_back(std::move(p));
         }
       } else {
-        bad("/" + k, "unknown field (known: memory_slices, compute_slices, max_media_instances, reconfigure_requires_idle, profiles)");
+        bad("/" + k, "unknown field (known: memory_slices, compute_slices, max_media_instances, reconfigure_requires_idle, lgip_memory, source, profiles)");
       }
     }
   } catch (const nlohmann::json::exception& ex) {
@@ -109,6 +111,8 @@ MigGeometry mig_geometry_from_json(const nlohmann::json& j, const std::string& s
 
 void to_json(nlohmann::json& j, const MigGeometry& g) {
   j = {{"memory_slices", g.memory_slices}, {"compute_slices", g.compute_slices}, {"max_media_instances", g.max_media_instances}, {"reconfigure_requires_idle", g.reconfigure_requires_idle}};
+  if (g.lgip_memory) j["lgip_memory"] = true;
+  if (!g.source.empty()) j["source"] = g.source;
   auto& list = j["profiles"] = nlohmann::json::array();
   for (const auto& p : g.profiles) {
     list.push_back({{"id", p.id}, {"name", p.name}, {"compute_slices", p.compute_slices}, {"memory_slices", p.memory_slices},

@@ -23,7 +23,7 @@ std::optional<ResourceId> ResourceTable::find(std::string_view name) const {
 bool is_extended_resource(std::string_view name) {
   using namespace resource_names;
   if (name.find('/') == std::string_view::npos) return false;
-  for (auto known : {kGpu, kGpuMilli, kGpuMem, kHamiMem, kHamiCores, kTpu, kTpuTopology, kTpuAccelerator}) {
+  for (auto known : {kGpu, kGpuShared, kGpuMilli, kGpuMem, kHamiMem, kHamiCores, kTpu, kTpuTopology, kTpuAccelerator}) {
     if (name == known) return false;
   }
   return name.substr(0, kMigPrefix.size()) != kMigPrefix && name.substr(0, kVgpuPrefix.size()) != kVgpuPrefix;
@@ -80,9 +80,18 @@ TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>
                            ResourceTable& resources, const Location& where, std::string_view field_prefix) {
   using namespace resource_names;
   TaskRequest r;
+  std::int64_t shared_gpus = -1;   // nvidia.com/gpu.shared (device-plugin renameByDefault)
   std::int64_t gpus = -1, milli = -1, mem_gib = -1, hami_mem = -1, hami_cores = -1, profile_count = 0;
   std::string mig_name, vgpu_name, passthrough, tpu_topology, tpu_accel;
   std::string profile_field;
+  std::int64_t vendor_gpus = -1;   // a non-NVIDIA catalog resource name (amd.com/gpu), issue 15
+  std::string vendor_resource;
+  auto is_gpu_resource_name = [&](std::string_view name) {
+    for (std::size_t i = 0; i < catalog.size(); ++i) {
+      if (catalog[GpuModelId{static_cast<std::uint16_t>(i)}].resource_name == name) return true;
+    }
+    return false;
+  };
   auto at = [&](std::string_view name) {
     Location l = where;
     l.field = std::string(field_prefix) + std::string(name);
@@ -92,6 +101,7 @@ TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>
     if (name == kCpu) r.cpu_milli = parse_cpu_milli(value, at(name));
     else if (name == kMemory) r.memory_mib = parse_memory_mib(value, at(name));
     else if (name == kGpu) gpus = parse_count(value, at(name));
+    else if (name == kGpuShared) shared_gpus = parse_count(value, at(name));
     else if (name == kGpuMilli) milli = parse_count(value, at(name));
     else if (name == kGpuMem) mem_gib = parse_count(value, at(name));
     else if (name == kHamiMem) hami_mem = parse_count(value, at(name));
@@ -114,6 +124,13 @@ TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>
       (mig ? mig_name : vgpu_name) = name.substr(mig ? kMigPrefix.size() : kVgpuPrefix.size());
       profile_count = n;
       profile_field = name;
+    } else if (name != kGpu && is_gpu_resource_name(name)) {
+      if (!vendor_resource.empty()) {
+        throw_error(ErrorCode::kQuantityBad, at(name), "a task asks for GPUs by one resource name, but it names both " +
+                                                           vendor_resource + " and " + name);
+      }
+      vendor_gpus = parse_count(value, at(name));
+      vendor_resource = name;
     } else if (is_extended_resource(name)) {
       const auto amount = parse_count(value, at(name));
       if (amount > 0) r.extended.emplace_back(resources.intern(name), amount);
@@ -125,6 +142,25 @@ TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>
                       "<profile>, " + std::string(kPassthrough) + ", " + std::string(kTpu) +
                       " or an extended resource with a domain (\"example.com/name\")");
     }
+  }
+  if (shared_gpus > 0) {
+    if (gpus > 0 || milli > 0 || mem_gib > 0 || hami_mem >= 0 || hami_cores >= 0 || !mig_name.empty() || !vgpu_name.empty() ||
+        !passthrough.empty() || r.tpu.chips > 0) {
+      throw_error(ErrorCode::kQuantityBad, at(kGpuShared),
+                  "nvidia.com/gpu.shared (time-slicing / MPS replicas under the device plugin's renameByDefault) goes alone: "
+                  "no nvidia.com/gpu, GPU share, profile, passthrough or TPU beside it");
+    }
+    gpus = shared_gpus;
+  }
+  if (!vendor_resource.empty()) {
+    // amd.com/gpu (or another vendor's name): whole GPUs of the models requested by that name, alone.
+    if (gpus >= 0 || shared_gpus > 0 || milli > 0 || mem_gib > 0 || hami_mem >= 0 || hami_cores >= 0 || !mig_name.empty() ||
+        !vgpu_name.empty() || !passthrough.empty() || r.tpu.chips > 0) {
+      throw_error(ErrorCode::kQuantityBad, at(vendor_resource),
+                  vendor_resource + " asks for whole GPUs of the models requested by that name and goes alone: no " +
+                      std::string(kGpu) + ", GPU share, profile, passthrough or TPU beside it");
+    }
+    gpus = vendor_gpus;
   }
   const bool hami = hami_mem >= 0 || hami_cores >= 0;
   const bool fgd_share = milli > 0 || mem_gib > 0;
@@ -167,6 +203,8 @@ TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>
     r.gpu.mode = GpuMode::kWhole;
     r.gpu.count = static_cast<std::int32_t>(std::max<std::int64_t>(gpus, 1));
     r.gpu.milli = kMilliPerGpu;
+    r.gpu.shared_name = shared_gpus > 0;
+    r.gpu.resource_name = vendor_resource;
   } else if (profile) {
     r.gpu.mode = mig_name.empty() ? GpuMode::kVgpu : GpuMode::kMig;
     r.gpu.count = static_cast<std::int32_t>(profile_count);
@@ -192,6 +230,24 @@ TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>
     Location l = where;
     l.field = "gpu_model";
     r.allowed_models.set(catalog.require(m, l).value);
+  }
+  if (r.gpu.mode == GpuMode::kWhole) {
+    // A model's vendor decides the name it is requested by (issue 15): nvidia.com/gpu never lands on
+    // an MI300X, amd.com/gpu only on AMD models. Catalogs of one name keep an empty mask (any model).
+    const std::string_view rn = vendor_resource.empty() ? kGpu : std::string_view(vendor_resource);
+    GpuModelMask by_rn;
+    for (std::size_t i = 0; i < catalog.size(); ++i) {
+      if (catalog[GpuModelId{static_cast<std::uint16_t>(i)}].resource_name == rn) by_rn.set(i);
+    }
+    if (by_rn.count() != catalog.size()) {
+      r.resource_models = by_rn;
+      const bool constrained = r.allowed_models.any();
+      if (by_rn.none() || (constrained && (r.allowed_models & by_rn).none())) {
+        throw_error(ErrorCode::kQuantityBad, at(vendor_resource.empty() ? (shared_gpus > 0 ? kGpuShared : kGpu) : rn),
+                    std::string("no ") + (constrained ? "GPU model of gpu_model" : "catalog GPU model") + " is requested as " +
+                        std::string(rn));
+      }
+    }
   }
   if (profile) resolve_profile(r, catalog, at(profile_field), !mig_name.empty());
   // TPU: the accelerator label names the generation; the topology must be one it offers.
@@ -241,7 +297,10 @@ std::vector<std::pair<std::string, std::string>> format_requests(const TaskReque
   if (r.cpu_milli % 1000 == 0) out.emplace_back(kCpu, std::to_string(r.cpu_milli / 1000));
   else out.emplace_back(kCpu, std::to_string(r.cpu_milli) + "m");
   out.emplace_back(kMemory, std::to_string(r.memory_mib) + "Mi");
-  if (r.gpu.mode == GpuMode::kWhole) out.emplace_back(kGpu, std::to_string(r.gpu.count));
+  if (r.gpu.mode == GpuMode::kWhole) {
+    out.emplace_back(r.gpu.shared_name ? std::string(kGpuShared) : r.gpu.resource_name.empty() ? std::string(kGpu) : r.gpu.resource_name,
+                     std::to_string(r.gpu.count));
+  }
   if (r.gpu.mode == GpuMode::kShared && (r.gpu.count > 1 || r.gpu.memory_mib == kAllGpuMemory || r.gpu.memory_mib % 1024 != 0)) {
     // Only HAMi can say this.
     out.emplace_back(kGpu, std::to_string(r.gpu.count));

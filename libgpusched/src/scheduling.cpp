@@ -17,7 +17,10 @@ std::uint64_t request_class(const JobSpec& j) {
   mix(static_cast<std::uint64_t>(r.gpu.milli));
   mix(static_cast<std::uint64_t>(r.gpu.memory_mib));
   mix(std::hash<GpuModelMask>{}(r.allowed_models));
+  mix(std::hash<GpuModelMask>{}(r.resource_models));   // amd.com/gpu vs nvidia.com/gpu (issue 15)
   mix(fnv1a64(r.gpu.profile));   // MIG / vGPU profile: a failed 3g says nothing about a 4g
+  mix(r.gpu.shared_name ? 1U : 0U);   // nvidia.com/gpu.shared is served by other units than nvidia.com/gpu
+  mix(fnv1a64(r.gpu.resource_name));
   mix(static_cast<std::uint64_t>(r.tpu.chips));
   mix(fnv1a64(r.tpu.generation));
   mix(fnv1a64(r.tpu.topology));

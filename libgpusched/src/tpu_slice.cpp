@@ -12,21 +12,6 @@
 namespace gpusched {
 namespace {
 
-/// Chips per dimension of one host, by the generation's slice dimensions and the host size.
-/// Mirrors the catalog (data/tpu_generations.json, ../shared/reference/tpu.md): v4 and v5p hosts
-/// are 3-D 4-chip 2x2x1 boxes; v5e hosts are 2-D 1x1 (1 chip), 2x2 (4 chips) or 2x4 (8 chips).
-struct HostShapeRow {
-  int dimensions;
-  int chips_per_host;
-  std::array<int, 3> shape;   // the first `dimensions` entries are used
-};
-constexpr std::array<HostShapeRow, 4> kHostShapes{{
-    {3, 4, {2, 2, 1}},
-    {2, 1, {1, 1, 1}},
-    {2, 4, {2, 2, 1}},
-    {2, 8, {2, 4, 1}},
-}};
-
 std::string dims_string(const std::vector<int>& dims) { return TpuTopology{dims}.to_string(); }
 
 int resolve_chips_per_host(const TpuGeneration& g, int chips_per_host) {
@@ -119,16 +104,9 @@ int contact(const FreeCounts& free, const Dims3& n, const Dims3& origin, const D
 }  // namespace
 
 std::vector<int> host_shape(const TpuGeneration& generation, int chips_per_host, const Location& where) {
+  // The host shapes are catalog data (data/tpu_generations.json, machine_types[].host_shape).
   const int per_host = resolve_chips_per_host(generation, chips_per_host);
-  const bool offered = std::find(generation.chips_per_host.begin(), generation.chips_per_host.end(), per_host) !=
-                       generation.chips_per_host.end();
-  if (offered) {
-    for (const auto& row : kHostShapes) {
-      if (row.dimensions == generation.dimensions && row.chips_per_host == per_host) {
-        return {row.shape.begin(), row.shape.begin() + row.dimensions};
-      }
-    }
-  }
+  if (const auto* m = generation.machine_type(per_host)) return m->host_shape;
   std::string sizes;
   for (int c : generation.chips_per_host) sizes += (sizes.empty() ? "" : ", ") + std::to_string(c);
   throw_error(ErrorCode::kCatalogBadTopology, where,
@@ -198,6 +176,9 @@ std::vector<std::vector<int>> slice_block_shapes(const TpuGeneration& generation
   const int per_host = resolve_chips_per_host(generation, chips_per_host);
   std::vector<std::vector<int>> out;
   if (slice.dims.size() != shape.size() || slice.chips() < per_host) return out;
+  // A machine type that lists its topologies serves only those (GKE: v5e/v6e 8-chip VMs, 2x4 only).
+  const auto* machine = generation.machine_type(per_host);
+  if (machine != nullptr && !machine->topologies.empty() && !generation.serves(*machine, slice)) return out;
   std::vector<std::size_t> axes(shape.size());
   std::iota(axes.begin(), axes.end(), std::size_t{0});
   do {
@@ -278,5 +259,70 @@ std::optional<std::vector<std::uint32_t>> find_slice_block(const TpuGeneration& 
 }
 
 bool slice_matches_pool(const TpuTopology& pool, const TpuTopology& slice) { return pool.dims == slice.dims; }
+
+std::string explain_unservable_slice(std::span<const TpuPoolView> pools, const TpuGeneration& generation,
+                                     int chips_per_host, const TpuTopology& slice) {
+  const std::string topo = slice.to_string();
+  std::string out = "no TPU pool can serve a " + generation.name + " (" + generation.accelerator_label + ") " + topo + " slice";
+  if (chips_per_host > 0 && slice.chips() % chips_per_host == 0) {
+    out += " as " + std::to_string(slice.chips() / chips_per_host) + " nodes x google.com/tpu: " + std::to_string(chips_per_host);
+  }
+  // The request itself: does any machine type of this size serve the topology?
+  const auto* wanted = generation.machine_for(slice, chips_per_host);
+  if (wanted == nullptr) {
+    const auto* best = generation.machine_for(slice, 0);
+    out += "; no " + generation.name + " machine type has " + std::to_string(chips_per_host) + " chips and serves " + topo;
+    if (best != nullptr) {
+      out += " (GKE runs " + topo + " on " + best->name + ": " + std::to_string(slice.chips() / best->chips) +
+             " nodes x google.com/tpu: " + std::to_string(best->chips) + ")";
+    }
+    out += "; machine types: " + generation.machine_types_text();
+  }
+  if (pools.empty()) return out + "; the cluster has no TPU pools";
+  bool servable = false;
+  std::string listed;
+  std::size_t named = 0;
+  for (const auto& pool : pools) {
+    std::string why;
+    const auto* g = pool.generation;
+    const auto* machine = g != nullptr ? g->machine_type(pool.chips_per_host) : nullptr;
+    if (g == nullptr || g->name != generation.name) {
+      why = "other generation";
+    } else if (pool.chips_per_host != chips_per_host) {
+      why = std::to_string(pool.chips_per_host) + "-chip hosts, the pods ask google.com/tpu: " + std::to_string(chips_per_host);
+    } else if (pool.provisioned && !slice_matches_pool(pool.topology, slice)) {
+      why = "a provisioned " + pool.topology.to_string() + " slice (GKE matches the topology label exactly)";
+    } else if (machine != nullptr && !g->serves(*machine, slice)) {
+      why = machine->name + " hosts do not serve " + topo;
+    } else if (!pool.provisioned) {
+      bool fits = false;
+      try {
+        const auto grid = pool_grid(*g, pool.topology, pool.chips_per_host, {});
+        for (const auto& block : slice_block_shapes(*g, pool.chips_per_host, slice)) {
+          bool inside = block.size() == grid.hosts.size();
+          for (std::size_t i = 0; i < block.size() && inside; ++i) inside = block[i] <= grid.hosts[i];
+          fits = fits || inside;
+        }
+      } catch (const CatalogError&) {
+        fits = false;
+      }
+      if (!fits) why = "too small: no " + topo + " block fits in " + pool.topology.to_string();
+    }
+    if (why.empty() && pool.hosts < static_cast<std::size_t>(std::max<std::int64_t>(1, slice.chips() / std::max(1, chips_per_host)))) {
+      why = "only " + std::to_string(pool.hosts) + " nodes";
+    }
+    if (why.empty()) servable = true;
+    if (named < 8) {
+      listed += std::string(named == 0 ? "" : "; ") + "\"" + std::string(pool.name) + "\" (" +
+                (g != nullptr ? g->name : std::string("?")) + " " + pool.topology.to_string() +
+                (pool.provisioned ? "" : " carved") + ", " + std::to_string(pool.hosts) + " nodes x " +
+                std::to_string(pool.chips_per_host) + " chips): " + (why.empty() ? "could serve it" : why);
+    }
+    ++named;
+  }
+  if (servable && wanted != nullptr) return {};
+  if (named > 8) listed += "; and " + std::to_string(named - 8) + " more pools";
+  return out + "; pools: " + listed;
+}
 
 }  // namespace gpusched

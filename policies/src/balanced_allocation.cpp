@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <utility>
 
 #include <gpusched/cluster.hpp>
@@ -47,6 +48,10 @@ double BalancedAllocation::score(const ClusterState& cluster, const TaskContext&
         break;
       case Kind::kGpu:
         asked = r.gpu.total_milli();
+        if (const auto k = cluster.kube_gpu_counts(node, r)) {   // replicas: allocatable GPUs x replicas
+          std::tie(capacity, requested) = *k;
+          break;
+        }
         capacity = std::int64_t{s.gpu_count} * kMilliPerGpu;
         requested = capacity - s.gpu_milli_free + asked;
         break;

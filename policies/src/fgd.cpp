@@ -47,14 +47,22 @@ namespace {
 using Look = detail::GpuLook;
 using Change = detail::GpuChange;
 
-/// How the node hands out MIG GPUs.
+/// How the node hands out MIG GPUs and time-slicing / MPS replicas.
 struct NodeMig {
   bool dynamic = false;   // GIs created and destroyed on demand
   bool single = false;    // `single` strategy: GIs are nvidia.com/gpu units
+  bool renamed = false;   // replicas are nvidia.com/gpu.shared (renameByDefault)
+  bool all_replicas = true;   // a GPU gives all its free replicas (device plugin), not one
+  bool fail_above_one_ts = false, fail_above_one_mps = false;   // failRequestsGreaterThanOne
 };
 NodeMig node_mig(const ClusterState& c, NodeId n) {
   const auto& spec = c.spec(n);
-  return {spec.mig_dynamic, spec.mig_strategy == MigStrategy::kSingle};
+  return {spec.mig_dynamic,
+          spec.mig_strategy == MigStrategy::kSingle,
+          spec.sharing.rename_by_default,
+          c.device_options().replica_allocation == ReplicaAllocation::kDevicePlugin,
+          c.fails_above_one(n, GpuPartition::kTimeSlicing),
+          c.fails_above_one(n, GpuPartition::kMps)};
 }
 
 Look look_of(const ClusterState& c, const GpuState& g) {
@@ -206,8 +214,13 @@ Contrib contrib(const ClusterState& c, const NodeMig& f, const Look& l, const Ta
       }
       return {};
     case GpuPartition::kTimeSlicing:
-    case GpuPartition::kMps:
-      return m.gpu.mode == GpuMode::kWhole && l.tasks < g.replicas ? Contrib{l.milli_free, 1} : Contrib{};
+    case GpuPartition::kMps: {
+      // As ClusterState::free_replicas() counts them, for this look's sharers.
+      if (m.gpu.mode != GpuMode::kWhole || m.gpu.shared_name != f.renamed || l.tasks >= g.replicas) return {};
+      const bool fails = g.partition == GpuPartition::kMps ? f.fail_above_one_mps : f.fail_above_one_ts;
+      if (m.gpu.count > 1 && fails) return {};
+      return Contrib{l.milli_free, f.all_replicas ? g.replicas - l.tasks : 1};
+    }
     case GpuPartition::kMig: return mig_contrib(c, f, l, m);
     default: return {};
   }
@@ -224,7 +237,8 @@ std::int64_t fragment(const TaskRequest& m, std::int64_t idle, std::int64_t cpu_
 using TypeKey = std::tuple<std::int64_t, int, std::int32_t, std::int32_t, std::int64_t, std::string, std::string>;
 TypeKey key_of(const TaskRequest& r) {
   return {r.cpu_milli, static_cast<int>(r.gpu.mode), r.gpu.count, r.gpu.milli, r.gpu.memory_mib,
-          r.gpu.mode == GpuMode::kMig ? r.gpu.profile : std::string(), r.allowed_models.to_string()};
+          r.gpu.mode == GpuMode::kMig ? r.gpu.profile : std::string(),
+          r.allowed_models.to_string() + "/" + r.resource_models.to_string() + (r.gpu.shared_name ? "/shared" : "")};
 }
 
 bool modelled(const TaskRequest& r) {
@@ -260,7 +274,8 @@ void aggregate(const ClusterState& c, NodeId n, std::span<const TaskRequest> sha
 bool same_gpu_shape(const TaskRequest& a, const TaskRequest& b) {
   return a.gpu.mode == b.gpu.mode && a.gpu.count == b.gpu.count && a.gpu.milli == b.gpu.milli &&
          a.gpu.memory_mib == b.gpu.memory_mib && a.gpu.profile_by_model == b.gpu.profile_by_model &&
-         a.allowed_models == b.allowed_models;
+         a.allowed_models == b.allowed_models && a.resource_models == b.resource_models &&
+         a.gpu.shared_name == b.gpu.shared_name && a.gpu.resource_name == b.gpu.resource_name;
 }
 
 }  // namespace
@@ -272,6 +287,7 @@ PodType pod_type_of(const TaskRequest& r) {
   t.request.cpu_milli = r.cpu_milli;
   t.request.gpu = r.gpu;
   t.request.allowed_models = r.allowed_models;
+  t.request.resource_models = r.resource_models;
   t.pods = 1;
   t.probability = 1.0;
   return t;
@@ -793,6 +809,9 @@ std::uint64_t shape_hash(const TaskRequest& r) {
   const GpuModelMask low(~0ULL);
   h = mix(h, (r.allowed_models & low).to_ullong());
   h = mix(h, (r.allowed_models >> 64).to_ullong());
+  h = mix(h, (r.resource_models & low).to_ullong());
+  h = mix(h, (r.resource_models >> 64).to_ullong());
+  h = mix(h, r.gpu.shared_name ? 1U : 0U);
   return h;
 }
 }  // namespace

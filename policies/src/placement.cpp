@@ -364,7 +364,8 @@ double GpuTopologyScore::score(const ClusterState& cluster, const TaskContext& c
   std::uint64_t mask = 0;
   for (std::size_t g = 0; g < gpus.size(); ++g) {
     if (cluster.gpu_units(node, gpus[g], r) <= 0) continue;
-    if (gpus[g].partition == GpuPartition::kMig) return 100.0;   // MIG single: several units per GPU
+    // MIG single or device-plugin replicas: several units per GPU, no GPU subset to choose.
+    if (gpus[g].partition == GpuPartition::kMig || cluster.gpu_units(node, gpus[g], r) > 1) return 100.0;
     candidates_.push_back(static_cast<int>(g));
     if (g < 64) mask |= std::uint64_t{1} << g;
   }

@@ -4,6 +4,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <tuple>
 #include <set>
 #include <string>
 
@@ -48,6 +49,9 @@ std::string_view NodeResourcesFit::reason(FitResult r) {
     case FitResult::kVgpu: return "no GPU can host a vGPU of the profile";
     case FitResult::kPassthrough: return "no free passthrough GPU";
     case FitResult::kTpu: return "Insufficient google.com/tpu";
+    case FitResult::kReplicaRequestTooLarge:
+      return "request for more than 1 shared nvidia.com/gpu: maximum request size for shared resources is 1 (failRequestsGreaterThanOne)";
+    case FitResult::kMpsClientLimit: return "share above the MPS per-client limit (GPU memory / replicas, SMs / replicas)";
   }
   return "?";
 }
@@ -149,6 +153,10 @@ double AllocatedScore::kube_score(const ClusterState& cluster, const TaskContext
       case Kind::kGpu:
         // A scalar resource the pod does not request is bypassed.
         if (r.gpu.total_milli() == 0) continue;
+        if (const auto k = cluster.kube_gpu_counts(node, r)) {   // replicas: allocatable GPUs x replicas
+          std::tie(capacity, requested) = *k;
+          break;
+        }
         capacity = std::int64_t{s.gpu_count} * kMilliPerGpu;
         requested = capacity - s.gpu_milli_free + r.gpu.total_milli();
         break;
@@ -236,8 +244,12 @@ double RequestedToCapacityRatio::score(const ClusterState& cluster, const TaskCo
     } else if (res.name == "nvidia.com/gpu") {
       // As the peer: a scalar resource the pod does not request is left out of the score.
       if (r.gpu.total_milli() == 0) continue;
-      capacity = std::int64_t{s.gpu_count} * kMilliPerGpu;
-      requested = capacity - s.gpu_milli_free + r.gpu.total_milli();
+      if (const auto k = cluster.kube_gpu_counts(node, r)) {   // replicas: allocatable GPUs x replicas
+        std::tie(capacity, requested) = *k;
+      } else {
+        capacity = std::int64_t{s.gpu_count} * kMilliPerGpu;
+        requested = capacity - s.gpu_milli_free + r.gpu.total_milli();
+      }
     } else if (res.name == "google.com/tpu") {
       if (r.tpu.chips == 0) continue;
       capacity = cluster.spec(node).tpu.chips;

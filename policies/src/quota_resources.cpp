@@ -24,6 +24,11 @@ using nlohmann::json;
 
 namespace quota {
 
+namespace {
+/// Entry::detail of the nvidia.com/gpu.shared entry (kind kGpu).
+constexpr std::string_view kSharedDetail = "shared";
+}  // namespace
+
 std::string QuotaResources::canonical(std::string_view written, const Location& where) {
   using namespace resource_names;
   std::string_view n = written;
@@ -33,7 +38,8 @@ std::string QuotaResources::canonical(std::string_view written, const Location& 
                     std::string(n.substr(7)));
   }
   if (starts_with(n, "requests.")) n.remove_prefix(9);
-  if (n == "cpu" || n == "memory" || n == kGpu || n == kGpuMilli || n == kTpu || n == "pods" || n == kGpuEquivalentName) {
+  if (n == "cpu" || n == "memory" || n == kGpu || n == kGpuShared || n == kGpuMilli || n == kTpu || n == "pods" ||
+      n == kGpuEquivalentName) {
     return std::string(n);
   }
   if (n == "count/jobs" || n == "count/jobs.batch") return "count/jobs";
@@ -51,8 +57,8 @@ std::string QuotaResources::canonical(std::string_view written, const Location& 
   if (is_extended_resource(n) && !known_domain) return std::string(n);
   throw_error(ErrorCode::kProfileBadArgs, where,
               "unknown quota resource \"" + std::string(written) + "\"; use [requests.]cpu, [requests.]memory, " +
-                  std::string(kGpu) + ", " + std::string(kGpuMilli) + ", " + std::string(kMigPrefix) + "<profile>, " +
-                  std::string(kVgpuPrefix) + "<profile>, " + std::string(kTpu) + ", " + std::string(kGpuEquivalentName) +
+                  std::string(kGpu) + ", " + std::string(kGpuShared) + ", " + std::string(kGpuMilli) + ", " +
+                  std::string(kMigPrefix) + "<profile>, " + std::string(kVgpuPrefix) + "<profile>, " + std::string(kTpu) + ", " + std::string(kGpuEquivalentName) +
                   ", pods, count/jobs or an extended resource (\"example.com/name\")");
 }
 
@@ -64,6 +70,11 @@ std::size_t QuotaResources::intern(const std::string& canonical) {
   if (canonical == "cpu") e.kind = QuotaKind::kCpu;
   else if (canonical == "memory") e.kind = QuotaKind::kMemory;
   else if (canonical == kGpu) e.kind = QuotaKind::kGpu;
+  else if (canonical == kGpuShared) {
+    // Replicas advertised under renameByDefault: their own resource name (docs/sharing.md).
+    e.kind = QuotaKind::kGpu;
+    e.detail = kSharedDetail;
+  }
   else if (canonical == kGpuMilli) e.kind = QuotaKind::kGpuMilli;
   else if (canonical == kTpu) e.kind = QuotaKind::kTpu;
   else if (canonical == "pods") e.kind = QuotaKind::kPods;
@@ -157,7 +168,7 @@ double QuotaResources::gpu_equivalent(const ClusterState* cluster, const TaskReq
   const auto& gpu = r.gpu;
   switch (gpu.mode) {
     case GpuMode::kWhole:
-    case GpuMode::kPassthrough: g += gpu.count * weight(kGpu, 1.0); break;
+    case GpuMode::kPassthrough: g += gpu.count * weight(gpu.shared_name ? kGpuShared : kGpu, 1.0); break;
     case GpuMode::kShared: g += static_cast<double>(gpu.count) * gpu.milli * weight(kGpuMilli, 0.001); break;
     case GpuMode::kMig:
     case GpuMode::kVgpu: {
@@ -188,8 +199,9 @@ std::int64_t QuotaResources::nvidia_gpus(const GpuRequest& g) {
   // mapping of the flavor alias), a HAMi share (nvidia.com/gpu: N with gpumem / gpucores), a
   // gpu-milli / gpu-mem share written with nvidia.com/gpu: 1. MIG profiles and vGPUs are their
   // own resource names (nvidia.com/mig-<profile>, nvidia.com/vgpu-<profile>), not GPUs.
+  // Replicas asked as nvidia.com/gpu.shared (renameByDefault) are requests.nvidia.com/gpu.shared.
   switch (g.mode) {
-    case GpuMode::kWhole:
+    case GpuMode::kWhole: return g.shared_name ? 0 : g.count;
     case GpuMode::kPassthrough: return g.count;
     case GpuMode::kShared: return g.names_gpu ? g.count : 0;
     default: return 0;
@@ -205,7 +217,10 @@ void QuotaResources::charge(const ClusterState* cluster, const JobSpec& job, std
     switch (e.kind) {
       case QuotaKind::kCpu: per = r.cpu_milli; break;
       case QuotaKind::kMemory: per = r.memory_mib; break;
-      case QuotaKind::kGpu: per = nvidia_gpus(r.gpu); break;
+      case QuotaKind::kGpu:
+        per = e.detail == kSharedDetail ? (r.gpu.mode == GpuMode::kWhole && r.gpu.shared_name ? r.gpu.count : 0)
+                                        : nvidia_gpus(r.gpu);
+        break;
       case QuotaKind::kGpuMilli: per = r.gpu.mode == GpuMode::kShared ? std::int64_t{r.gpu.count} * r.gpu.milli : 0; break;
       case QuotaKind::kMig: per = (r.gpu.mode == GpuMode::kMig && iequals(r.gpu.profile, e.detail)) ? r.gpu.count : 0; break;
       case QuotaKind::kVgpu: per = (r.gpu.mode == GpuMode::kVgpu && iequals(r.gpu.profile, e.detail)) ? r.gpu.count : 0; break;

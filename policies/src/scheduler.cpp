@@ -743,6 +743,31 @@ Status Scheduler::place_slice(const ClusterState& cluster, const JobSpec& job, J
     }
     return Status::success();
   }
+  // No pool can ever serve the slice (generation, host size, topology, size): say why, naming the
+  // pools, instead of "0/0 nodes are available" (issue 15).
+  std::vector<TpuPoolView> views;
+  views.reserve(pools_.size());
+  for (const auto& pool : pools_) {
+    std::size_t present = 0;
+    std::string_view name;
+    for (const NodeId n : pool.hosts) {
+      if (!n.valid()) continue;
+      if (present++ == 0) name = cluster.spec(n).tpu.pool;
+    }
+    views.push_back({name, pool.generation, pool.chips_per_host, pool.topology, pool.provisioned, present});
+  }
+  if (auto why = explain_unservable_slice(views, TpuCatalog::builtin().require(r.generation, {}), r.chips, slice); !why.empty()) {
+    const auto all = static_cast<std::uint32_t>(cluster.node_count());
+    rejects_.clear();
+    resolvable_nodes_.clear();
+    batch_rejected_ = false;
+    const Status s = Status::unresolvable("tpu-slice", interned(std::move(why)));
+    note_reject(s, all);
+    nodes_seen_ = all;
+    rejected_nodes_ = all;
+    unresolvable_nodes_ = all;
+    return s;
+  }
   return Status::unschedulable("tpu-slice", interned("no TPU pool has a free " + r.topology + " block of " + r.generation + " hosts"));
 }
 

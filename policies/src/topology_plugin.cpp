@@ -13,6 +13,13 @@ namespace {
 std::int64_t empty_units(const ClusterState& cluster, const NodeSpec& spec, std::size_t g, const TaskRequest& r) {
   const auto& gpu = spec.gpus[g];
   if (!r.model_allowed(gpu.model)) return 0;
+  if (gpu.partition == GpuPartition::kTimeSlicing || gpu.partition == GpuPartition::kMps) {
+    // As ClusterState::fits_empty() counts replicas (nvidia.com/gpu or, renamed, nvidia.com/gpu.shared).
+    if (r.gpu.mode != GpuMode::kWhole) return gpu.partition == GpuPartition::kMps && r.gpu.mode == GpuMode::kShared ? 1 : 0;
+    if (spec.sharing.rename_by_default != r.gpu.shared_name) return 0;
+    return cluster.device_options().replica_allocation == ReplicaAllocation::kDevicePlugin ? std::max<std::int64_t>(1, gpu.replicas) : 1;
+  }
+  if (r.gpu.shared_name) return 0;
   if (gpu.partition != GpuPartition::kMig) return 1;
   const bool single = spec.mig_strategy == MigStrategy::kSingle;
   if (r.gpu.mode == GpuMode::kWhole) return single ? static_cast<std::int64_t>(gpu.mig.size()) : 0;

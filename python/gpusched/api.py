@@ -128,6 +128,40 @@ def gpu_models() -> List[Dict[str, Any]]:
     return _core.gpu_models()
 
 
+def discover(
+    nvidia_smi_xml: PathLike,
+    topo: PathLike,
+    *,
+    mig_lgip: Optional[PathLike] = None,
+    name: str = "node-0",
+    cpu: Union[str, int, None] = None,
+    memory: Union[str, int] = 0,
+    gpu_models: Optional[PathLike] = None,
+    mig_dynamic: bool = False,
+) -> Dict[str, Any]:
+    """A machine from its saved ``nvidia-smi`` output, like ``gpusched discover``.
+
+    ``nvidia_smi_xml`` is ``nvidia-smi -q -x``, ``topo`` is ``nvidia-smi topo -m`` and
+    ``mig_lgip`` (optional) is ``nvidia-smi mig -lgip``. Returns the node as the dict a scenario's
+    ``cluster["nodes"]`` accepts (GPU model, NUMA layout, NVLink, MIG instances, labels).
+    ``cpu`` defaults to the CPUs of the CPU Affinity column; ``memory`` (host memory, e.g. "2Ti")
+    is not in nvidia-smi's output. ``gpu_models`` names a GPU catalog JSON for models the
+    built-in catalog lacks. Raises TraceError naming the file, line and field.
+
+    Example: ``node = gpusched.discover("q.xml", "topo.txt", name="dgx-01", memory="2Ti")``
+    """
+    return _core.discover(
+        os.fspath(nvidia_smi_xml),
+        os.fspath(topo),
+        mig_lgip=os.fspath(mig_lgip) if mig_lgip is not None else "",
+        name=name,
+        cpu="" if cpu is None else str(cpu),
+        memory=str(memory),
+        gpu_models=os.fspath(gpu_models) if gpu_models is not None else "",
+        mig_dynamic=bool(mig_dynamic),
+    )
+
+
 def plugins() -> List[Dict[str, Any]]:
     """The scheduling plugins: name, hooks, description, args (name, type, description, default)."""
     return _core.plugins()

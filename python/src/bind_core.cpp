@@ -1,5 +1,7 @@
 // Core bindings: exception classes (C++ gpusched::Error -> Python GpuschedError and
 // subclasses, with id/file/line/field attributes), the GPU catalog and the version.
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +12,9 @@
 #include <gpusched/gpu_catalog.hpp>
 #include <gpusched/mig.hpp>
 #include <gpusched/tpu.hpp>
+#include <gpusched/json_input.hpp>
+#include <gpusched/quantity.hpp>
+#include <gpusched/traces/nvidia_smi.hpp>
 
 #include "bindings.hpp"
 
@@ -236,6 +241,31 @@ void bind_core(py::module_& m) {
       "Every maximal legal MIG layout of one empty GPU of `model`: lists of (profile, start slice).");
 
   m.def(
+      "discover",
+      [](const std::string& nvidia_smi_xml, const std::string& topo, const std::string& mig_lgip, const std::string& name,
+         const std::string& cpu, const std::string& memory, const std::string& gpu_models, bool mig_dynamic) {
+        GpuCatalog catalog = GpuCatalog::builtin();
+        if (!gpu_models.empty()) {
+          std::ifstream in(gpu_models, std::ios::binary);
+          if (!in) throw_error(ErrorCode::kScenarioCannotOpen, {gpu_models, 0, ""}, "cannot open the GPU catalog file (gpu_models)");
+          std::stringstream text;
+          text << in.rdbuf();
+          catalog.add_json(parse_json(text.str(), gpu_models, kScenarioJsonErrors), gpu_models);
+        }
+        traces::NodeSpecDefaults d;
+        d.name = name;
+        if (!cpu.empty()) d.cpu_milli = parse_cpu_milli(cpu, {"", 0, "cpu"});
+        if (!memory.empty()) d.memory_mib = parse_memory_mib(memory, {"", 0, "memory"});
+        d.mig_dynamic = mig_dynamic;
+        const NodeSpec node = traces::node_from_nvidia_smi_files(nvidia_smi_xml, topo, catalog, d, mig_lgip);
+        return json_to_py(traces::node_to_json(node, catalog, nvidia_smi_xml));
+      },
+      py::arg("nvidia_smi_xml"), py::arg("topo"), py::arg("mig_lgip") = "", py::arg("name") = "node-0",
+      py::arg("cpu") = "", py::arg("memory") = "0", py::arg("gpu_models") = "", py::arg("mig_dynamic") = false,
+      "A node from saved nvidia-smi output (-q -x, topo -m, optionally mig -lgip) as a scenario cluster node dict. "
+      "TraceError naming the file, line and field.");
+
+  m.def(
       "tpu_hosts",
       [](const std::string& generation, const std::string& topology, int chips_per_host) {
         const auto& gen = TpuCatalog::builtin().require(generation, {"", 0, "generation"});
@@ -259,6 +289,22 @@ void bind_core(py::module_& m) {
           d["multiple_of"] = g.multiple_of;
           d["max_chips"] = g.max_chips;
           d["allowed"] = g.allowed();
+          d["display_name"] = g.display_name;
+          d["default_machine_type"] = g.default_machine_type;
+          d["hbm_per_chip"] = g.hbm_per_chip;
+          d["hbm_unit"] = g.hbm_unit;
+          d["hbm_per_chip_mib"] = g.hbm_per_chip_mib;
+          py::list machines;   // GKE machine types (issue 15); topologies empty = every whole-host one
+          for (const auto& mt : g.machine_types) {
+            py::dict md;
+            md["name"] = mt.name;
+            md["chips"] = mt.chips;
+            md["host_shape"] = TpuTopology{mt.host_shape}.to_string();
+            md["topologies"] = mt.topologies;
+            md["source"] = mt.source;
+            machines.append(md);
+          }
+          d["machine_types"] = machines;
           out.append(d);
         }
         return out;

@@ -19,6 +19,7 @@
 
 #include <gpusched/interrupt.hpp>
 #include <gpusched/json_input.hpp>
+#include <gpusched/quantity.hpp>
 #include <gpusched/utf8.hpp>
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
@@ -28,6 +29,7 @@
 #include <gpusched/scenario/k8s_objects.hpp>
 #include <gpusched/traces/import.hpp>
 #include <gpusched/traces/native.hpp>
+#include <gpusched/traces/nvidia_smi.hpp>
 #include <gpusched/traces/swf.hpp>
 #include <gpusched/version.hpp>
 
@@ -293,6 +295,34 @@ int convert(const std::string& in_file, const std::string& out_file, const std::
   return 0;
 }
 
+/// `gpusched discover`: a node from saved nvidia-smi output, printed as a scenario cluster node.
+struct DiscoverArgs {
+  std::string xml, topo, lgip, name = "node-0", cpu, memory = "0", gpu_models;
+  bool mig_dynamic = false;
+};
+
+int discover(const DiscoverArgs& a) {
+  GpuCatalog catalog = GpuCatalog::builtin();
+  if (!a.gpu_models.empty()) {
+    std::ifstream in(a.gpu_models, std::ios::binary);
+    if (!in) throw_error(ErrorCode::kScenarioCannotOpen, {a.gpu_models, 0, ""}, "cannot open the GPU catalog file (--gpu-models)");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    catalog.add_json(parse_json(ss.str(), a.gpu_models, kScenarioJsonErrors), a.gpu_models);
+  }
+  traces::NodeSpecDefaults d;
+  d.name = a.name;
+  if (!a.cpu.empty()) d.cpu_milli = parse_cpu_milli(a.cpu, {"command line", 0, "--cpu"});
+  d.memory_mib = parse_memory_mib(a.memory, {"command line", 0, "--memory"});
+  d.mig_dynamic = a.mig_dynamic;
+  const NodeSpec node = traces::node_from_nvidia_smi_files(a.xml, a.topo, catalog, d, a.lgip);
+  std::vector<std::string> dropped;
+  const auto j = traces::node_to_json(node, catalog, a.xml, &dropped);
+  std::cout << j.dump(1) << "\n";
+  for (const auto& what : dropped) std::cerr << "gpusched: note: a cluster file cannot say " << what << "; left out\n";
+  return 0;
+}
+
 int validate(const std::string& file, const std::string& format, const policies::Registry& registry) {
   const std::filesystem::path path(file);
   const auto ext = path.extension().string();
@@ -415,6 +445,21 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
   convert_cmd->add_option("output", convert_out, "file to write; its extension picks the format")->required();
   convert_cmd->add_option("--from", trace_format, "input format (default: detected; see `gpusched formats`)");
 
+  DiscoverArgs discover_args;
+  auto* discover_cmd = app.add_subcommand(
+      "discover", "Describe a machine from its saved nvidia-smi output: prints the node as a scenario cluster node (JSON)");
+  discover_cmd->add_option("--nvidia-smi-xml", discover_args.xml, "output of `nvidia-smi -q -x`")->required();
+  discover_cmd->add_option("--topo", discover_args.topo, "output of `nvidia-smi topo -m`")->required();
+  discover_cmd->add_option("--mig-lgip", discover_args.lgip,
+                           "output of `nvidia-smi mig -lgip`: profile memory, SMs and engines to recognise MIG instances by");
+  discover_cmd->add_option("--name", discover_args.name, "node name (default node-0)");
+  discover_cmd->add_option("--cpu", discover_args.cpu, "CPUs of the node (default: counted from the CPU Affinity column)");
+  discover_cmd->add_option("--memory", discover_args.memory, "host memory, e.g. 2Ti (nvidia-smi does not say; default 0)");
+  discover_cmd->add_option("--gpu-models", discover_args.gpu_models,
+                           "GPU catalog JSON with models or aliases the built-in catalog lacks ([{\"name\", \"aliases\", \"memory_mib\", ...}])");
+  discover_cmd->add_flag("--mig-dynamic", discover_args.mig_dynamic,
+                         "let the scheduler repartition MIG GPUs (the discovered instances are the starting layout)");
+
   auto* formats_cmd = app.add_subcommand("formats", "List the trace and node-list formats convert and validate read");
 
   auto* experiment_cmd = app.add_subcommand("experiment", "Reproduce a published experiment");
@@ -467,6 +512,7 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
     }
     if (*validate_cmd) return validate(validate_path, trace_format, registry);
     if (*convert_cmd) return convert(convert_in, convert_out, trace_format);
+    if (*discover_cmd) return discover(discover_args);
     if (*formats_cmd) {
       for (const auto kind : {traces::FormatKind::kWorkload, traces::FormatKind::kCluster}) {
         std::cout << (kind == traces::FormatKind::kWorkload ? "Workloads:\n" : "\nNode lists (clusters):\n");

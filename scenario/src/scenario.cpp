@@ -18,6 +18,7 @@
 #include <gpusched/tpu_slice.hpp>
 #include <gpusched/utf8.hpp>
 #include <gpusched/traces/import.hpp>
+#include <gpusched/traces/nvidia_smi.hpp>
 #include <gpusched/traces/native.hpp>
 #include <gpusched/traces/transforms.hpp>
 
@@ -46,6 +47,17 @@ constexpr double kMaxSlowdown = 10.0;
 /// devices.time_slicing_overhead: 0 .. 1 (1 = context switches alone halve a sharer's speed;
 /// measured overheads are a few percent).
 constexpr double kMaxTimeSlicingOverhead = 1.0;
+/// gpu_partition.replicas in mode "mps": the NVIDIA device plugin's maxClients
+/// (cmd/mps-control-daemon/mps/device.go: 48 MPS clients per GPU from compute capability 7.5 on,
+/// 16 before). The catalog holds no compute capability: the models below 7.5 it lists are named.
+constexpr std::int64_t kMaxMpsReplicas = 48;
+constexpr std::int64_t kMaxMpsReplicasBeforeTuring = 16;
+std::int64_t max_mps_clients(const GpuModel& m) {
+  for (const std::string_view family : {"V100", "P100", "P40", "P4", "K80", "M60", "M40"}) {   // CC 3.7 .. 7.0
+    if (std::string_view(m.name).starts_with(family)) return kMaxMpsReplicasBeforeTuring;
+  }
+  return kMaxMpsReplicas;
+}
 /// autoscaler.scan_interval_s: at least 1 ms (real autoscalers scan every 10 s; below 1 ms the
 /// scans alone would dominate a run).
 constexpr double kMinScanIntervalSeconds = 1e-3;
@@ -214,14 +226,26 @@ void parse_gpu_partition(const Parser& p, const nlohmann::json& j, const std::st
   GpuPartition mode = GpuPartition::kWhole;
   if (j.contains("mode")) mode = parse_partition_mode(p, j["mode"], path + "/mode");
   std::int64_t replicas = 1;
+  std::vector<std::int64_t> per_gpu_replicas;   // "replicas": [..], one per GPU
+  std::optional<bool> fail_above_one, rename;
   std::optional<std::string> vgpu;
   const nlohmann::json* layout = nullptr;
   const nlohmann::json* layouts = nullptr;
   for (const auto& [k, v] : j.items()) {
     const std::string f = path + "/" + k;
     if (k == "mode") continue;
-    if (k == "replicas") replicas = p.integer(v, f, 1, 1024);
-    else if (k == "vgpu_profile") vgpu = p.str(v, f);
+    if (k == "replicas" && v.is_array()) {
+      if (v.size() != n.gpus.size()) {
+        p.fail(ErrorCode::kScenarioBadDevices, f, "expected one replica count per GPU (" + std::to_string(n.gpus.size()) + "), got " + std::to_string(v.size()));
+      }
+      for (std::size_t g = 0; g < v.size(); ++g) per_gpu_replicas.push_back(p.integer(v[g], f + "/" + std::to_string(g), 1, 1024));
+    } else if (k == "replicas") {
+      if (!v.is_number()) p.fail(ErrorCode::kScenarioBadValue, f, "expected an integer or a list of integers (one per GPU)");
+      replicas = p.integer(v, f, 1, 1024);
+    } else if (k == "fail_requests_greater_than_one" || k == "rename_by_default") {
+      if (!v.is_boolean()) p.fail(ErrorCode::kScenarioBadValue, f, "expected true or false");
+      (k == "rename_by_default" ? rename : fail_above_one) = v.get<bool>();
+    } else if (k == "vgpu_profile") vgpu = p.str(v, f);
     else if (k == "vgpu_profiles") {
       if (!v.is_array()) p.fail(ErrorCode::kScenarioBadValue, f, "expected a list");
       if (v.size() > 1) p.fail(ErrorCode::kScenarioBadDevices, f, "all vGPUs on one physical GPU use the same profile; give one vgpu_profile");
@@ -235,14 +259,49 @@ void parse_gpu_partition(const Parser& p, const nlohmann::json& j, const std::st
       n.mig_dynamic = v.get<bool>();
     } else if (k == "layout") layout = &v;
     else if (k == "layouts") layouts = &v;
-    else p.unknown(f, "mode, replicas, vgpu_profile, strategy, dynamic, layout, layouts");
+    else p.unknown(f, "mode, replicas, fail_requests_greater_than_one, rename_by_default, vgpu_profile, strategy, dynamic, layout, layouts");
   }
   const bool mig = mode == GpuPartition::kMig;
   if (!mig && (layout || layouts || n.mig_dynamic || n.mig_strategy == MigStrategy::kSingle)) {
     p.fail(ErrorCode::kScenarioBadDevices, path, "layout, layouts, strategy and dynamic belong to mode \"mig\"");
   }
-  if (replicas != 1 && mode != GpuPartition::kTimeSlicing && mode != GpuPartition::kMps) {
+  const bool replicated = mode == GpuPartition::kTimeSlicing || mode == GpuPartition::kMps;
+  if ((replicas != 1 || !per_gpu_replicas.empty()) && !replicated) {
     p.fail(ErrorCode::kScenarioBadDevices, path + "/replicas", "replicas belong to mode \"time-slicing\" or \"mps\"");
+  }
+  if (fail_above_one && !replicated) {
+    p.fail(ErrorCode::kScenarioBadDevices, path + "/fail_requests_greater_than_one",
+           "fail_requests_greater_than_one belongs to mode \"time-slicing\" or \"mps\" (the device plugin's sharing config)");
+  }
+  if (rename && !replicated) {
+    p.fail(ErrorCode::kScenarioBadDevices, path + "/rename_by_default",
+           "rename_by_default belongs to mode \"time-slicing\" or \"mps\" (the device plugin's sharing config)");
+  }
+  if (fail_above_one) n.sharing.fail_requests_greater_than_one = *fail_above_one;
+  if (rename) n.sharing.rename_by_default = *rename;
+  if (mode == GpuPartition::kMps) {
+    // NVIDIA/k8s-device-plugin cmd/mps-control-daemon/mps/device.go: maxClients is 48 from
+    // compute capability 7.5 on, 16 before.
+    const auto check = [&](std::int64_t r, std::size_t g, const std::string& f) {
+      const auto& model = catalog[n.gpus.at(std::min(g, n.gpus.size() - 1)).model];
+      if (const auto cap = max_mps_clients(model); r > cap) {
+        p.fail(ErrorCode::kScenarioBadDevices, f, std::to_string(r) + " MPS replicas: the NVIDIA device plugin allows at most " +
+                                                      std::to_string(cap) + " MPS clients per " + model.name + " GPU");
+      }
+    };
+    if (!n.gpus.empty()) {
+      check(replicas, 0, path + "/replicas");
+      for (std::size_t g = 0; g < per_gpu_replicas.size(); ++g) check(per_gpu_replicas[g], g, path + "/replicas/" + std::to_string(g));
+    }
+    // cmd/mps-control-daemon/mps/daemon.go sets one active-thread percentage for the whole MPS
+    // daemon (100 / (replicas / GPUs)): per-GPU counts that differ cannot be served as modelled.
+    for (std::size_t g = 1; g < per_gpu_replicas.size(); ++g) {
+      if (per_gpu_replicas[g] != per_gpu_replicas[0]) {
+        p.fail(ErrorCode::kScenarioBadDevices, path + "/replicas/" + std::to_string(g),
+               "MPS replicas differ between GPUs: the device plugin's MPS daemon sets one active-thread percentage for all "
+               "GPUs of a resource, so give every GPU the same count (per-GPU counts are for time-slicing)");
+      }
+    }
   }
   if (vgpu && mode != GpuPartition::kVgpu) p.fail(ErrorCode::kScenarioBadDevices, path + "/vgpu_profile", "vgpu_profile belongs to mode \"vgpu\"");
   if (mig && n.mig_dynamic && n.mig_strategy == MigStrategy::kSingle) {
@@ -260,7 +319,7 @@ void parse_gpu_partition(const Parser& p, const nlohmann::json& j, const std::st
     auto& gpu = n.gpus[g];
     const auto& model = catalog[gpu.model];
     gpu.partition = mode;
-    gpu.replicas = static_cast<std::uint16_t>(replicas);
+    gpu.replicas = static_cast<std::uint16_t>(per_gpu_replicas.empty() ? replicas : per_gpu_replicas[g]);
     if (mig) {
       if (!model.mig) p.fail(ErrorCode::kScenarioBadDevices, path + "/mode", model.name + " has no MIG (MIG models: A30, A100, H100, H200 ...)");
       if (layout) gpu.mig = g == 0 ? parse_mig_layout(p, *layout, path + "/layout", model) : n.gpus[0].mig;
@@ -373,8 +432,17 @@ void parse_tpu_host(const Parser& p, const nlohmann::json& j, const std::string&
       p.unknown(f, "generation, topology, chips_per_host, provisioned");
     }
   }
-  if (gen_name.empty()) p.fail(ErrorCode::kScenarioMissingField, path + "/generation", "missing field 'generation' (v4, v5e, v5p)");
+  if (gen_name.empty()) {
+    std::string names;   // the catalog's generations (issue 15: v4, v5e, v5p, v6e, tpu7x)
+    for (const auto& g : TpuCatalog::builtin().generations()) names += (names.empty() ? "" : ", ") + g.name;
+    p.fail(ErrorCode::kScenarioMissingField, path + "/generation", "missing field 'generation' (" + names + ")");
+  }
   const auto& gen = TpuCatalog::builtin().require(gen_name, p.at(path + "/generation"));
+  if (chips == 0 && n.tpu.provisioned && !topo.empty()) {
+    // A provisioned pool of one slice shape: the machine type GKE uses for it (v5e/v6e 2x4 -> 8
+    // chips, 1x1 -> 1), not the generation's multi-host default (issue 15).
+    if (const auto* m = gen.machine_for(gen.require_topology(topo, p.at(path + "/topology")), 0)) chips = m->chips;
+  }
   if (chips == 0) chips = gen.default_chips_per_host;
   if (std::find(gen.chips_per_host.begin(), gen.chips_per_host.end(), chips) == gen.chips_per_host.end()) {
     p.fail(ErrorCode::kScenarioBadDevices, path + "/chips_per_host", "TPU " + gen.name + " hosts do not come with " + std::to_string(chips) + " chips");
@@ -388,6 +456,9 @@ void parse_tpu_host(const Parser& p, const nlohmann::json& j, const std::string&
     // pool is a physical block that may be larger than any one slice.
     const auto t = n.tpu.provisioned ? gen.require_topology(topo, p.at(path + "/topology"))
                                      : parse_tpu_topology(topo, p.at(path + "/topology"));
+    // A GKE node pool whose machine type does not serve its topology (v5e 4x4 on 8-chip hosts) is
+    // refused with the reason and what GKE uses instead (issue 15).
+    if (n.tpu.provisioned) (void)gen.hosts(t.to_string(), p.at(path + "/topology"), static_cast<int>(chips));
     const auto grid = pool_grid(gen, t, static_cast<int>(chips), p.at(path + "/topology"));
     hosts = static_cast<std::int64_t>(grid.host_count());
     n.tpu.pool_topology = t.to_string();
@@ -608,10 +679,42 @@ void parse_cluster(const Parser& p, const nlohmann::json& j, Scenario& sc) {
         p.expect_object(v[i], path);
         std::filesystem::path file;
         std::string format;
+        // Or one machine from saved nvidia-smi output: {"nvidia_smi_xml", "topo", "mig_lgip", "name", "cpu", "memory", "mig_dynamic"}.
+        std::filesystem::path smi_xml, smi_topo, smi_lgip;
+        traces::NodeSpecDefaults smi;
+        bool smi_entry = false;
         for (const auto& [ik, iv] : v[i].items()) {
-          if (ik == "path") file = p.str(iv, path + "/path");
-          else if (ik == "format") format = p.str(iv, path + "/format");
-          else p.unknown(path + "/" + ik, "path, format");
+          const std::string f = path + "/" + ik;
+          if (ik == "path") file = p.str(iv, f);
+          else if (ik == "format") format = p.str(iv, f);
+          else if (ik == "nvidia_smi_xml") smi_xml = p.str(iv, f);
+          else if (ik == "topo") smi_topo = p.str(iv, f);
+          else if (ik == "mig_lgip") smi_lgip = p.str(iv, f);
+          else if (ik == "name") smi.name = p.str(iv, f);
+          else if (ik == "cpu") smi.cpu_milli = p.node_cpu_milli(iv, f);
+          else if (ik == "memory") smi.memory_mib = p.node_memory_mib(iv, f);
+          else if (ik == "mig_dynamic") {
+            if (!iv.is_boolean()) p.fail(ErrorCode::kScenarioBadValue, f, "expected true or false");
+            smi.mig_dynamic = iv.get<bool>();
+          } else {
+            p.unknown(f, "path, format (a node list); nvidia_smi_xml, topo, mig_lgip, name, cpu, memory, mig_dynamic (nvidia-smi output)");
+          }
+          smi_entry = smi_entry || (ik != "path" && ik != "format");
+        }
+        if (smi_entry) {
+          if (!file.empty() || !format.empty()) {
+            p.fail(ErrorCode::kScenarioBadValue, path, "give path/format (a node list) or nvidia_smi_xml/topo (one machine), not both");
+          }
+          if (smi_xml.empty()) p.fail(ErrorCode::kScenarioMissingField, path + "/nvidia_smi_xml", "missing field 'nvidia_smi_xml' (`nvidia-smi -q -x` output)");
+          if (smi_topo.empty()) p.fail(ErrorCode::kScenarioMissingField, path + "/topo", "missing field 'topo' (`nvidia-smi topo -m` output)");
+          if (smi.name.empty()) p.fail(ErrorCode::kScenarioMissingField, path + "/name", "missing field 'name'");
+          for (auto* f : {&smi_xml, &smi_topo, &smi_lgip}) {
+            if (!f->empty() && f->is_relative()) *f = sc.base_dir / *f;
+          }
+          NodeSpec n = traces::node_from_nvidia_smi_files(smi_xml, smi_topo, sc.catalog, smi, smi_lgip);
+          check_cluster_size(p, sc, 1, static_cast<std::int64_t>(n.gpus.size()), path, gpu_total);
+          sc.nodes.push_back(std::move(n));
+          continue;
         }
         if (file.empty()) p.fail(ErrorCode::kScenarioMissingField, path + "/path", "missing field 'path'");
         if (!format.empty()) (void)traces::require_format(format, p.at(path + "/format"));
@@ -730,7 +833,7 @@ void parse_workload(const Parser& p, const nlohmann::json& j, Scenario& sc) {
   }
 }
 
-/// `devices`: {"mig_reconfigure_s": 5, "time_slicing_overhead": 0.05,
+/// `devices`: {"mig_reconfigure_s": 5, "time_slicing_overhead": 0.05, "replica_allocation": "device-plugin",
 ///  "slowdown": {"vgpu": 1.05, "passthrough": 1.0, "mig": 1.0, "pcie": 1.1, "cross_socket": 1.3}}
 void parse_devices(const Parser& p, const nlohmann::json& j, DeviceOptions& o) {
   p.expect_object(j, "/devices");
@@ -738,7 +841,12 @@ void parse_devices(const Parser& p, const nlohmann::json& j, DeviceOptions& o) {
     const std::string f = "/devices/" + k;
     if (k == "mig_reconfigure_s") o.mig_reconfigure_us = p.seconds(v, f, false).us;
     else if (k == "time_slicing_overhead") o.time_slicing_overhead = p.number(v, f, 0, kMaxTimeSlicingOverhead);
-    else if (k == "slowdown") {
+    else if (k == "replica_allocation") {
+      const auto a = p.str(v, f);
+      if (a == to_string(ReplicaAllocation::kDevicePlugin)) o.replica_allocation = ReplicaAllocation::kDevicePlugin;
+      else if (a == to_string(ReplicaAllocation::kOnePerGpu)) o.replica_allocation = ReplicaAllocation::kOnePerGpu;
+      else p.fail(ErrorCode::kScenarioBadValue, f, "expected \"device-plugin\" or \"one-per-gpu\" (docs/sharing.md)");
+    } else if (k == "slowdown") {
       p.expect_object(v, f);
       for (const auto& [sk, sv] : v.items()) {
         const std::string sf = f + "/" + sk;
@@ -751,7 +859,7 @@ void parse_devices(const Parser& p, const nlohmann::json& j, DeviceOptions& o) {
         else p.unknown(sf, "vgpu, passthrough, mig, pcie, cross_socket");
       }
     } else {
-      p.unknown(f, "mig_reconfigure_s, time_slicing_overhead, slowdown");
+      p.unknown(f, "mig_reconfigure_s, time_slicing_overhead, replica_allocation, slowdown");
     }
   }
 }

@@ -235,3 +235,154 @@ TEST_CASE("A user catalog adds a MIG model without recompiling, and bad geometry
   CHECK_THROWS_AS(cat.add_json(nlohmann::json::parse(R"([{"name": "Bad", "memory_mib": 1, "mig": {"memory_slices": 2,
       "profiles": [{"name": "2g", "compute_slices": 1, "memory_slices": 2, "starts": [1]}]}}])"), "bad.json"), CatalogError);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The same rules for every MIG-capable model of the catalog (issue 15), not only mig.md's six.
+
+namespace {
+/// The A100/H100 -lgipp placement table: 8 memory and 7 compute slices, mig.md's starts.
+bool standard_eight_slice(const MigGeometry& g) {
+  if (g.memory_slices != 8 || g.compute_slices != 7) return false;
+  const auto n = names(g);
+  return n.g1 >= 0 && n.g1x2 >= 0 && n.g2 >= 0 && n.g3 >= 0 && n.g4 >= 0 && n.g7 >= 0;
+}
+std::vector<std::string> mig_models() {
+  std::vector<std::string> out;
+  for (const auto& m : catalog().models()) {
+    if (m.mig) out.push_back(m.name);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("The MIG user guide's MIG-capable GPUs are MIG models of the catalog", "[core][mig]") {
+  for (const char* m : {"A30", "A100-40GB", "A100-80GB", "A800-40GB", "A800-80GB", "H100-80GB", "H100-PCIe", "H100-NVL", "H800",
+                        "H800-PCIe", "H20", "H200", "GH200-96GB", "GH200-144GB", "B200", "GB200", "B300", "RTX-PRO-6000-Blackwell-Server"}) {
+    INFO(m);
+    CHECK(catalog()[catalog().require(m, {})].mig_capable);
+    CHECK(catalog()[catalog().require(m, {})].mig.has_value());
+  }
+  for (const char* m : {"A10", "A10G", "A40", "L4", "L40", "L40S", "RTX-6000-Ada", "MI300X", "MI325X", "T4"}) {
+    INFO(m);
+    CHECK_FALSE(catalog()[catalog().require(m, {})].mig_capable);
+  }
+}
+
+TEST_CASE("Every MIG model with the 8-slice placement table obeys mig.md's rules 1-6", "[core][mig]") {
+  std::size_t checked = 0;
+  for (const auto& model : mig_models()) {
+    const auto& g = geo(model);
+    if (!standard_eight_slice(g)) continue;
+    INFO(model);
+    ++checked;
+    const auto n = names(g);
+    // Starts and counts of mig.md's table.
+    CHECK(g.profiles[static_cast<std::size_t>(n.g1)].starts == std::vector<int>{0, 1, 2, 3, 4, 5, 6});
+    CHECK(g.profiles[static_cast<std::size_t>(n.g1x2)].starts == std::vector<int>{0, 2, 4, 6});
+    CHECK(g.profiles[static_cast<std::size_t>(n.g2)].starts == std::vector<int>{0, 2, 4});
+    CHECK(g.profiles[static_cast<std::size_t>(n.g3)].starts == std::vector<int>{0, 4});
+    // Rule 1.
+    CHECK_FALSE(fits(g, {n.g4, n.g4}));
+    CHECK_FALSE(fits(g, {n.g3, n.g3, n.g1}));
+    CHECK_FALSE(fits(g, {n.g4, n.g3, n.g1}));
+    CHECK(fits(g, {n.g3, n.g3}));
+    CHECK_FALSE(fits(g, {n.g3, n.g3, n.g3}));
+    if (n.g1me >= 0) {
+      CHECK_FALSE(fits(g, {n.g1me, n.g1me}));
+      CHECK(fits(g, {n.g1me, n.g1, n.g1}));
+    }
+    // Rule 2: zero-waste layouts.
+    for (const auto& layout : std::vector<std::vector<int>>{{n.g7}, {n.g4, n.g3}, {n.g3, n.g2, n.g2}, {n.g3, n.g2, n.g1, n.g1}}) {
+      CHECK(fits(g, layout));
+      for (std::size_t p = 0; p < g.profiles.size(); ++p) {
+        auto more = layout;
+        more.push_back(static_cast<int>(p));
+        CHECK_FALSE(fits(g, more));
+      }
+    }
+    // Rule 3.
+    MigLayout three2g;
+    for (int s : {0, 2, 4}) three2g.place(g, n.g2, s);
+    CHECK(three2g.free_starts(g, n.g1) == std::vector<int>{6});
+    CHECK(three2g.free_starts(g, n.g2).empty());
+    CHECK_FALSE(mig_fits(g, std::vector<int>{n.g1, n.g1}, three2g));
+    // Rule 4.
+    MigLayout a, b;
+    CHECK(mig_create_in_order(g, a, std::vector<int>{n.g1, n.g1, n.g2, n.g3}, MigStartPolicy::kHighestFirst) == 3);
+    CHECK(mig_create_in_order(g, b, std::vector<int>{n.g3, n.g1, n.g2, n.g1}, MigStartPolicy::kHighestFirst) == 4);
+    // Rule 5.
+    MigLayout at0, at6;
+    at0.place(g, n.g1, 0);
+    at6.place(g, n.g1, 6);
+    CHECK_FALSE(mig_fits(g, std::vector<int>{n.g4}, at0));
+    CHECK(mig_fits(g, std::vector<int>{n.g4, n.g2}, at6));
+    // Rule 6 of the geometry: seven 1g strand slice 7.
+    CHECK_FALSE(fits(g, std::vector<int>(8, n.g1)));
+  }
+  CHECK(checked >= 15);   // the six of mig.md and the new Hopper/Blackwell/A800 models
+}
+
+TEST_CASE("Every MIG model's profiles are consistent: counts, whole-GPU profile, memory and SMs", "[core][mig]") {
+  for (const auto& model : mig_models()) {
+    INFO(model);
+    const auto& m = catalog()[catalog().require(model, {})];
+    const auto& g = *m.mig;
+    REQUIRE_FALSE(g.profiles.empty());
+    int whole = -1;
+    for (std::size_t i = 0; i < g.profiles.size(); ++i) {
+      const auto& p = g.profiles[i];
+      INFO(p.name);
+      const int pi = static_cast<int>(i);
+      // max_count instances fit an empty GPU; one more does not.
+      CHECK(fits(g, std::vector<int>(static_cast<std::size_t>(p.max_count), pi)));
+      CHECK_FALSE(fits(g, std::vector<int>(static_cast<std::size_t>(p.max_count) + 1, pi)));
+      // The name's leading "<n>g" is its compute slices.
+      CHECK(p.name.substr(0, p.name.find('g')) == std::to_string(p.compute_slices));
+      CHECK(p.memory_mib > 0);
+      CHECK(p.memory_mib <= m.memory_mib);
+      if (p.compute_slices == g.compute_slices && p.memory_slices == g.memory_slices && !p.media_extensions && whole < 0) whole = pi;
+      for (const auto& q : g.profiles) {   // more memory slices never means less memory; more compute never fewer SMs
+        if (q.memory_slices > p.memory_slices) CHECK(q.memory_mib >= p.memory_mib);
+        // Instances holding disjoint slices never hold more than an instance of all of them
+        // (two 4-slice GIs fit in the 8-slice one's memory): estimates included.
+        if (q.memory_slices > p.memory_slices && q.memory_slices % p.memory_slices == 0) {
+          CHECK(std::int64_t{p.memory_mib} * (q.memory_slices / p.memory_slices) <= q.memory_mib);
+        }
+        if (q.memory_slices == p.memory_slices && g.lgip_memory) CHECK(q.memory_mib == p.memory_mib);
+        if (q.compute_slices > p.compute_slices && q.sms > 0 && p.sms > 0) CHECK(q.sms > p.sms);
+      }
+      if (p.sms > 0 && m.sms > 0) CHECK(p.sms <= m.sms);
+    }
+    REQUIRE(whole >= 0);   // a profile that takes the whole GPU
+    MigLayout gpu;
+    gpu.place(g, whole, 0);
+    for (std::size_t p = 0; p < g.profiles.size(); ++p) CHECK(gpu.free_starts(g, static_cast<int>(p)).empty());
+    // Maximal layouts are legal and maximal.
+    const auto layouts = mig_maximal_layouts(g);
+    CHECK_FALSE(layouts.empty());
+    for (const auto& l : layouts) {
+      MigLayout x;
+      for (const auto& inst : l) {
+        REQUIRE(x.can_place(g, inst.profile, inst.start));
+        x.place(g, inst.profile, inst.start);
+      }
+      for (std::size_t p = 0; p < g.profiles.size(); ++p) CHECK(x.free_starts(g, static_cast<int>(p)).empty());
+    }
+  }
+}
+
+TEST_CASE("RTX PRO 6000 Blackwell: 12 placement units, four 1g.24gb or two 2g.48gb or one 4g.96gb", "[core][mig]") {
+  const auto& g = geo("RTX-PRO-6000-Blackwell-Server");
+  CHECK(g.memory_slices == 12);
+  CHECK(g.compute_slices == 4);
+  const int g1 = g.find_profile("1g.24gb"), g2 = g.find_profile("2g.48gb"), g4 = g.find_profile("4g.96gb");
+  REQUIRE((g1 >= 0 && g2 >= 0 && g4 >= 0));
+  CHECK(g.profiles[static_cast<std::size_t>(g1)].memory_mib == 24192);
+  CHECK(g.profiles[static_cast<std::size_t>(g4)].sms == 188);
+  CHECK(fits(g, {g2, g1, g1}));   // the walkthrough's mixed layout: 2g@0, 1g@6, 1g@9
+  CHECK_FALSE(fits(g, {g2, g2, g1}));
+  MigLayout gpu;
+  gpu.place(g, g1, 3);
+  CHECK(gpu.free_starts(g, g2) == std::vector<int>{6});   // a 1g at 3 blocks the 2g at 0
+  CHECK_FALSE(mig_fits(g, std::vector<int>{g4}, gpu));
+}

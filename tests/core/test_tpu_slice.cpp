@@ -169,7 +169,11 @@ TEST_CASE("Host shapes follow the generation and the host size", "[core][tpu][tp
   CHECK(host_shape(gen("v5e"), 1) == std::vector<int>{1, 1});
   CHECK(host_shape(gen("v5e"), 4) == std::vector<int>{2, 2});
   CHECK(host_shape(gen("v5e"), 8) == std::vector<int>{2, 4});
-  CHECK(host_shape(gen("v5e"), 0) == std::vector<int>{2, 4});   // the default host has 8 chips
+  CHECK(host_shape(gen("v5e"), 0) == std::vector<int>{2, 2});   // the default: GKE's 4-chip multi-host VM
+  CHECK(host_shape(gen("v6e"), 8) == std::vector<int>{2, 4});
+  CHECK(host_shape(gen("v6e"), 4) == std::vector<int>{2, 2});
+  CHECK(host_shape(gen("tpu7x"), 1) == std::vector<int>{1, 1, 1});
+  CHECK(host_shape(gen("tpu7x"), 4) == std::vector<int>{2, 2, 1});
   for (const auto& g : TpuCatalog::builtin().generations()) {
     for (int per_host : g.chips_per_host) {
       INFO(g.name << " " << per_host << "-chip host");
@@ -310,19 +314,19 @@ TEST_CASE("A slice takes a rotated orientation when only that one fits", "[core]
   CHECK(*find_slice_block(v4, 4, grid, only_free(grid, cube), slice) == cube);
 }
 
-TEST_CASE("A v5e 4x4 slice spans 2 hosts of 8 chips or 4 of 4 chips", "[core][tpu][tpu_slice]") {
+TEST_CASE("A v5e 4x4 slice spans 4 hosts of 4 chips; 8-chip hosts do not serve it", "[core][tpu][tpu_slice]") {
   const auto& v5e = gen("v5e");
   const auto slice = topo(v5e, "4x4");
+  // GKE runs multi-host v5e on ct5lp-hightpu-4t; ct5lp-hightpu-8t is the single-host 2x4 only.
   const auto grid8 = grid_of(v5e, {16, 16}, 8);   // 8x4 hosts of 2x4 chips
-  const auto block8 = find_slice_block(v5e, 8, grid8, all_free(grid8), slice);
-  REQUIRE(block8);
-  CHECK(block8->size() == 2);
-  CHECK(block8->size() == static_cast<std::size_t>(v5e.hosts("4x4", {}, 8)));
-  CHECK(box_of(grid8, *block8) == std::vector<int>{2, 1});
+  CHECK(slice_block_shapes(v5e, 8, slice).empty());
+  CHECK_FALSE(find_slice_block(v5e, 8, grid8, all_free(grid8), slice));
+  CHECK_THROWS_AS(v5e.hosts("4x4", {}, 8), CatalogError);
   const auto grid4 = grid_of(v5e, {16, 16}, 4);   // 8x8 hosts of 2x2 chips
   const auto block4 = find_slice_block(v5e, 4, grid4, all_free(grid4), slice);
   REQUIRE(block4);
   CHECK(block4->size() == 4);
+  CHECK(block4->size() == static_cast<std::size_t>(v5e.hosts("4x4", {})));
   CHECK(box_of(grid4, *block4) == std::vector<int>{2, 2});
 }
 
@@ -345,14 +349,18 @@ TEST_CASE("Every multi-host topology of each generation fits an empty pool with 
   for (const auto& g : TpuCatalog::builtin().generations()) {
     for (int per_host : g.chips_per_host) {
       const auto host = host_shape(g, per_host);
+      const auto& machine = *g.machine_type(per_host);
       for (const auto& name : every_shape(g)) {
         INFO(g.name << " " << name << " on " << per_host << "-chip hosts");
         const auto slice = topo(g, name);
-        const auto hosts = static_cast<std::size_t>(g.hosts(name, {}, per_host));
-        if (slice.chips() < per_host) {
+        if (!g.serves(machine, slice)) {
+          // Sub-host slices and topologies the machine type does not serve: no block, and hosts() says why.
           CHECK(slice_block_shapes(g, per_host, slice).empty());
+          CHECK_THROWS_AS(g.hosts(name, {}, per_host), CatalogError);
           continue;
         }
+        CHECK(slice.chips() >= per_host);
+        const auto hosts = static_cast<std::size_t>(g.hosts(name, {}, per_host));
         REQUIRE_FALSE(slice_block_shapes(g, per_host, slice).empty());
         // A pool of exactly the slice, one of one more host along every axis, and, where it
         // divides, the slice's axes reversed (only a rotation fits).
@@ -415,7 +423,9 @@ TEST_CASE("Random free masks: blocks are free, contiguous and whole, and none is
   };
   const std::vector<Pool> pools{{"v4", {4, 4, 4}, 4, {"2x2x1", "2x2x2", "2x2x4", "2x4x4", "4x4x4"}},
                                 {"v5e", {8, 8}, 4, {"2x2", "2x4", "4x4", "4x8", "8x8"}},
-                                {"v5e", {8, 16}, 8, {"2x4", "4x4", "4x8", "8x8", "8x16"}}};
+                                {"v5e", {8, 16}, 8, {"2x4"}},
+                                {"v6e", {8, 16}, 4, {"2x2", "2x4", "4x4", "4x8", "8x16"}},
+                                {"tpu7x", {4, 4, 8}, 4, {"2x2x1", "2x2x2", "2x2x4", "2x4x4", "4x4x4"}}};
   SplitMix rng{2024};
   int found = 0, none = 0;
   for (const auto& p : pools) {
@@ -469,4 +479,75 @@ TEST_CASE("A pre-provisioned pool serves only a slice of exactly its topology", 
   const auto& v5e = gen("v5e");
   CHECK(slice_matches_pool(topo(v5e, "4x8"), topo(v5e, "4x8")));
   CHECK_FALSE(slice_matches_pool(topo(v5e, "4x8"), topo(v5e, "8x8")));
+}
+
+namespace {
+TpuPoolView pool_view(std::string_view name, const std::string& g, const std::string& t, int chips, bool provisioned,
+                      std::size_t hosts = 0) {
+  const auto& generation = gen(g);
+  const auto topology = parse_tpu_topology(t, {});
+  if (hosts == 0) hosts = pool_grid(generation, topology, chips, {}).host_count();
+  return TpuPoolView{name, &generation, chips, topology, provisioned, hosts};
+}
+}  // namespace
+
+TEST_CASE("A slice no pool can serve is explained naming the request, every pool and why", "[core][tpu][tpu_slice]") {
+  const auto& v5e = gen("v5e");
+  const auto s4x4 = topo(v5e, "4x4");
+  const std::string head = "no TPU pool can serve a v5e (tpu-v5-lite-podslice) 4x4 slice as 4 nodes x google.com/tpu: 4";
+  SECTION("no TPU pools at all") {
+    CHECK(explain_unservable_slice({}, v5e, 4, s4x4) == head + "; the cluster has no TPU pools");
+  }
+  SECTION("each reason a pool can give") {
+    const std::vector<TpuPoolView> pools{
+        pool_view("v4-pool", "v4", "4x4x4", 4, false),
+        pool_view("small", "v5e", "2x4", 4, true),
+        pool_view("carved", "v5e", "4x2", 4, false),
+        pool_view("eights", "v5e", "2x4", 8, true),
+        pool_view("short", "v5e", "4x4", 4, true, 3),
+    };
+    const auto text = explain_unservable_slice(pools, v5e, 4, s4x4);
+    INFO(text);
+    CHECK_THAT(text, Catch::StartsWith(head + "; pools: "));
+    CHECK_THAT(text, Catch::Contains("\"v4-pool\" (v4 4x4x4 carved, 16 nodes x 4 chips): other generation"));
+    CHECK_THAT(text, Catch::Contains("\"small\" (v5e 2x4, 2 nodes x 4 chips): a provisioned 2x4 slice"));
+    CHECK_THAT(text, Catch::Contains("\"carved\" (v5e 4x2 carved, 2 nodes x 4 chips): too small"));
+    CHECK_THAT(text, Catch::Contains("\"eights\" (v5e 2x4, 1 nodes x 8 chips): 8-chip hosts, the pods ask google.com/tpu: 4"));
+    CHECK_THAT(text, Catch::Contains("\"short\" (v5e 4x4, 3 nodes x 4 chips): only 3 nodes"));
+  }
+  SECTION("a request on a host size no machine type serves says what GKE runs instead") {
+    const std::vector<TpuPoolView> pools{pool_view("eights", "v5e", "16x16", 8, false)};
+    const auto text = explain_unservable_slice(pools, v5e, 8, s4x4);
+    INFO(text);
+    CHECK_THAT(text, Catch::Contains("4x4 slice as 2 nodes x google.com/tpu: 8"));
+    CHECK_THAT(text, Catch::Contains("no v5e machine type has 8 chips and serves 4x4 (GKE runs 4x4 on ct5lp-hightpu-4t: 4 nodes x google.com/tpu: 4)"));
+    CHECK_THAT(text, Catch::Contains("\"eights\" (v5e 16x16 carved, 32 nodes x 8 chips): ct5lp-hightpu-8t hosts do not serve 4x4"));
+  }
+  SECTION("a pool that could serve it once free gives no explanation") {
+    const std::vector<TpuPoolView> ok{pool_view("v4-pool", "v4", "4x4x4", 4, false), pool_view("right", "v5e", "4x4", 4, true)};
+    CHECK(explain_unservable_slice(ok, v5e, 4, s4x4).empty());
+    const std::vector<TpuPoolView> carved{pool_view("big", "v5e", "16x16", 4, false)};
+    CHECK(explain_unservable_slice(carved, v5e, 4, s4x4).empty());
+    CHECK(explain_unservable_slice(carved, v5e, 4, topo(v5e, "16x16")).empty());
+  }
+  SECTION("at most 8 pools are named") {
+    std::vector<TpuPoolView> many;
+    for (int i = 0; i < 10; ++i) many.push_back(pool_view("p", "v4", "2x2x4", 4, true));
+    const auto text = explain_unservable_slice(many, v5e, 4, s4x4);
+    CHECK_THAT(text, Catch::EndsWith("; and 2 more pools"));
+  }
+}
+
+TEST_CASE("A v5p 2x2x4 slice is 4 hosts of 4 chips carved from a pool or as its own pool", "[core][tpu][tpu_slice]") {
+  const auto& v5p = gen("v5p");
+  const auto slice = topo(v5p, "2x2x4");
+  CHECK(v5p.hosts("2x2x4", {}) == 4);
+  const auto grid = grid_of(v5p, {4, 4, 4});
+  const auto block = find_slice_block(v5p, 4, grid, all_free(grid), slice);
+  REQUIRE(block);
+  CHECK(block->size() == 4);
+  const auto own = grid_of(v5p, {2, 2, 4});
+  CHECK(find_slice_block(v5p, 4, own, all_free(own), slice)->size() == 4);
+  const std::vector<TpuPoolView> pools{pool_view("p", "v5p", "2x2x4", 4, true)};
+  CHECK(explain_unservable_slice(pools, v5p, 4, slice).empty());
 }

@@ -819,3 +819,30 @@ TEST_CASE("Scoring resources must name something a node reports", "[kube-scores]
     }
   }
 }
+
+// The NVIDIA device plugin advertises a time-sliced GPU as `replicas` nvidia.com/gpu
+// (docs/sharing.md); kube-scheduler's allocation scores then count those: allocatable 2 GPUs x 4
+// replicas = 8, and a pod's nvidia.com/gpu: 1 is one of them (resource_allocation.go
+// calculateResourceAllocatableRequest), not a whole GPU's compute.
+TEST_CASE("most-allocated counts nvidia.com/gpu replicas as kube-scheduler sees them", "[kube-scores]") {
+  const auto most = built("most-allocated", {{"resources", resources({{"nvidia.com/gpu", 1}})}});
+  auto shared = [](const char* name) {
+    auto n = gpu_node(name, 4000, 10000, 2);
+    for (auto& g : n.gpus) {
+      g.partition = GpuPartition::kTimeSlicing;
+      g.replicas = 4;
+    }
+    return n;
+  };
+  auto c = t::cluster({shared("node1"), shared("node2")});
+  const auto one = milli_request(1000, 1000, 1);
+  c.allocate(one, TaskPlacement{NodeId{0}, {GpuGrant{0, 250, 0}}});   // one replica held on node1
+  const auto pod = t::job("pod", 0, 10, one);
+  // (1 held + 1) x 100 / 8 = 25 and 1 x 100 / 8 = 12; counted as compute it would be 62 and 50.
+  CHECK(scores(*most, c, pod) == std::vector<double>{25, 12});
+  // The earlier one-replica-per-GPU model keeps counting compute.
+  DeviceOptions o;
+  o.replica_allocation = ReplicaAllocation::kOnePerGpu;
+  c.set_device_options(o);
+  CHECK(scores(*most, c, pod) == std::vector<double>{62, 50});
+}

@@ -62,8 +62,8 @@ TEST_CASE("first-fit picks the first node in cluster order that fits", "[policie
 }
 
 TEST_CASE("gpu-binpack picks the node and GPU with the least free GPU memory that still fits", "[policies][behaviour]") {
-  // big: 2x A100-80GB, GPU 1 already holds a 20 GiB share; t4: 1x T4 (16 GiB); a10: 1x A10 (24 GiB)
-  // with 10 GiB taken.
+  // big: 2x A100-80GB, GPU 1 already holds a 20 GiB share; t4: 1x T4 (16 GiB); a10: 1x A10
+  // (23028 MiB usable, issue 15: was 24 GiB nominal) with 10 GiB taken, so 12788 MiB are left.
   auto base = t::cluster({t::node("big", 32, 256, 2, "A100-80GB"), t::node("t4", 32, 256, 1, "T4"),
                           t::node("a10", 32, 256, 1, "A10")});
   const auto share20 = t::request({{"aliyun.com/gpu-mem", "20"}});
@@ -76,7 +76,8 @@ TEST_CASE("gpu-binpack picks the node and GPU with the least free GPU memory tha
     const char* expected;
   };
   for (const Case& k : {Case{"8", "a10[0]"},      // leaves 6 GiB on the A10 (T4 would leave 8)
-                        Case{"14", "a10[0]"},     // exactly what the A10 has left
+                        Case{"12", "a10[0]"},     // 12288 of the A10's 12788 MiB left (23028 usable - 10240)
+                        Case{"13", "t4[0]"},      // 13312 > 12788: the T4 (16384) it is
                         Case{"15", "t4[0]"},      // A10 too small now; T4 leaves 1 GiB
                         Case{"20", "big[1]"},     // the used A100 leaves 40 GiB, the empty one 60
                         Case{"70", "big[0]"}}) {  // only the empty A100 has 70 GiB

@@ -120,6 +120,9 @@ def _cluster() -> Dict[str, Any]:
          "gpu_partition": {"mode": "mig", "layout": [{"profile": "1g.10gb", "start": 0}]}},
         {"name": "ts", "cpu": 16, "memory": "64Gi", "gpus": 1, "gpu_model": "T4",
          "gpu_partition": {"mode": "time-slicing", "replicas": 2}},
+        {"name": "ts2", "cpu": 16, "memory": "64Gi", "gpus": 2, "gpu_model": "T4",
+         "gpu_partition": {"mode": "time-slicing", "replicas": [2, 3], "fail_requests_greater_than_one": True,
+                           "rename_by_default": True}},
         {"name": "tpu", "cpu": 8, "memory": "32Gi", "tpu": {"generation": "v4", "chips_per_host": 4}},
     ]
     # Every node field again in a node group (a group's template is a node), the first autoscaled.
@@ -136,7 +139,7 @@ def _base(workload: Dict[str, Any]) -> Dict[str, Any]:
         "seed": 1,
         "horizon_s": 100000,
         "cluster": _cluster(),
-        "devices": {"mig_reconfigure_s": 1, "time_slicing_overhead": 0.1,
+        "devices": {"mig_reconfigure_s": 1, "time_slicing_overhead": 0.1, "replica_allocation": "device-plugin",
                     "slowdown": {"vgpu": 1.1, "passthrough": 1.1, "mig": 1.1, "pcie": 1.1, "cross_socket": 1.1}},
         "priority_classes": {"hi": 100, "lo": {"value": 1}},
         "preemption": {"restart": "checkpoint", "checkpoint_interval_s": 60},

@@ -297,9 +297,24 @@ TEST_CASE("A malformed pci_passthrough alias is rejected with its field", "[scen
   CHECK(e.where().field == "requests.pci_passthrough:alias");
   e = error_of<QuantityError>(node_doc(node, job(R"("pci_passthrough:alias": "GPU:0")")));
   CHECK(e.where().field == "requests.pci_passthrough:alias");
-  const auto c = error_of<CatalogError>(node_doc(node, job(R"("pci_passthrough:alias": "B200:1")")));
+  // An invented model (issue 15: B200, used here before, is now a catalog model).
+  const auto c = error_of<CatalogError>(node_doc(node, job(R"("pci_passthrough:alias": "X9000-NOT-A-GPU:1")")));
   CHECK(c.id() == "gpusched.catalog_error.401");
   CHECK(c.where().field == "requests.pci_passthrough:alias");
+}
+
+// Issue 15: a model's vendor decides its resource name; a task asks for GPUs by one name.
+TEST_CASE("Mixing amd.com/gpu with nvidia.com/gpu is an error naming the field", "[scenario][device-errors][vendor]") {
+  const std::string node = R"("gpus": 8, "gpu_model": "MI300X")";
+  auto e = error_of<QuantityError>(node_doc(node, job(R"("amd.com/gpu": 2, "nvidia.com/gpu": 1)")));
+  CHECK(e.where().field == "requests.amd.com/gpu");
+  CHECK_THAT(std::string(e.what()), Catch::Contains("nvidia.com/gpu"));
+  e = error_of<QuantityError>(node_doc(node, job(R"("amd.com/gpu": 1, "nvidia.com/mig-1g.10gb": 1)")));
+  CHECK(e.where().field == "requests.amd.com/gpu");
+  // gpu_model naming only NVIDIA models leaves nothing an amd.com/gpu request may use.
+  e = error_of<QuantityError>(node_doc(node, job(R"("amd.com/gpu": 1)", R"("gpu_model": ["A100-80GB"], )")));
+  CHECK(e.where().field == "requests.amd.com/gpu");
+  CHECK_THAT(std::string(e.what()), Catch::Contains("amd.com/gpu"));
 }
 
 // check_placeable() caches answers by request_class(), which must tell MIG profiles apart (a 7g

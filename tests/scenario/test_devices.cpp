@@ -122,6 +122,12 @@ struct Bench {
     REQUIRE(p >= 0);
     return p;
   }
+  /// The memory a MIG profile grants on the node's GPU 0, from the catalog's geometry (issue 15: the
+  /// `nvidia-smi mig -lgip` figure where the catalog has one, e.g. 3g.40gb on H100 = 40448 MiB, not 40 x 1024).
+  int profile_memory_mib(std::string_view node_name, std::string_view mig_profile) const {
+    const auto& geo = cluster.mig_geometry(gpu(node_name, 0));
+    return static_cast<int>(geo.profiles[static_cast<std::size_t>(profile(node_name, mig_profile))].memory_mib);
+  }
   /// The MIG instances of a GPU as (profile name, start), in start order.
   std::vector<std::pair<std::string, int>> layout(std::string_view node_name, std::size_t index = 0) const {
     const auto& geo = cluster.mig_geometry(gpu(node_name, index));
@@ -163,7 +169,10 @@ TEST_CASE("A 3g request on a static 4g+3g H100 takes the 3g instance at the star
   CHECK_FALSE(g.mig_created);
   CHECK(g.mig_destroyed == 0);
   CHECK(g.milli == 1000 * 3 / 7);
-  CHECK(g.memory_mib == 40960);
+  // Usable memory (issue 15): the grant is the profile's catalog memory (lgip figure), no longer 40 x 1024.
+  CHECK(g.memory_mib == b.profile_memory_mib("h", "3g.40gb"));
+  CHECK(g.memory_mib > 0);
+  CHECK(g.memory_mib <= 40960);
   CHECK(b.mig("h").busy == (1U << 4));
   CHECK(b.cluster.totals().mig_reconfigurations == 0);
 }
@@ -205,7 +214,10 @@ TEST_CASE("A static layout of {profile, start} objects is built at exactly those
   CHECK(b.grant("two", 0, 0).index != b.grant("two", 0, 1).index);
   REQUIRE(b.placed("one"));
   CHECK(b.grant("one").mig_start == 6);
-  CHECK(b.grant("one").memory_mib == 20480);
+  // Usable memory (issue 15): the 1g.20gb instance's catalog memory (lgip figure), no longer 20 x 1024.
+  CHECK(b.grant("one").memory_mib == b.profile_memory_mib("h", "1g.20gb"));
+  CHECK(b.grant("one").memory_mib > 0);
+  CHECK(b.grant("one").memory_mib <= 20480);
 }
 
 TEST_CASE("A static layout written 3g first still fits the 4g that only starts at 0", "[scenario][devices][mig]") {
@@ -237,7 +249,10 @@ TEST_CASE("A single-strategy node of seven 1g instances advertises nvidia.com/gp
     CHECK(g.index == 0);
     CHECK(g.mig_profile == one_g);
     CHECK(g.milli == 1000 / 7);
-    CHECK(g.memory_mib == 10240);
+    // Usable memory (issue 15): the 1g.10gb catalog memory (lgip figure), no longer 10 x 1024.
+    CHECK(g.memory_mib == b.profile_memory_mib("s", "1g.10gb"));
+    CHECK(g.memory_mib > 0);
+    CHECK(g.memory_mib <= 10240);
   }
   CHECK(w[0].gpus[0].mig_start != w[0].gpus[1].mig_start);
   CHECK(std::popcount(static_cast<unsigned>(b.mig("s", 0).busy)) == 2);
@@ -579,6 +594,40 @@ TEST_CASE("A vGPU GPU hosts at most max_per_gpu vGPUs of one profile and takes a
   CHECK(b.gpu("v", 0).vgpu_profile == twenty);
 }
 
+// Issue 15: the catalog holds usable memory (L4: 23034 MiB) while NVIDIA states vGPU framebuffers
+// nominally (L4-24C = 24576 MiB): a full GPU's vGPUs never take more memory than the GPU has.
+TEST_CASE("A GPU full of vGPUs of any profile never grants more memory than the GPU's usable memory",
+          "[scenario][devices][vgpu]") {
+  const std::string node = R"({"name": "v", "cpu": 64, "memory": "256Gi", "gpus": 1, "gpu_model": "L4",
+                               "gpu_partition": {"mode": "vgpu"}})";
+  const auto catalog = GpuCatalog::builtin();
+  const auto& l4 = catalog[catalog.require("L4", {})];
+  REQUIRE_FALSE(l4.vgpu.empty());
+  bool some_nominal_above_usable = false;
+  for (const auto& v : l4.vgpu) {
+    INFO(v.name);
+    std::string jobs;
+    for (int i = 1; i <= v.max_per_gpu; ++i) {
+      jobs += (i > 1 ? "," : "") + job(t::numbered("j", i), R"("nvidia.com/vgpu-)" + v.name + R"(": 1)");
+    }
+    Bench b(doc(node, jobs));
+    const auto& g = b.gpu("v", 0);
+    std::int64_t granted = 0;
+    for (int i = 1; i <= v.max_per_gpu; ++i) {
+      REQUIRE(b.placed(t::numbered("j", i)));
+      const auto& grant = b.grant(t::numbered("j", i));
+      CHECK(grant.memory_mib <= v.framebuffer_mib);
+      CHECK(grant.memory_mib > 0);
+      granted += grant.memory_mib;
+    }
+    some_nominal_above_usable |= v.framebuffer_mib * v.max_per_gpu > g.memory_mib;
+    CHECK(granted <= g.memory_mib);
+    CHECK(g.memory_free_mib >= 0);
+    CHECK(t::cluster_violation(b.cluster).empty());
+  }
+  CHECK(some_nominal_above_usable);   // the case this test is about exists in the catalog
+}
+
 TEST_CASE("A configured vgpu_profile fixes the GPU to that profile even when it is empty", "[scenario][devices][vgpu]") {
   const std::string node = R"({"name": "f", "cpu": 64, "memory": "256Gi", "gpus": 1, "gpu_model": "A100-40GB",
                                "gpu_partition": {"mode": "vgpu", "vgpu_profile": "A100-20C"}})";
@@ -589,6 +638,49 @@ TEST_CASE("A configured vgpu_profile fixes the GPU to that profile even when it 
   b.finish("twenty");
   CHECK(b.gpu("f", 0).vgpu_profile == b.cluster.catalog()[b.gpu("f", 0).model].find_vgpu("A100-20C"));
   CHECK_FALSE(b.placed("ten"));
+}
+
+// ---------------------------------------------------------------- vendor resource names (issue 15)
+
+// A model's vendor decides the resource it is requested by: amd.com/gpu for MI300X, nvidia.com/gpu
+// for NVIDIA models. Each lands only on its own vendor's GPUs.
+TEST_CASE("amd.com/gpu lands on an MI300X node and nvidia.com/gpu never does", "[scenario][devices][vendor]") {
+  const std::string nodes = R"(
+      {"name": "nv", "cpu": 64, "memory": "256Gi", "gpus": 8, "gpu_model": "A100-80GB"},
+      {"name": "amd", "cpu": 64, "memory": "256Gi", "gpus": 8, "gpu_model": "MI300X"})";
+  Bench b(doc(nodes, job("amd2", R"("amd.com/gpu": 2)") + "," + job("nv2", R"("nvidia.com/gpu": 2)") + "," +
+                         job("amd9", R"("amd.com/gpu": 9)")));
+  const auto& catalog = b.cluster.catalog();
+  REQUIRE(catalog[catalog.require("MI300X", {})].resource_name == "amd.com/gpu");
+  CHECK(b.spec("amd2").request.gpu.mode == GpuMode::kWhole);
+  CHECK(b.spec("amd2").request.gpu.count == 2);
+  CHECK(b.spec("amd2").request.gpu.resource_name == "amd.com/gpu");
+  CHECK(b.spec("amd2").request.extended.empty());   // no longer an extended resource
+  CHECK_FALSE(b.cluster.fits_empty(b.node("nv"), b.spec("amd2").request));
+  CHECK(b.cluster.fits_empty(b.node("amd"), b.spec("amd2").request));
+  CHECK_FALSE(b.cluster.fits_empty(b.node("amd"), b.spec("nv2").request));
+  CHECK(b.cluster.fits_empty(b.node("nv"), b.spec("nv2").request));
+  REQUIRE(b.placed("amd2"));
+  CHECK(b.where("amd2")[0].node == b.node("amd"));
+  CHECK(b.where("amd2")[0].gpus.size() == 2);
+  REQUIRE(b.placed("nv2"));
+  CHECK(b.where("nv2")[0].node == b.node("nv"));
+  CHECK_FALSE(b.placed("amd9"));   // more than an MI300X node has; the NVIDIA node's 8 free GPUs do not count
+  // The request is written back under its own name.
+  bool amd_written = false;
+  for (const auto& [k, v] : format_requests(b.spec("amd2").request, b.sc.resources)) {
+    CHECK(k != "nvidia.com/gpu");
+    amd_written = amd_written || (k == "amd.com/gpu" && v == "2");
+  }
+  CHECK(amd_written);
+}
+
+TEST_CASE("With only NVIDIA nodes an amd.com/gpu job never places", "[scenario][devices][vendor]") {
+  const std::string nodes = R"({"name": "nv", "cpu": 64, "memory": "256Gi", "gpus": 8, "gpu_model": "H100-80GB"})";
+  Bench b(doc(nodes, job("amd1", R"("amd.com/gpu": 1)")));
+  CHECK_FALSE(b.cluster.fits_empty(b.node("nv"), b.spec("amd1").request));
+  CHECK_FALSE(b.placed("amd1"));
+  CHECK(t::cluster_empty(b.cluster));
 }
 
 // ---------------------------------------------------------------- passthrough
@@ -799,6 +891,21 @@ TEST_CASE("A provisioned 2x2x4 pool serves only a 2x2x4 slice", "[scenario][devi
   REQUIRE(b.placed("sixteen"));
   CHECK(b.where("sixteen").size() == 4);
   CHECK(b.cluster.totals().tpu_chips_used == 16);
+}
+
+// Issue 15 (TPU): when no pool can ever serve a slice, the reason names the pools and why, instead of
+// "0/0 nodes are available".
+TEST_CASE("A v5e slice on a cluster with only a v4 pool says why no pool can serve it", "[scenario][devices][tpu]") {
+  const std::string v5e = R"({"id": "v5e", "submit_time": 0, "duration": 100, "requests": {"cpu": "8", "google.com/tpu": 4,
+      "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice", "cloud.google.com/gke-tpu-topology": "4x4"}})";
+  Bench b(group_doc(kV4CarvedPool, v5e));
+  CHECK_FALSE(b.placed("v5e"));
+  const std::string why = b.scheduler.last_diagnosis();
+  INFO(why);
+  CHECK_THAT(why, Catch::Contains("other generation"));
+  CHECK_THAT(why, Catch::Contains("\"v4\""));
+  CHECK_THAT(why, !Catch::Contains("0/0"));
+  CHECK(b.cluster.totals().tpu_chips_used == 0);
 }
 
 TEST_CASE("A slice's hosts are all released together when its job finishes in a run", "[scenario][devices][tpu]") {

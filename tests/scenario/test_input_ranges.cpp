@@ -296,12 +296,19 @@ TEST_CASE("The CLI rejects out-of-range scenarios with exit 1, the id, the file 
 // until bad_alloc aborted the process). Both stop the run with 211, the file and the field.
 TEST_CASE("Limits found during the run: a slowed-down job past the clock and too many samples", "[scenario][ranges][cli]") {
   t::TempDir dir;
-  const auto mps = nlohmann::json::parse(R"({"schema_version": 1, "name": "mps", "seed": 1,
-    "cluster": {"nodes": [{"name": "a", "cpu": "32", "memory": "256Gi", "gpus": 1, "gpu_model": "A100-80GB",
-                           "gpu_partition": {"mode": "mps", "replicas": 1024}}]},
-    "workload": {"jobs": [{"id": "a", "submit_time": 0, "duration": 1e10,
-                           "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": 1}}]},
+  // 300 jobs time-slice one GPU, context switches halving each: every job runs at 1/600 of full
+  // speed, so 1e10 s of work would end at 6e12 s, past the clock (4.6e12 s). (MPS clients no longer
+  // reach it: the device plugin allows at most 48 per GPU.)
+  auto sliced = nlohmann::json::parse(R"({"schema_version": 1, "name": "sliced", "seed": 1,
+    "devices": {"time_slicing_overhead": 1.0},
+    "cluster": {"nodes": [{"name": "a", "cpu": "512", "memory": "1Ti", "gpus": 1, "gpu_model": "A100-80GB",
+                           "gpu_partition": {"mode": "time-slicing", "replicas": 300}}]},
+    "workload": {"jobs": []},
     "outputs": {"sample_interval_s": 1e10}})");
+  for (int i = 0; i < 300; ++i) {
+    sliced["workload"]["jobs"].push_back({{"id", "j" + std::to_string(i)}, {"submit_time", 0}, {"duration", 1e10},
+                                          {"requests", {{"cpu", "1"}, {"memory", "1Gi"}, {"nvidia.com/gpu", 1}}}});
+  }
   auto samples = base();
   samples["outputs"]["sample_interval_s"] = 1e-6;
   samples["workload"]["jobs"][0]["duration"] = 1e6;
@@ -309,7 +316,7 @@ TEST_CASE("Limits found during the run: a slowed-down job past the clock and too
     std::string name, field, words;
     nlohmann::json doc;
   };
-  for (const auto& c : {Case{"mps.json", "duration", "clock's limit", mps},
+  for (const auto& c : {Case{"sliced.json", "duration", "clock's limit", sliced},
                         Case{"samples.json", "/outputs/sample_interval_s", "samples", samples}}) {
     INFO(c.name);
     const auto path = dir.write(c.name, c.doc.dump());
@@ -322,8 +329,9 @@ TEST_CASE("Limits found during the run: a slowed-down job past the clock and too
     CHECK_FALSE(std::filesystem::exists(dir.path() / "out" / "summary.json"));
   }
   // At full speed the same 1e10 s job runs and ends where it should.
-  auto whole = mps;
+  auto whole = sliced;
   whole["cluster"]["nodes"][0].erase("gpu_partition");
+  whole["workload"]["jobs"] = nlohmann::json::array({whole["workload"]["jobs"][0]});   // one job alone on a whole GPU
   const auto path = dir.write("whole.json", whole.dump());
   const auto r = t::cli({"run", path.string(), "--out", (dir.path() / "whole").string(), "--quiet"});
   CHECK(r.rc == 0);

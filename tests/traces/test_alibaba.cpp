@@ -575,8 +575,10 @@ TEST_CASE("The spot-GPU node list has 4278 nodes with 10412 GPUs", "[traces][ali
                                });
   CHECK(nodes.size() == 4278);
   CHECK(gpu_count(nodes) == 10412);
-  const std::map<std::string, int> expected = {{"A10", 2494},          {"A100-80GB", 454},    {"H100-80GB", 219},
-                                               {"GPU-series-1", 989},  {"GPU-series-2", 122}};
+  // Issue 15: H800 and A800-SXM4-80GB are catalog models of their own now (were counted as H100-80GB and
+  // A100-80GB: 219 H800 nodes, 432 + 22 A100/A800 nodes).
+  const std::map<std::string, int> expected = {{"A10", 2494},          {"A100-80GB", 432},    {"A800-80GB", 22},
+                                               {"H800", 219},          {"GPU-series-1", 989}, {"GPU-series-2", 122}};
   CHECK(nodes_per_model(nodes, catalog) == expected);
   std::int64_t cores = 0;
   for (const auto& r : data_rows(path)) cores += std::stoll(r[2]);
@@ -602,7 +604,7 @@ TEST_CASE("A spot node fixture maps columns and the memory assumption", "[traces
   CHECK(nodes[0].cpu_milli == 192000);
   CHECK(nodes[0].memory_mib == 192 * 8 * 1024);
   CHECK(nodes[0].labels.at("gpusched.io/gpu-model") == "GPU-series-2");
-  CHECK(nodes[1].labels.at("gpusched.io/gpu-model") == "H100-80GB");
+  CHECK(nodes[1].labels.at("gpusched.io/gpu-model") == "H800");   // its own model since issue 15 (was H100-80GB)
   const auto custom = read_spot_nodes(b, "spot.csv", catalog, resources, 4096);
   CHECK(custom[0].memory_mib == 192 * 4096);
 }

@@ -9,9 +9,13 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <gpusched/error.hpp>
 #include <gpusched/gpu_catalog.hpp>
+#include <gpusched/mig.hpp>
 #include <gpusched/topology.hpp>
 #include <gpusched/traces/nvidia_smi.hpp>
 
@@ -262,4 +266,269 @@ TEST_CASE("A file that cannot be read is an error naming it", "[traces][nvidia_s
     (void)node_from_nvidia_smi_files(sample("missing-query.xml"), sample("dgx-h100-topo.txt"), catalog(), {});
   }, "gpusched.trace_error.101");
   CHECK(e.where().file == sample("missing-query.xml").string());
+}
+
+// ---------------------------------------------------------------- product names, MIG layouts, lgip, JSON
+
+namespace {
+
+/// The GPU instances of one GPU as "profile@start", in start order.
+std::vector<std::string> layout_of(const NodeSpec& n, std::size_t g) {
+  const auto& geo = *catalog()[n.gpus[g].model].mig;
+  std::vector<std::string> out;
+  for (const auto& gi : n.gpus[g].mig) out.push_back(geo.profiles[static_cast<std::size_t>(gi.profile)].name + "@" + std::to_string(gi.start));
+  return out;
+}
+
+using Layout = std::vector<std::string>;
+
+}  // namespace
+
+TEST_CASE("Product names as nvidia-smi prints them resolve to the catalog model", "[traces][nvidia_smi]") {
+  // {printed name, FB memory MiB, a catalog spelling of the expected model}
+  struct Case { const char* printed; std::int64_t mib; const char* expect; };
+  const Case cases[] = {
+      {"NVIDIA A100-SXM4-80GB", 81920, "A100-80GB"},      {"A100-SXM4-80GB", 81920, "A100-80GB"},
+      {"NVIDIA A100-SXM4-40GB", 40960, "A100-40GB"},      {"NVIDIA A100-PCIE-40GB", 40960, "A100-40GB"},
+      {"NVIDIA A100 80GB PCIe", 81920, "A100-80GB"},      {"NVIDIA A800-SXM4-80GB", 81920, "A800-SXM4-80GB"},
+      {"NVIDIA H100 80GB HBM3", 81559, "H100-80GB"},      {"H100-SXM5-80GB", 81559, "H100-80GB"},
+      {"NVIDIA H800 80GB HBM3", 81559, "H800"},           {"NVIDIA H100 NVL", 95830, "H100-NVL"},
+      {"NVIDIA H200", 143771, "H200"},                    {"Tesla T4", 15360, "T4"},
+      {"NVIDIA Tesla T4", 15360, "T4"},                   {"Tesla V100-SXM2-16GB", 16160, "V100-16GB"},
+      {"Tesla V100-SXM2-32GB", 32510, "V100-32GB"},       {"NVIDIA A10", 23028, "A10"},
+      {"NVIDIA A30", 24576, "A30"},                       {"NVIDIA L4", 23034, "L4"},
+      {"NVIDIA L40S", 46068, "L40S"},
+      // The PCIe V100s: the catalog spells them as aliases of the same models (same memory and SMs).
+      {"Tesla V100-PCIE-16GB", 16160, "V100-16GB"},       {"Tesla V100-PCIE-32GB", 32510, "V100-32GB"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.printed);
+    const auto want = catalog().find(c.expect);
+    REQUIRE(want);
+    const auto got = resolve_nvidia_smi_product(c.printed, c.mib, catalog());
+    REQUIRE(got);
+    CHECK(catalog()[*got].name == catalog()[*want].name);
+  }
+}
+
+TEST_CASE("Every catalog spelling with the NVIDIA prefix resolves to its model or an identical one", "[traces][nvidia_smi]") {
+  for (const auto& m : catalog().models()) {
+    std::vector<std::string> spellings{m.name};
+    spellings.insert(spellings.end(), m.aliases.begin(), m.aliases.end());
+    for (const auto& sp : spellings) {
+      for (const std::string& printed : {"NVIDIA " + sp, sp}) {
+        INFO(printed);
+        const auto got = resolve_nvidia_smi_product(printed, m.memory_mib, catalog());
+        REQUIRE(got);
+        const auto& r = catalog()[*got];
+        CHECK((r.name == m.name || (r.memory_mib == m.memory_mib && r.sms == m.sms)));
+      }
+    }
+  }
+}
+
+TEST_CASE("Form factor and memory pick the model within a family", "[traces][nvidia_smi]") {
+  GpuCatalog cat;
+  cat.add_json(nlohmann::json::parse(R"([
+    {"name": "X100-40GB", "aliases": ["X100-SXM4-40GB", "X100-PCIE-40GB"], "memory_mib": 40960, "sms": 100},
+    {"name": "X100-80GB", "aliases": ["X100-SXM4-80GB"], "memory_mib": 81920, "sms": 100},
+    {"name": "X100-NVL", "memory_mib": 96000, "sms": 100},
+    {"name": "X10", "memory_mib": 24576, "sms": 70},
+    {"name": "RTX 9000 Ada", "memory_mib": 49152, "sms": 140}
+  ])"), "test");
+  const auto name = [&](std::string_view printed, std::int64_t mib) -> std::string {
+    const auto id = resolve_nvidia_smi_product(printed, mib, cat);
+    return id ? cat[*id].name : std::string("-");
+  };
+  CHECK(name("NVIDIA X100-SXM4-80GB", 81000) == "X100-80GB");
+  CHECK(name("NVIDIA X100 80GB HBM3", 81000) == "X100-80GB");      // no form factor: SXM or unmarked models
+  CHECK(name("NVIDIA X100 40GB PCIe", 40000) == "X100-40GB");
+  CHECK(name("NVIDIA X100 80GB PCIe", 81000) == "-");              // no PCIe model of 80 GB
+  CHECK(name("NVIDIA X100 NVL", 95000) == "X100-NVL");
+  CHECK(name("NVIDIA X100 NVL", 81000) == "-");                    // more than 10% apart
+  CHECK(name("NVIDIA X100", 41000) == "X100-40GB");                // memory decides
+  CHECK(name("NVIDIA X10", 23028) == "X10");                       // not the X100 family
+  CHECK(name("NVIDIA X10G", 23028) == "-");
+  CHECK(name("NVIDIA RTX 9000 Ada Generation", 49140) == "RTX 9000 Ada");
+  CHECK(name("Tesla X10", 24000) == "X10");
+}
+
+TEST_CASE("An HGX A100 with MIG on every GPU keeps its GPU instances", "[traces][nvidia_smi]") {
+  const NodeSpec n = load("hgx-a100-mig", {.name = "hgx", .memory_mib = 1024 * 1024});
+  REQUIRE(n.gpus.size() == 4);
+  for (const auto& g : n.gpus) {
+    CHECK(catalog()[g.model].name == "A100-80GB");
+    CHECK(g.partition == GpuPartition::kMig);
+    CHECK(g.nvlink_domain == 0);
+  }
+  CHECK_FALSE(n.mig_dynamic);
+  // 3g+2g+1g+1g: the 3g must sit at 4 for both 1g to fit (no 1g starts at slice 7).
+  CHECK(layout_of(n, 0) == Layout{"2g.20gb@0", "1g.10gb@2", "1g.10gb@3", "3g.40gb@4"});
+  CHECK(layout_of(n, 1) == Layout{"7g.80gb@0"});
+  CHECK(layout_of(n, 2) == Layout{"4g.40gb@0", "3g.40gb@4"});   // same memory, told apart by SMs
+  // A 2g GI with two CIs (SMs added up); the +me twin told apart by its OFA.
+  CHECK(layout_of(n, 3) == Layout{"2g.20gb@0", "1g.20gb@2", "1g.10gb+me@4", "1g.10gb@5"});
+  const auto& geo = *catalog()[n.gpus[0].model].mig;
+  for (std::size_t g = 0; g < 4; ++g) {
+    MigLayout l;
+    for (const auto& gi : n.gpus[g].mig) {
+      REQUIRE(l.can_place(geo, gi.profile, gi.start));
+      l.place(geo, gi.profile, gi.start);
+    }
+  }
+}
+
+TEST_CASE("An HGX H200 with and without MIG, with lgip figures or the catalog's", "[traces][nvidia_smi]") {
+  const NodeSpec plain = load("hgx-h200");
+  REQUIRE(plain.gpus.size() == 8);
+  for (const auto& g : plain.gpus) {
+    CHECK(catalog()[g.model].name == "H200");
+    CHECK(g.partition == GpuPartition::kWhole);
+  }
+  CHECK(plain.sockets == 2);
+  CHECK(plain.cpu_milli == 192'000);
+  CHECK(plain.labels.at("nvidia.com/gpu.memory") == "143771");
+
+  const NodeSpecDefaults d{.name = "h200"};
+  const NodeSpec with_lgip = node_from_nvidia_smi_files(sample("hgx-h200-mig-query.xml"), sample("hgx-h200-topo.txt"), catalog(), d,
+                                                        sample("hgx-h200-mig-lgip.txt"));
+  const NodeSpec without = node_from_nvidia_smi_files(sample("hgx-h200-mig-query.xml"), sample("hgx-h200-topo.txt"), catalog(), d);
+  // Without lgip, 3g and 4g of equal memory are told apart by the catalog's SM counts; where the
+  // catalog has none (estimated from compute slices), GPU6's 4g.71gb is not recognised.
+  const auto& h200 = catalog()[*catalog().find("H200")];
+  const bool sms_known = std::all_of(h200.mig->profiles.begin(), h200.mig->profiles.end(), [](const MigProfile& p) { return p.sms > 0; });
+  for (std::size_t g = 0; g < 8; ++g) {
+    INFO("GPU" << g);
+    CHECK(with_lgip.gpus[g].partition == GpuPartition::kMig);
+    if (g != 6 || sms_known) CHECK(layout_of(with_lgip, g) == layout_of(without, g));
+    if (g < 6) CHECK(layout_of(with_lgip, g) == Layout{"2g.35gb@0", "1g.18gb@2", "1g.18gb@3", "3g.71gb@4"});
+  }
+  CHECK(layout_of(with_lgip, 6) == Layout{"4g.71gb@0", "3g.71gb@4"});
+  CHECK(layout_of(with_lgip, 7) == Layout{"3g.71gb@0", "1g.35gb@4", "1g.18gb+me@6"});   // largest first, lowest starts
+}
+
+TEST_CASE("A DGX H100 with MIG and a PCIe H100 NVL pair with MIG", "[traces][nvidia_smi]") {
+  const NodeSpec dgx = node_from_nvidia_smi_files(sample("dgx-h100-mig-query.xml"), sample("dgx-h100-topo.txt"), catalog(),
+                                                  {.name = "dgx"});
+  REQUIRE(dgx.gpus.size() == 8);
+  CHECK(layout_of(dgx, 0) == Layout{"7g.80gb@0"});
+  CHECK(layout_of(dgx, 3) == Layout{"2g.20gb@0", "1g.10gb@2", "1g.10gb@3", "3g.40gb@4"});
+  CHECK(layout_of(dgx, 6) == Layout{"4g.40gb@0", "3g.40gb@4"});
+  CHECK(layout_of(dgx, 7) == Layout{"1g.20gb@0", "1g.20gb@2", "1g.20gb@4", "1g.20gb@6"});
+
+  const NodeSpec nvl = load("pcie-h100nvl-mig");
+  REQUIRE(nvl.gpus.size() == 2);
+  CHECK(catalog()[nvl.gpus[0].model].name == "H100-NVL");
+  CHECK(nvl.nvlinks == std::vector<NvLink>{{0, 1, 12}});
+  CHECK(nvl.gpus[0].socket == 0);
+  CHECK(nvl.gpus[1].socket == 1);
+  CHECK(layout_of(nvl, 0) == Layout{"2g.24gb@0", "1g.12gb@2", "1g.12gb@3", "3g.47gb@4"});
+  CHECK(layout_of(nvl, 1) == Layout{"3g.47gb@0", "3g.47gb@4"});
+}
+
+TEST_CASE("MIG GPUs without instances make the node dynamic; mig_dynamic asks for it", "[traces][nvidia_smi]") {
+  CHECK(load("small-a30x2-nic").mig_dynamic);
+  CHECK_FALSE(load("dgx-h100").mig_dynamic);   // no MIG at all
+  CHECK(load("hgx-a100-mig", {.name = "n", .mig_dynamic = true}).mig_dynamic);
+}
+
+TEST_CASE("A GPU instance that matches no profile, or instances that cannot share a GPU, are errors", "[traces][nvidia_smi]") {
+  const std::string xml = slurp("hgx-a100-mig-query.xml"), topo = slurp("hgx-a100-mig-topo.txt");
+  // The 7g.80gb GI of GPU1 shrunk to a size no profile has.
+  auto e = trace_error([&] {
+    (void)node_from_nvidia_smi(replaced(xml, "<total>80384 MiB</total>", "<total>3000 MiB</total>"), topo, catalog(), "q.xml",
+                               "t.txt", {.name = "n"});
+  }, "gpusched.trace_error.102");
+  CHECK(e.where().file == "q.xml");
+  CHECK(e.where().field == "nvidia_smi_log/gpu[1]/mig_devices (gpu_instance_id 0)/fb_memory_usage/total");
+  CHECK(std::string(e.what()).find("3000 MiB") != std::string::npos);
+  // GPU2's 3g.40gb turned into a second 4g.40gb (56 SMs): two 4g never share a GPU.
+  const auto at = xml.find("<gpu_instance_id>2</gpu_instance_id>", xml.find("00000000:85:00.0"));
+  REQUIRE(at != std::string::npos);
+  std::string two4g = xml;
+  const auto sm = two4g.find("<multiprocessor_count>42</multiprocessor_count>", at);
+  two4g.replace(sm, std::string("<multiprocessor_count>42</multiprocessor_count>").size(), "<multiprocessor_count>56</multiprocessor_count>");
+  e = trace_error([&] { (void)node_from_nvidia_smi(two4g, topo, catalog(), "q.xml", "t.txt", {.name = "n"}); },
+                  "gpusched.trace_error.102");
+  CHECK(e.where().field == "nvidia_smi_log/gpu[2]/mig_devices");
+  CHECK(std::string(e.what()).find("4g.40gb, 4g.40gb") != std::string::npos);
+  // A GI id that is not a number.
+  e = trace_error([&] { (void)parse_nvidia_smi_query(replaced(xml, "<gpu_instance_id>13<", "<gpu_instance_id>x<"), "q.xml"); },
+                  "gpusched.trace_error.102");
+  CHECK(e.where().field == "nvidia_smi_log/gpu[0]/mig_devices/mig_device[2]/gpu_instance_id");
+  CHECK(e.where().line == static_cast<std::int64_t>(line_of(xml, "<gpu_instance_id>13<")));
+}
+
+TEST_CASE("An unknown product names the name, the file and how to add the model", "[traces][nvidia_smi]") {
+  const std::string xml = replaced(slurp("hgx-h200-query.xml"), "<product_name>NVIDIA H200</product_name>",
+                                   "<product_name>NVIDIA Z900 96GB PCIe</product_name>");
+  const auto e = trace_error([&] {
+    (void)node_from_nvidia_smi(xml, slurp("hgx-h200-topo.txt"), catalog(), "h200.xml", "t.txt", {.name = "n"});
+  }, "gpusched.trace_error.105");
+  const std::string what = e.what();
+  CHECK(e.where().file == "h200.xml");
+  CHECK(e.where().line == static_cast<std::int64_t>(line_of(xml, "<gpu id=")));
+  CHECK(what.find("\"NVIDIA Z900 96GB PCIe\"") != std::string::npos);
+  CHECK(what.find("model \"Z900\", form factor PCIE, 96 GB") != std::string::npos);
+  CHECK(what.find("--gpu-models") != std::string::npos);
+  CHECK(what.find("cluster.gpu_models") != std::string::npos);
+}
+
+TEST_CASE("The lgip table is read row by row; a malformed row names its line and column", "[traces][nvidia_smi]") {
+  const std::string text = slurp("hgx-h200-mig-lgip.txt");
+  const auto rows = parse_nvidia_smi_lgip(text, "lgip.txt");
+  REQUIRE(rows.size() == 8 * 6);
+  CHECK(rows[0].gpu == 0);
+  CHECK(rows[0].name == "1g.18gb");
+  CHECK(rows[0].id == 19);
+  CHECK(rows[0].total == 7);
+  CHECK(rows[0].memory_mib == 16 * 1024);
+  CHECK(rows[0].sms == 16);
+  CHECK(rows[1].ofas == 1);
+  CHECK(rows[2].memory_mib == 33024);   // 32.25 GiB
+  CHECK(rows[5].copy_engines == 4);
+  CHECK(rows.back().gpu == 7);
+  CHECK(rows[0].line == 6);
+  auto e = trace_error([&] { (void)parse_nvidia_smi_lgip(replaced(text, "32.25 ", "32,25 "), "lgip.txt"); },
+                       "gpusched.trace_error.102");
+  CHECK(e.where().line == static_cast<std::int64_t>(line_of(text, "32.25 ")));
+  CHECK(e.where().field == "Memory");
+  e = trace_error([] { (void)parse_nvidia_smi_lgip("No MIG-enabled devices found.\n", "lgip.txt"); }, "gpusched.trace_error.103");
+  CHECK(e.where().file == "lgip.txt");
+  // lgip without rows for a MIG GPU
+  const std::string gpu0_only = text.substr(0, text.find("|   1  MIG"));
+  e = trace_error([&] {
+    (void)node_from_nvidia_smi(slurp("hgx-h200-mig-query.xml"), slurp("hgx-h200-topo.txt"), catalog(), "q.xml", "t.txt",
+                               {.name = "n"}, gpu0_only, "lgip.txt");
+  }, "gpusched.trace_error.103");
+  CHECK(e.where().file == "lgip.txt");
+}
+
+TEST_CASE("A discovered node as cluster JSON: topology, MIG layouts and labels", "[traces][nvidia_smi]") {
+  const NodeSpec n = load("hgx-a100-mig", {.name = "hgx", .memory_mib = 1024 * 1024});
+  std::vector<std::string> dropped;
+  const auto j = node_to_json(n, catalog(), "q.xml", &dropped);
+  CHECK(j["name"] == "hgx");
+  CHECK(j["cpu"] == 64);
+  CHECK(j["memory"] == "1048576Mi");
+  CHECK(j["gpus"] == 4);
+  CHECK(j["gpu_model"] == "A100-80GB");
+  CHECK(j["topology"]["nvlink"] == "nvswitch");
+  CHECK(j["topology"]["gpu_sockets"] == nlohmann::json::array({0, 0, 0, 0}));
+  CHECK(j["gpu_partition"]["mode"] == "mig");
+  CHECK(j["gpu_partition"]["layouts"][1] == nlohmann::json::parse(R"([{"profile": "7g.80gb", "start": 0}])"));
+  CHECK_FALSE(j["gpu_partition"].contains("dynamic"));
+  CHECK(j["labels"]["nvidia.com/gpu.count"] == "4");
+  CHECK(std::find(dropped.begin(), dropped.end(), "PCI bus ids") != dropped.end());
+
+  const auto pcie = node_to_json(load("pcie-a100x4", {.name = "p"}), catalog(), "q.xml");
+  CHECK(pcie["topology"]["nvlink"] == "none");
+  CHECK(pcie["topology"]["gpus_per_pcie_switch"] == 2);
+  CHECK_FALSE(pcie.contains("gpu_partition"));
+  const auto nvl = node_to_json(load("pcie-h100nvl-mig"), catalog(), "q.xml");
+  CHECK(nvl["topology"]["nvlink"] == "nvswitch");   // one NVLink pair is the whole node
+
+  const auto e = trace_error([] { (void)node_to_json(load("small-a30x2-nic"), catalog(), "a30.xml"); }, "gpusched.trace_error.102");
+  CHECK(e.where().file == "a30.xml");
+  CHECK(e.where().field == "nvidia_smi_log/gpu[1]/mig_mode/current_mig");
 }

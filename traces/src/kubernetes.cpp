@@ -33,6 +33,7 @@ constexpr std::string_view kGkeAcceleratorLabel = "cloud.google.com/gke-accelera
 constexpr std::string_view kGpuCountLabel = "nvidia.com/gpu.count";
 constexpr std::string_view kReplicasLabel = "nvidia.com/gpu.replicas";
 constexpr std::string_view kSharingLabel = "nvidia.com/gpu.sharing-strategy";
+constexpr std::string_view kMigConfigLabel = "nvidia.com/mig.config";   // the MIG manager's applied config
 
 // ---------------------------------------------------------------- where things are in the text
 
@@ -324,8 +325,10 @@ std::optional<GpuModelId> find_product(const GpuCatalog& catalog, const std::str
 }
 
 /// Packs MIG instances (profile index -> count) first-fit, largest profiles first, onto at most
-/// `limit` GPUs (0 = as many as needed). Returns one layout per GPU, or nullopt when they do not fit.
-std::optional<std::vector<MigLayout>> pack_mig(const MigGeometry& geo, const std::map<int, std::int64_t>& counts,
+/// `limit` GPUs (0 = as many as needed). Returns one layout per GPU, or nullopt when this greedy
+/// order finds none (which does not mean there is none: see MigPacker). Its layouts are tried
+/// first so that nodes it imported before keep their GPU layouts.
+std::optional<std::vector<MigLayout>> pack_mig_first_fit(const MigGeometry& geo, const std::map<int, std::int64_t>& counts,
                                                std::size_t limit) {
   std::vector<int> order;
   for (const auto& [p, n] : counts) order.push_back(p);
@@ -357,6 +360,149 @@ std::optional<std::vector<MigLayout>> pack_mig(const MigGeometry& geo, const std
   return gpus;
 }
 
+/// Lays MIG instances (profile index -> count) out exactly on a number of GPUs, or proves they
+/// do not fit. Every legal layout of one GPU is a subset of a maximal one (mig_maximal_layouts)
+/// and every subset of a legal layout is legal, so the per-GPU choices are the sub-multisets of
+/// the maximal layouts; a depth-first search picks one per GPU (in non-increasing option order:
+/// GPUs are interchangeable), with bounds on counts, compute and memory slices and a memo of
+/// dead ends. Unlike first-fit it never rejects instances that fit (NVIDIA's all-balanced on
+/// any number of A100-80GBs, say). A search that runs past its budget says so (gave_up()).
+class MigPacker {
+ public:
+  MigPacker(const MigGeometry& geo, const std::map<int, std::int64_t>& counts) : geo_(geo) {
+    for (const auto& [p, n] : counts) {
+      if (n <= 0) continue;
+      profiles_.push_back(p);
+      target_.push_back(n);
+    }
+    max_per_gpu_.assign(profiles_.size(), 0);
+    std::map<std::vector<std::int64_t>, std::vector<MigInstance>> options;
+    for (const auto& layout : mig_maximal_layouts(geo)) {
+      std::vector<std::vector<MigInstance>> by_profile(profiles_.size());
+      for (const auto& inst : layout) {
+        const auto it = std::find(profiles_.begin(), profiles_.end(), inst.profile);
+        if (it != profiles_.end()) by_profile[static_cast<std::size_t>(it - profiles_.begin())].push_back(inst);
+      }
+      // Every count vector k <= what this layout holds (mixed radix), each with its instances.
+      std::vector<std::int64_t> k(profiles_.size(), 0);
+      while (true) {
+        std::vector<MigInstance> insts;
+        for (std::size_t i = 0; i < k.size(); ++i) {
+          insts.insert(insts.end(), by_profile[i].begin(), by_profile[i].begin() + k[i]);
+          max_per_gpu_[i] = std::max<std::int64_t>(max_per_gpu_[i], static_cast<std::int64_t>(by_profile[i].size()));
+        }
+        if (std::any_of(k.begin(), k.end(), [](std::int64_t x) { return x > 0; })) options.emplace(k, std::move(insts));
+        std::size_t i = 0;
+        for (; i < k.size(); ++i) {
+          if (k[i] < static_cast<std::int64_t>(by_profile[i].size())) {
+            ++k[i];
+            break;
+          }
+          k[i] = 0;
+        }
+        if (i == k.size()) break;
+      }
+    }
+    for (auto& [k, insts] : options) options_.push_back({k, std::move(insts), weight(k)});
+    std::stable_sort(options_.begin(), options_.end(), [](const Option& a, const Option& b) { return a.weight > b.weight; });
+  }
+
+  /// Fewer GPUs than this cannot hold the instances (counts, compute and memory slices).
+  [[nodiscard]] std::int64_t lower_bound() const {
+    std::int64_t lb = target_.empty() ? 0 : 1;
+    std::int64_t compute = 0, memory = 0;
+    for (std::size_t i = 0; i < profiles_.size(); ++i) {
+      if (max_per_gpu_[i] == 0) return -1;   // a profile no GPU can hold
+      lb = std::max(lb, (target_[i] + max_per_gpu_[i] - 1) / max_per_gpu_[i]);
+      const auto& prof = geo_.profiles[static_cast<std::size_t>(profiles_[i])];
+      compute += target_[i] * prof.compute_slices;
+      memory += target_[i] * prof.memory_slices;
+    }
+    lb = std::max(lb, (compute + geo_.compute_slices - 1) / geo_.compute_slices);
+    return std::max(lb, (memory + geo_.memory_slices - 1) / geo_.memory_slices);
+  }
+
+  /// One layout per GPU for exactly `gpus` GPUs (some maybe empty), or nullopt.
+  std::optional<std::vector<MigLayout>> pack(std::int64_t gpus) {
+    const auto lb = lower_bound();
+    if (lb < 0 || gpus < lb) return std::nullopt;
+    std::vector<std::int64_t> rem = target_;
+    std::vector<std::size_t> chosen;
+    dead_.clear();
+    if (!search(rem, gpus, 0, chosen)) return std::nullopt;
+    std::vector<MigLayout> out;
+    for (const auto j : chosen) {
+      MigLayout l;
+      for (const auto& inst : options_[j].instances) l.place(geo_, inst.profile, inst.start);
+      out.push_back(std::move(l));
+    }
+    out.resize(static_cast<std::size_t>(gpus));
+    return out;
+  }
+  /// The last pack() stopped at its budget without an answer.
+  [[nodiscard]] bool gave_up() const { return gave_up_; }
+
+ private:
+  struct Option {
+    std::vector<std::int64_t> k;        ///< instances per profile (profiles_ order)
+    std::vector<MigInstance> instances;
+    std::int64_t weight = 0;            ///< compute then memory slices used: fuller GPUs first
+  };
+  static constexpr std::int64_t kBudget = 2'000'000;   // search steps per node
+
+  std::int64_t weight(const std::vector<std::int64_t>& k) const {
+    std::int64_t c = 0, m = 0;
+    for (std::size_t i = 0; i < k.size(); ++i) {
+      const auto& prof = geo_.profiles[static_cast<std::size_t>(profiles_[i])];
+      c += k[i] * prof.compute_slices;
+      m += k[i] * prof.memory_slices;
+    }
+    return c * 64 + m;
+  }
+
+  bool search(std::vector<std::int64_t>& rem, std::int64_t gpus, std::size_t from, std::vector<std::size_t>& chosen) {
+    if (std::all_of(rem.begin(), rem.end(), [](std::int64_t x) { return x == 0; })) return true;
+    if (gpus == 0 || gave_up_) return false;
+    std::int64_t compute = 0, memory = 0;
+    for (std::size_t i = 0; i < rem.size(); ++i) {
+      if (rem[i] > gpus * max_per_gpu_[i]) return false;
+      const auto& prof = geo_.profiles[static_cast<std::size_t>(profiles_[i])];
+      compute += rem[i] * prof.compute_slices;
+      memory += rem[i] * prof.memory_slices;
+    }
+    if (compute > gpus * geo_.compute_slices || memory > gpus * geo_.memory_slices) return false;
+    std::string key = std::to_string(gpus) + ":" + std::to_string(from);
+    for (const auto x : rem) key += "," + std::to_string(x);
+    if (dead_.count(key)) return false;
+    if (++steps_ > kBudget) {
+      gave_up_ = true;
+      return false;
+    }
+    for (std::size_t j = from; j < options_.size(); ++j) {
+      const auto& k = options_[j].k;
+      bool fits = true;
+      for (std::size_t i = 0; i < k.size() && fits; ++i) fits = k[i] <= rem[i];
+      if (!fits) continue;
+      for (std::size_t i = 0; i < k.size(); ++i) rem[i] -= k[i];
+      chosen.push_back(j);
+      if (search(rem, gpus - 1, j, chosen)) return true;
+      chosen.pop_back();
+      for (std::size_t i = 0; i < k.size(); ++i) rem[i] += k[i];
+      if (gave_up_) return false;
+    }
+    dead_.insert(std::move(key));
+    return false;
+  }
+
+  const MigGeometry& geo_;
+  std::vector<int> profiles_;
+  std::vector<std::int64_t> target_, max_per_gpu_;
+  std::vector<Option> options_;
+  std::unordered_set<std::string> dead_;
+  std::int64_t steps_ = 0;
+  bool gave_up_ = false;
+};
+
 /// A small whole number from a label.
 std::int64_t label_count(const Doc& d, const std::map<std::string, std::string>& labels, std::string_view key,
                          const std::string& labels_path, std::int64_t fallback) {
@@ -366,6 +512,18 @@ std::int64_t label_count(const Doc& d, const std::map<std::string, std::string>&
   const auto n = guarded(d, [&] { return parse_count(it->second, {d.source, 0, path}, ErrorCode::kTraceOutOfRange); });
   if (n < 1 || n > 65535) d.fail(ErrorCode::kTraceOutOfRange, path, "\"" + it->second + "\" is out of range: must be 1..65535");
   return n;
+}
+
+/// A replicas label of GPU feature discovery (nvidia.com/gpu.replicas, nvidia.com/mig-<p>.replicas):
+/// GFD writes 0 when sharing is disabled and 1 when it is enabled but the resource not replicated.
+std::int64_t replicas_label(const Doc& d, const std::map<std::string, std::string>& labels, std::string_view key,
+                            const std::string& labels_path) {
+  const auto it = labels.find(std::string(key));
+  if (it == labels.end()) return 1;
+  const auto path = join(labels_path, key);
+  const auto n = guarded(d, [&] { return parse_count(it->second, {d.source, 0, path}, ErrorCode::kTraceOutOfRange); });
+  if (n < 0 || n > 65535) d.fail(ErrorCode::kTraceOutOfRange, path, "\"" + it->second + "\" is out of range: must be 0..65535");
+  return std::max<std::int64_t>(n, 1);
 }
 
 /// spec.taints, and the unschedulable taint the node controller adds to a cordoned node.
@@ -404,6 +562,8 @@ void read_taints(const Doc& d, const json& o, const std::string& item_path, Node
 /// What a node's allocatable says about its GPUs.
 struct GpuCapacity {
   std::int64_t whole = 0;                   ///< nvidia.com/gpu
+  std::int64_t shared = 0;                  ///< nvidia.com/gpu.shared (replicas, renameByDefault)
+  std::string shared_path;                  ///< JSON path of nvidia.com/gpu.shared
   std::map<std::string, std::int64_t> mig;  ///< MIG profile name -> instances (mixed strategy)
   std::string path;                         ///< JSON path of nvidia.com/gpu, else of mig_path
   std::string mig_path;                     ///< JSON path of the first nvidia.com/mig-* > 0
@@ -437,6 +597,10 @@ GpuCapacity read_capacity(const Doc& d, const json& o, const std::string& item_p
     else if (rname == kGpu) {
       gpu.whole = guarded(d, [&] { return parse_count(q, where, range); });
       gpu.path = rp;
+    } else if (rname == kGpuShared) {
+      gpu.shared = guarded(d, [&] { return parse_count(q, where, range); });
+      gpu.shared_path = rp;
+      if (gpu.path.empty()) gpu.path = rp;
     } else if (starts_with(rname, kMigPrefix)) {
       const auto k = guarded(d, [&] { return parse_count(q, where, range); });
       if (k > 0) gpu.mig[rname.substr(kMigPrefix.size())] = k;
@@ -464,7 +628,7 @@ GpuCapacity read_capacity(const Doc& d, const json& o, const std::string& item_p
 /// The node's GPUs: model from the product label, whole / shared / MIG GPUs from `cap`.
 void add_gpus(const Doc& d, const GpuCapacity& cap, const std::string& labels_path, const GpuCatalog& catalog,
               NodeSpec& n) {
-  if (cap.whole == 0 && cap.mig.empty()) return;
+  if (cap.whole == 0 && cap.shared == 0 && cap.mig.empty()) return;
   const std::int64_t whole = cap.whole;
   const auto& mig = cap.mig;
   const auto& gpu_path = cap.path;
@@ -477,7 +641,8 @@ void add_gpus(const Doc& d, const GpuCapacity& cap, const std::string& labels_pa
     label_key = kGkeAcceleratorLabel;
     product_it = n.labels.find(label_key);
   }
-  const std::string count_text = whole > 0 ? std::to_string(whole) + " nvidia.com/gpu" : "MIG instances";
+  const std::string count_text = whole > 0 ? std::to_string(whole) + " nvidia.com/gpu"
+                                 : cap.shared > 0 ? std::to_string(cap.shared) + " nvidia.com/gpu.shared" : "MIG instances";
   if (product_it == n.labels.end()) {
     d.bad(labels_path, "node \"" + n.name + "\" has " + count_text + " but no " + std::string(kProductLabel) +
                            " label to tell the GPU model (run GPU feature discovery, or add the label)");
@@ -508,6 +673,10 @@ void add_gpus(const Doc& d, const GpuCapacity& cap, const std::string& labels_pa
     // Single strategy: nvidia.com/gpu counts GPU instances of one profile, every GPU split alike.
     if (!model.mig) d.bad(product_path, "node \"" + n.name + "\": " + model.name + " has no MIG");
     if (!mig.empty()) d.bad(cap.mig_path, "node \"" + n.name + "\": nvidia.com/mig-<profile> resources on a single-strategy MIG node");
+    if (cap.shared > 0 || replicas_label(d, n.labels, kReplicasLabel, labels_path) > 1) {
+      d.bad(cap.shared > 0 ? cap.shared_path : join(labels_path, kReplicasLabel),
+            "node \"" + n.name + "\": time-sliced / MPS MIG instances are not modelled (replicas apply to whole GPUs only)");
+    }
     const auto& geo = *model.mig;
     const int p = geo.find_profile(single_profile);
     if (p < 0) {
@@ -531,24 +700,39 @@ void add_gpus(const Doc& d, const GpuCapacity& cap, const std::string& labels_pa
     return;
   }
 
-  // Whole GPUs, maybe shared by device-plugin replicas.
-  const auto replicas = label_count(d, n.labels, kReplicasLabel, labels_path, 1);
-  if (whole % replicas != 0) {
-    d.bad(gpu_path, "node \"" + n.name + "\": " + std::to_string(whole) + " nvidia.com/gpu is not a multiple of " +
-                        std::string(kReplicasLabel) + " = " + std::to_string(replicas));
+  // Whole GPUs, maybe shared by device-plugin replicas: GPU feature discovery labels the
+  // replicas per GPU (nvidia.com/gpu.replicas) and the strategy (nvidia.com/gpu.sharing-strategy),
+  // and suffixes the product with -SHARED unless the resource is renamed (renameByDefault:
+  // the replicas are advertised as nvidia.com/gpu.shared instead).
+  const auto replicas = replicas_label(d, n.labels, kReplicasLabel, labels_path);
+  const auto strategy_it = n.labels.find(std::string(kSharingLabel));
+  const std::string strategy = strategy_it == n.labels.end() ? "" : strategy_it->second;
+  if (!strategy.empty() && strategy != "mps" && strategy != "time-slicing" && strategy != "none") {
+    d.bad(join(labels_path, kSharingLabel), "node \"" + n.name + "\": \"" + strategy + "\" is not mps, time-slicing or none");
   }
-  const auto physical = whole / replicas;
+  const bool renamed = cap.shared > 0;
+  if (renamed && replicas == 1) {
+    d.bad(cap.shared_path, "node \"" + n.name + "\": nvidia.com/gpu.shared needs the " + std::string(kReplicasLabel) +
+                               " label (replicas per GPU) to tell how many GPUs share them");
+  }
+  // With both names, the plain nvidia.com/gpu are GPUs the sharing config leaves out (its devices list).
+  const std::int64_t replicated = renamed ? cap.shared : (replicas > 1 ? whole : 0);
+  const std::int64_t plain = renamed ? whole : (replicas > 1 ? 0 : whole);
+  if (replicated % replicas != 0) {
+    d.bad(renamed ? cap.shared_path : gpu_path,
+          "node \"" + n.name + "\": " + std::to_string(replicated) + (renamed ? " nvidia.com/gpu.shared" : " nvidia.com/gpu") +
+              " is not a multiple of " + std::string(kReplicasLabel) + " = " + std::to_string(replicas) +
+              " (per-GPU replica counts that differ cannot be told from a node list: describe the node in a scenario)");
+  }
+  const auto physical = plain + replicated / replicas;
   if (physical > 4096) d.bad(gpu_path, "more than 4096 GPUs on one node");
-  for (std::int64_t g = 0; g < physical; ++g) {
-    if (replicas == 1) {
-      n.gpus.push_back(gpu(GpuPartition::kWhole));
-      continue;
-    }
-    const auto strategy = n.labels.find(std::string(kSharingLabel));
-    auto spec = gpu(strategy != n.labels.end() && strategy->second == "mps" ? GpuPartition::kMps : GpuPartition::kTimeSlicing);
+  for (std::int64_t g = 0; g < plain; ++g) n.gpus.push_back(gpu(GpuPartition::kWhole));
+  for (std::int64_t g = 0; g < replicated / replicas; ++g) {
+    auto spec = gpu(strategy == "mps" ? GpuPartition::kMps : GpuPartition::kTimeSlicing);
     spec.replicas = static_cast<std::uint16_t>(replicas);
     n.gpus.push_back(std::move(spec));
   }
+  n.sharing.rename_by_default = renamed;
 
   // MIG, mixed strategy: static instances packed onto the MIG GPUs.
   if (!mig.empty()) {
@@ -561,22 +745,72 @@ void add_gpus(const Doc& d, const GpuCapacity& cap, const std::string& labels_pa
       const int p = geo.find_profile(profile_name);
       if (p < 0) d.bad(rp, "node \"" + n.name + "\": " + model.name + " has no MIG profile \"" + profile_name + "\" (its profiles: " + geo.profile_names() + ")");
       if (k > 4096) d.bad(rp, "more than 4096 GPU instances");
+      const auto replicas_key = std::string(kMigPrefix) + profile_name + ".replicas";
+      if (replicas_label(d, n.labels, replicas_key, labels_path) > 1) {
+        d.bad(join(labels_path, replicas_key), "node \"" + n.name + "\": time-sliced / MPS MIG instances are not modelled "
+                                                "(replicas apply to whole GPUs only)");
+      }
       counts[p] = k;
       total += k;
     }
-    std::size_t limit = 0;
+    std::string listing;
+    for (const auto& [p, k] : counts) {
+      listing += (listing.empty() ? "" : ", ") + std::to_string(k) + " x " + geo.profiles[static_cast<std::size_t>(p)].name;
+    }
+    // How many GPUs are in MIG mode: GPU feature discovery's count label, else the MIG manager's
+    // all-<profile> config (every GPU split alike), else the fewest that hold the instances.
+    std::int64_t limit = 0;
+    std::string limit_from;
     if (const auto physical_all = label_count(d, n.labels, kGpuCountLabel, labels_path, 0); physical_all > 0) {
       if (physical_all <= physical) {
         d.bad(join(labels_path, kGpuCountLabel), "node \"" + n.name + "\": " + std::to_string(physical_all) +
                                                     " GPU(s) leave none in MIG mode beside the " + std::to_string(physical) +
                                                     " whole GPU(s)");
       }
-      limit = static_cast<std::size_t>(physical_all - physical);
+      limit = physical_all - physical;
+      limit_from = std::string(kGpuCountLabel) + " = " + std::to_string(physical_all);
+    } else if (const auto cfg = n.labels.find(std::string(kMigConfigLabel));
+               cfg != n.labels.end() && cfg->second.rfind("all-", 0) == 0 && counts.size() == 1 &&
+               geo.profiles[static_cast<std::size_t>(counts.begin()->first)].name == cfg->second.substr(4)) {
+      // mig-parted's all-<profile> fills every GPU with the profile (its names follow the 80 GB
+      // parts and map to other profiles on other models: a name that is not the instances' own
+      // says nothing here).
+      const auto cfg_path = join(labels_path, kMigConfigLabel);
+      const int p = counts.begin()->first;
+      MigLayout full;
+      while (const auto st = choose_start(geo, full, p, MigStartPolicy::kBest)) full.place(geo, p, *st);
+      const auto per_gpu = static_cast<std::int64_t>(full.instances().size());
+      if (per_gpu == 0 || counts.begin()->second % per_gpu != 0) {
+        d.bad(cfg_path, "node \"" + n.name + "\": MIG config \"" + cfg->second + "\" puts " + std::to_string(per_gpu) + " x " +
+                            cfg->second.substr(4) + " on every GPU, but allocatable has " + listing +
+                            " (a reconfiguration in progress? add " + std::string(kGpuCountLabel) + ")");
+      }
+      limit = counts.begin()->second / per_gpu;
+      limit_from = std::string(kMigConfigLabel) + " = " + cfg->second;
     }
-    const auto layouts = pack_mig(geo, counts, limit);
+    // The layouts: first-fit's when it manages on that many GPUs (the layouts earlier versions
+    // gave), else the exact search's; without a count, the fewest GPUs the exact search needs.
+    MigPacker packer(geo, counts);
+    std::optional<std::vector<MigLayout>> layouts;
+    if (limit > 0) {
+      layouts = pack_mig_first_fit(geo, counts, static_cast<std::size_t>(limit));
+      if (!layouts) layouts = packer.pack(limit);
+    } else if (const auto lb = packer.lower_bound(); lb > 0) {
+      for (std::int64_t g = lb; !layouts && !packer.gave_up() && g <= total; ++g) layouts = packer.pack(g);
+      if (layouts) {
+        if (auto first_fit = pack_mig_first_fit(geo, counts, layouts->size())) layouts = std::move(first_fit);
+      }
+    }
     if (!layouts) {
-      d.bad(cap.mig_path, "node \"" + n.name + "\": its " + std::to_string(total) + " MIG instance(s) do not fit on " +
-                          (limit ? std::to_string(limit) + " " + model.name + " GPU(s)" : "any " + model.name));
+      const std::string on = limit > 0 ? std::to_string(limit) + " " + model.name + " GPU(s) in MIG mode (" + limit_from + ")"
+                                       : "any number of " + model.name + " GPUs";
+      if (packer.gave_up()) {
+        d.bad(cap.mig_path, "node \"" + n.name + "\": could not decide within the search budget whether its MIG instances (" +
+                                listing + ") fit on " + on +
+                                (limit > 0 ? std::string() : "; add the " + std::string(kGpuCountLabel) + " label"));
+      }
+      d.bad(cap.mig_path, "node \"" + n.name + "\": its " + std::to_string(total) + " MIG instance(s) (" + listing +
+                              ") do not fit on " + on + ": no split into legal per-GPU layouts exists");
     }
     for (const auto& l : *layouts) {
       auto spec = gpu(GpuPartition::kMig);

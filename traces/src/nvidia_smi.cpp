@@ -1,17 +1,24 @@
 #include <gpusched/traces/nvidia_smi.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <type_traits>
 #include <utility>
 
+#include <nlohmann/json.hpp>
 #include <pugixml.hpp>
 
 #include <gpusched/error.hpp>
+#include <gpusched/mig.hpp>
 
 namespace gpusched::traces {
 namespace {
@@ -116,6 +123,49 @@ std::vector<NvidiaSmiGpu> parse_nvidia_smi_query(std::string_view xml, const std
       if (v != "N/A" && !v.empty() && !to_int(v, g.numa_id)) {
         fail(ErrorCode::kTraceBadValue, source, cx.line(numa), where + "/numa_id",
              "\"" + v + "\" is not a NUMA node number or N/A");
+      }
+    }
+    if (g.mig_enabled) {
+      std::size_t k = 0;
+      for (const pugi::xml_node dev : gpu.child("mig_devices").children("mig_device")) {
+        const std::string at = where + "/mig_devices/mig_device[" + std::to_string(k++) + "]";
+        NvidiaSmiMigDevice d;
+        d.line = cx.line(dev);
+        // A count: absent or N/A = -1; anything else must be a whole number.
+        const auto count = [&](const pugi::xml_node& n, const std::string& field, auto& v) {
+          if (!n) return;
+          const std::string t = trim(n.text().as_string());
+          if (t == "N/A" || t.empty()) return;
+          if (!to_int(t, v) || v > 1'000'000) {
+            fail(ErrorCode::kTraceBadValue, source, cx.line(n), at + "/" + field, "\"" + t + "\" is not a count or N/A");
+          }
+        };
+        count(dev.child("gpu_instance_id"), "gpu_instance_id", d.gpu_instance_id);
+        count(dev.child("compute_instance_id"), "compute_instance_id", d.compute_instance_id);
+        if (d.gpu_instance_id < 0) {
+          fail(ErrorCode::kTraceMissingColumn, source, d.line, at + "/gpu_instance_id",
+               "a <mig_device> needs a <gpu_instance_id> to tell which GPU instance it belongs to");
+        }
+        const pugi::xml_node shared = dev.child("device_attributes").child("shared");
+        count(shared.child("multiprocessor_count"), "device_attributes/shared/multiprocessor_count", d.sms);
+        count(shared.child("decoder_count"), "device_attributes/shared/decoder_count", d.decoders);
+        count(shared.child("encoder_count"), "device_attributes/shared/encoder_count", d.encoders);
+        count(shared.child("jpg_count"), "device_attributes/shared/jpg_count", d.jpgs);
+        count(shared.child("ofa_count"), "device_attributes/shared/ofa_count", d.ofas);
+        if (const pugi::xml_node mem = dev.child("fb_memory_usage").child("total")) {
+          const std::string v = trim(mem.text().as_string());
+          if (v != "N/A") {
+            std::istringstream in(v);
+            std::string number, unit, rest;
+            in >> number >> unit >> rest;
+            if (!to_int(number, d.memory_mib) || unit != "MiB" || !rest.empty() || d.memory_mib > g.memory_mib) {
+              fail(ErrorCode::kTraceBadValue, source, cx.line(mem), at + "/fb_memory_usage/total",
+                   "\"" + v + "\" is not a memory size like \"19968 MiB\" within the GPU's " + std::to_string(g.memory_mib) +
+                       " MiB");
+            }
+          }
+        }
+        g.mig_devices.push_back(d);
       }
     }
     out.push_back(std::move(g));
@@ -229,6 +279,88 @@ std::int64_t count_cpus(CpuRanges ranges) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- nvidia-smi mig -lgip
+
+std::vector<NvidiaSmiLgipProfile> parse_nvidia_smi_lgip(std::string_view text, const std::string& source) {
+  std::vector<NvidiaSmiLgipProfile> out;
+  bool want_second = false;   // the previous line was a profile's first line
+  std::int64_t line_no = 0;
+  for (std::size_t pos = 0; pos <= text.size();) {
+    auto nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string l = trim(text.substr(pos, nl - pos));
+    pos = nl + 1;
+    ++line_no;
+    if (l.empty() || l.front() != '|') {
+      if (want_second) fail(ErrorCode::kTraceBadValue, source, line_no, "CE", "expected the profile's second line (CE JPEG OFA)");
+      continue;
+    }
+    l = l.substr(1, l.size() - (l.size() > 1 && l.back() == '|' ? 2 : 1));
+    const auto tok = tokens(l);
+    if (want_second) {
+      auto& p = out.back();
+      static const char* const kCols[] = {"CE", "JPEG", "OFA"};
+      int* const dst[] = {&p.copy_engines, &p.jpgs, &p.ofas};
+      if (tok.size() != 3) {
+        fail(ErrorCode::kTraceBadValue, source, line_no, "CE",
+             "expected the profile's second line with 3 values (CE JPEG OFA), found " + std::to_string(tok.size()));
+      }
+      for (std::size_t k = 0; k < 3; ++k) {
+        if (!to_int(tok[k], *dst[k]) || *dst[k] > 1000) {
+          fail(ErrorCode::kTraceBadValue, source, line_no, kCols[k], "\"" + tok[k] + "\" is not a count");
+        }
+      }
+      want_second = false;
+      continue;
+    }
+    int gpu = 0;
+    if (tok.size() < 2 || !to_int(tok[0], gpu) || tok[1] != "MIG") continue;   // a header line
+    const auto bad = [&](const char* col, const std::string& v, const std::string& what) {
+      fail(ErrorCode::kTraceBadValue, source, line_no, col, "\"" + v + "\" is not " + what);
+    };
+    if (tok.size() != 10) {
+      fail(ErrorCode::kTraceBadValue, source, line_no, "",
+           "malformed profile line: expected GPU, MIG <name>, ID, Free/Total, Memory, P2P, SM, DEC, ENC (10 words), found " +
+               std::to_string(tok.size()));
+    }
+    NvidiaSmiLgipProfile p;
+    p.gpu = gpu;
+    p.line = line_no;
+    p.name = tok[2];
+    if (!to_int(tok[3], p.id) || p.id > 1000) bad("ID", tok[3], "a profile id");
+    {
+      const auto slash = tok[4].find('/');
+      int avail = 0;
+      if (slash == std::string::npos || !to_int(std::string_view(tok[4]).substr(0, slash), avail) ||
+          !to_int(std::string_view(tok[4]).substr(slash + 1), p.total) || avail > p.total || p.total > 64) {
+        bad("Instances", tok[4], "Free/Total like 7/7");
+      }
+    }
+    {
+      const std::string& m = tok[5];
+      const bool digits = !m.empty() && std::all_of(m.begin(), m.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; }) &&
+                          std::count(m.begin(), m.end(), '.') <= 1 && m.front() != '.';
+      const double gib = digits ? std::strtod(m.c_str(), nullptr) : -1.0;
+      if (!digits || gib <= 0 || gib > 1 << 20) bad("Memory", m, "a size in GiB like 9.75");
+      p.memory_mib = static_cast<std::int64_t>(std::llround(gib * 1024.0));
+    }
+    if (tok[6] != "Yes" && tok[6] != "No") bad("P2P", tok[6], "Yes or No");
+    static const char* const kCols[] = {"SM", "DEC", "ENC"};
+    int* const dst[] = {&p.sms, &p.decoders, &p.encoders};
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (!to_int(tok[7 + k], *dst[k]) || *dst[k] > 100000) bad(kCols[k], tok[7 + k], "a count");
+    }
+    out.push_back(std::move(p));
+    want_second = true;
+  }
+  if (want_second) fail(ErrorCode::kTraceBadValue, source, line_no, "CE", "the last profile has no second line (CE JPEG OFA)");
+  if (out.empty()) {
+    fail(ErrorCode::kTraceMissingColumn, source, 0, "GPU instance profiles",
+         "no profile rows (\"|   0  MIG 1g.10gb  19  7/7  9.75  No  16  1  0  |\"): is this the output of `nvidia-smi mig -lgip`?");
+  }
+  return out;
+}
 
 NvidiaSmiTopo parse_nvidia_smi_topo(std::string_view text, const std::string& source) {
   std::vector<std::string> lines;
@@ -381,6 +513,300 @@ struct UnionFind {
   }
 };
 
+// ---- product names
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+/// How a GPU name reads: the model words ("H100", "RTX-6000-ADA"), the form factor ("SXM",
+/// "PCIE", "NVL" or "") and the memory word in GB (0 = none).
+struct NameParts {
+  std::vector<std::string> model;
+  std::string form;
+  std::int64_t memory_gb = 0;
+};
+
+NameParts name_parts(std::string_view name) {
+  std::string n = upper(trim(name));
+  for (auto& c : n) {
+    if (c == ' ' || c == '_') c = '-';
+  }
+  for (bool again = true; again;) {   // vendor and brand words in front
+    again = false;
+    for (const std::string_view prefix : {"NVIDIA-", "TESLA-"}) {
+      if (n.rfind(prefix, 0) == 0) {
+        n.erase(0, prefix.size());
+        again = true;
+      }
+    }
+  }
+  NameParts parts;
+  std::size_t pos = 0;
+  while (pos <= n.size()) {
+    const auto dash = std::min(n.find('-', pos), n.size());
+    const std::string t = n.substr(pos, dash - pos);
+    pos = dash + 1;
+    if (t.empty()) continue;
+    std::int64_t gb = 0;
+    if (t.size() > 2 && t.ends_with("GB") && to_int(std::string_view(t).substr(0, t.size() - 2), gb)) parts.memory_gb = gb;
+    else if (t.rfind("SXM", 0) == 0) parts.form = "SXM";
+    else if (t == "PCIE" || t == "NVL") parts.form = t;
+    else if (t.rfind("HBM", 0) == 0 || t == "GDDR6" || t == "GDDR7") continue;   // memory type
+    else parts.model.push_back(t);
+  }
+  return parts;
+}
+
+/// One model-word list is the start of the other ("RTX-6000-ADA" and "RTX-6000-ADA-GENERATION").
+bool same_model(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  if (a.empty() || b.empty()) return false;
+  const auto k = std::min(a.size(), b.size());
+  return std::equal(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(k), b.begin());
+}
+
+std::string describe(const NameParts& p) {
+  std::string model;
+  for (const auto& w : p.model) model += (model.empty() ? "" : "-") + w;
+  std::string out = "model \"" + model + "\"";
+  if (!p.form.empty()) out += ", form factor " + p.form;
+  if (p.memory_gb > 0) out += ", " + std::to_string(p.memory_gb) + " GB";
+  return out;
+}
+
+}  // namespace
+
+std::optional<GpuModelId> resolve_nvidia_smi_product(std::string_view product, std::int64_t memory_mib,
+                                                     const GpuCatalog& catalog) {
+  const std::string name = trim(product);
+  if (auto id = catalog.find(name)) return id;
+  const NameParts want = name_parts(name);
+  struct Candidate {
+    GpuModelId id;
+    bool form_exact = false;
+    bool memory_word = false;   // a spelling carries the name's memory word
+    std::int64_t memory_diff = 0;
+  };
+  std::vector<Candidate> found;
+  for (std::size_t i = 0; i < catalog.size(); ++i) {
+    const GpuModelId id{static_cast<std::uint16_t>(i)};
+    const GpuModel& m = catalog[id];
+    bool model_match = false, memory_word = false, formless = false;
+    std::set<std::string> forms;
+    std::vector<std::string> spellings{m.name};
+    spellings.insert(spellings.end(), m.aliases.begin(), m.aliases.end());
+    for (const auto& sp : spellings) {
+      const NameParts have = name_parts(sp);
+      if (!same_model(have.model, want.model)) continue;
+      model_match = true;
+      if (!have.form.empty()) forms.insert(have.form);
+      else formless = true;
+      if (want.memory_gb > 0 && have.memory_gb == want.memory_gb) memory_word = true;
+    }
+    if (!model_match) continue;
+    // A name with a form factor wants a model named with it (or never named with one); a name
+    // without one (how nvidia-smi prints SXM boards) a model with an unmarked or SXM name.
+    const bool form_ok = want.form.empty() ? (formless || forms.count("SXM") > 0) : (forms.empty() || forms.count(want.form) > 0);
+    if (!form_ok) continue;
+    Candidate c{id, !want.form.empty() && forms.count(want.form) > 0, memory_word, 0};
+    if (memory_mib > 0) {
+      c.memory_diff = std::llabs(m.memory_mib - memory_mib);
+      if (c.memory_diff * 10 > memory_mib) continue;   // more than 10% apart: another model
+    } else if (want.memory_gb > 0 && !memory_word) {
+      c.memory_diff = std::llabs(m.memory_mib - want.memory_gb * 1000 * 1000 * 1000 / (1024 * 1024));
+    }
+    found.push_back(c);
+  }
+  if (found.empty()) return std::nullopt;
+  const auto best = std::min_element(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.form_exact != b.form_exact) return a.form_exact;
+    if (a.memory_diff != b.memory_diff) return a.memory_diff < b.memory_diff;
+    if (a.memory_word != b.memory_word) return a.memory_word;
+    return a.id.value < b.id.value;
+  });
+  return best->id;
+}
+
+namespace {
+
+// ---- MIG instances from <mig_devices>
+
+/// What a GI looks like in -q -x (its CIs added up).
+struct GiSeen {
+  int id = 0;
+  std::int64_t memory_mib = -1;
+  int sms = 0;            // sum over its CIs; 0 = unknown
+  bool sms_known = true;
+  int decoders = -1, encoders = -1, jpgs = -1, ofas = -1;
+  std::int64_t line = 0;
+};
+
+/// The figures a profile is matched on (the catalog's, or lgip's when given).
+struct ProfileFigures {
+  int profile = -1;       // index in the catalog geometry
+  std::int64_t memory_mib = 0;
+  int sms = 0;            // 0 = unknown
+  int decoders = -1, encoders = -1, jpgs = -1, ofas = -1;   // -1 = unknown
+  std::int64_t lgip_line = 0;
+};
+
+/// The catalog profile of `gi`: closest memory (within 20%: the catalog may hold nominal
+/// sizes), then SMs (equal, else unknown, else the fewest that cover the CIs'), then media engines (lgip's counts; without them a GI with an OFA is
+/// the "+me" twin). -1 when none.
+int match_profile(const GiSeen& gi, const std::vector<ProfileFigures>& figures, const MigGeometry& geo, int gpu_sms) {
+  std::int64_t best_diff = -1;
+  for (const auto& f : figures) {
+    const auto d = std::llabs(f.memory_mib - gi.memory_mib);
+    if (d * 5 <= std::max<std::int64_t>(gi.memory_mib, 1) && (best_diff < 0 || d < best_diff)) best_diff = d;
+  }
+  if (best_diff < 0) return -1;
+  int best = -1;
+  std::tuple<int, int, int> best_key{};
+  for (const auto& f : figures) {
+    const auto d = std::llabs(f.memory_mib - gi.memory_mib);
+    if (d > best_diff + best_diff / 50 + 64) continue;   // not among the closest
+    // SMs: 0 = the profile's count equals the GI's (its CIs' sum), 1 = the profile has no count,
+    // 2 = the profile has more (CIs that do not cover the GI); a profile with fewer is out. Ties
+    // go to the count closest to the GI's (estimated as the GPU's SMs x compute slices / 7).
+    int sm_rank = 0, sm_excess = 0;
+    if (gi.sms_known && gi.sms > 0) {
+      if (f.sms > 0) {
+        if (f.sms < gi.sms) continue;
+        sm_excess = f.sms - gi.sms;
+        sm_rank = sm_excess == 0 ? 0 : 2;
+      } else {
+        const int est = gpu_sms * geo.profiles[static_cast<std::size_t>(f.profile)].compute_slices / std::max(geo.compute_slices, 1);
+        sm_excess = std::abs(est - gi.sms);
+        sm_rank = 1;
+      }
+    }
+    int media_rank = 0;
+    const bool me = geo.profiles[static_cast<std::size_t>(f.profile)].media_extensions;
+    if (f.ofas >= 0 && gi.ofas >= 0) {
+      media_rank = (f.ofas == gi.ofas ? 0 : 2) + (gi.jpgs >= 0 && f.jpgs >= 0 && f.jpgs != gi.jpgs ? 1 : 0) +
+                   (gi.decoders >= 0 && f.decoders >= 0 && f.decoders != gi.decoders ? 1 : 0);
+    } else {
+      media_rank = (gi.ofas > 0) == me ? 0 : 1;
+    }
+    const std::tuple<int, int, int> key{sm_rank, media_rank, sm_excess};
+    if (best < 0 || key < best_key) {
+      best = f.profile;
+      best_key = key;
+    }
+  }
+  return best;
+}
+
+/// Places `profiles` (indices) on an empty GPU: largest first, lowest legal starts, backtracking.
+bool place_all(const MigGeometry& geo, std::vector<int>& order, std::size_t k, MigLayout& layout) {
+  if (k == order.size()) return true;
+  const int p = order[k];
+  for (const int start : geo.profiles[static_cast<std::size_t>(p)].starts) {
+    if (!layout.can_place(geo, p, start)) continue;
+    layout.place(geo, p, start);
+    if (place_all(geo, order, k + 1, layout)) return true;
+    layout.remove(geo, p, start);
+  }
+  return false;
+}
+
+/// The static GPU instances of MIG-enabled GPU `g` from its <mig_devices>.
+std::vector<MigInstance> mig_instances(const NvidiaSmiGpu& gpu, std::size_t g, const GpuModel& model,
+                                       const std::vector<NvidiaSmiLgipProfile>& lgip, const std::string& query_source,
+                                       const std::string& lgip_source) {
+  const std::string where = "nvidia_smi_log/gpu[" + std::to_string(g) + "]";
+  if (!model.mig) {
+    fail(ErrorCode::kTraceBadValue, query_source, gpu.line, where + "/mig_mode/current_mig",
+         "MIG is enabled but the catalog's " + model.name + " has no MIG geometry (add \"mig\" to its catalog entry)");
+  }
+  const MigGeometry& geo = *model.mig;
+  // GIs: CIs grouped by gpu_instance_id, in file order.
+  std::map<int, GiSeen> by_id;
+  std::vector<int> order;
+  for (const auto& d : gpu.mig_devices) {
+    auto [it, fresh] = by_id.try_emplace(d.gpu_instance_id);
+    GiSeen& gi = it->second;
+    if (fresh) {
+      order.push_back(d.gpu_instance_id);
+      gi.id = d.gpu_instance_id;
+      gi.line = d.line;
+      gi.memory_mib = d.memory_mib;
+      gi.decoders = d.decoders;
+      gi.encoders = d.encoders;
+      gi.jpgs = d.jpgs;
+      gi.ofas = d.ofas;
+    }
+    if (d.sms < 0) gi.sms_known = false;
+    else gi.sms += d.sms;
+  }
+  if (order.empty()) return {};
+  if (order.size() > static_cast<std::size_t>(geo.memory_slices)) {
+    fail(ErrorCode::kTraceBadValue, query_source, by_id[order.front()].line, where + "/mig_devices",
+         std::to_string(order.size()) + " GPU instances, but a " + model.name + " has room for at most " +
+             std::to_string(geo.memory_slices));
+  }
+  // The figures to match on: the catalog's profiles, with lgip's numbers where lgip names them.
+  std::vector<ProfileFigures> figures;
+  for (std::size_t p = 0; p < geo.profiles.size(); ++p) {
+    figures.push_back({static_cast<int>(p), geo.profiles[p].memory_mib, geo.profiles[p].sms, -1, -1, -1, -1, 0});
+  }
+  if (!lgip.empty()) {
+    bool any = false;
+    for (const auto& row : lgip) {
+      if (row.gpu != static_cast<int>(g)) continue;
+      any = true;
+      const int p = geo.find_profile(row.name);
+      if (p < 0) continue;   // a profile the catalog does not model (e.g. +gfx): only an error if a GI needs it
+      figures[static_cast<std::size_t>(p)] = {p, row.memory_mib, row.sms, row.decoders, row.encoders, row.jpgs, row.ofas, row.line};
+    }
+    if (!any) {
+      fail(ErrorCode::kTraceMissingColumn, lgip_source, 0, "GPU",
+           "no profiles for GPU " + std::to_string(g) + ", whose MIG mode is enabled in " + query_source);
+    }
+  }
+  std::vector<int> profiles;
+  for (const int id : order) {
+    const GiSeen& gi = by_id[id];
+    const std::string at = where + "/mig_devices (gpu_instance_id " + std::to_string(id) + ")";
+    if (gi.memory_mib < 0) {
+      fail(ErrorCode::kTraceMissingColumn, query_source, gi.line, at + "/fb_memory_usage/total",
+           "the GPU instance's memory is N/A or missing: cannot tell its profile");
+    }
+    const int p = match_profile(gi, figures, geo, model.sms);
+    if (p < 0) {
+      std::string known;
+      for (const auto& f : figures) {
+        known += (known.empty() ? "" : ", ") + geo.profiles[static_cast<std::size_t>(f.profile)].name + " " +
+                 std::to_string(f.memory_mib) + " MiB";
+      }
+      fail(ErrorCode::kTraceBadValue, query_source, gi.line, at + "/fb_memory_usage/total",
+           "a GPU instance of " + std::to_string(gi.memory_mib) + " MiB" +
+               (gi.sms_known && gi.sms > 0 ? " and " + std::to_string(gi.sms) + " SMs" : std::string()) +
+               " matches no MIG profile of the catalog's " + model.name + " (" + known + ")" +
+               (lgip.empty() ? std::string() : "; figures from " + lgip_source) +
+               ": add the profile to the model's catalog entry");
+    }
+    profiles.push_back(p);
+  }
+  std::vector<int> placed = profiles;
+  std::stable_sort(placed.begin(), placed.end(), [&](int a, int b) {
+    const auto& pa = geo.profiles[static_cast<std::size_t>(a)];
+    const auto& pb = geo.profiles[static_cast<std::size_t>(b)];
+    return std::pair(pa.memory_slices, pa.compute_slices) > std::pair(pb.memory_slices, pb.compute_slices);
+  });
+  MigLayout layout;
+  if (!place_all(geo, placed, 0, layout)) {
+    std::string names;
+    for (const int p : profiles) names += (names.empty() ? "" : ", ") + geo.profiles[static_cast<std::size_t>(p)].name;
+    fail(ErrorCode::kTraceBadValue, query_source, by_id[order.front()].line, where + "/mig_devices",
+         "the GPU instances read as " + names + ", which do not fit one " + model.name +
+             " under the catalog's MIG geometry (slices, starts, counts)");
+  }
+  return layout.instances();
+}
+
 std::string read_all(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   if (!in) fail(ErrorCode::kTraceCannotOpen, p.string(), 0, "", "cannot open the file");
@@ -393,9 +819,12 @@ std::string read_all(const std::filesystem::path& p) {
 
 NodeSpec node_from_nvidia_smi(std::string_view query_xml, std::string_view topo_text, const GpuCatalog& catalog,
                               const std::string& query_source, const std::string& topo_source,
-                              const NodeSpecDefaults& defaults) {
+                              const NodeSpecDefaults& defaults, std::string_view lgip_text,
+                              const std::string& lgip_source) {
   const auto gpus = parse_nvidia_smi_query(query_xml, query_source);
   const auto topo = parse_nvidia_smi_topo(topo_text, topo_source);
+  std::vector<NvidiaSmiLgipProfile> lgip;
+  if (!lgip_text.empty() || !lgip_source.empty()) lgip = parse_nvidia_smi_lgip(lgip_text, lgip_source);
   const std::size_t n = gpus.size();
   if (topo.matrix.size() != n) {
     fail(ErrorCode::kTraceBadValue, topo_source, topo.header_line, "GPU" + std::to_string(topo.matrix.size()),
@@ -411,16 +840,24 @@ NodeSpec node_from_nvidia_smi(std::string_view query_xml, std::string_view topo_
   int max_numa = -1;
   for (std::size_t g = 0; g < n; ++g) {
     auto& spec = node.gpus[g];
-    const auto model = catalog.find(gpus[g].product_name);
+    const auto model = resolve_nvidia_smi_product(gpus[g].product_name, gpus[g].memory_mib, catalog);
     if (!model) {
       fail(ErrorCode::kTraceUnknownGpuModel, query_source, gpus[g].line,
            "nvidia_smi_log/gpu[" + std::to_string(g) + "]/product_name",
-           "unknown GPU product \"" + gpus[g].product_name + "\"; known models: " + catalog.known_names() +
-               " (add it, or an alias, to the GPU catalog)");
+           "unknown GPU product \"" + gpus[g].product_name + "\" (read as " + describe(name_parts(gpus[g].product_name)) +
+               ", " + std::to_string(gpus[g].memory_mib) + " MiB): no catalog model has that name or alias, or one of "
+               "the same model, form factor and memory (within 10%). Known models: " + catalog.known_names() +
+               ". To add it, write a GPU catalog JSON ([{\"name\": ..., \"aliases\": [\"" + gpus[g].product_name +
+               "\"], \"memory_mib\": " + std::to_string(gpus[g].memory_mib) +
+               ", \"sms\": ...}]) and pass it with --gpu-models FILE (gpusched discover), gpu_models=FILE "
+               "(gpusched.discover) or put it under cluster.gpu_models in the scenario");
     }
     spec.model = *model;
     spec.bus_id = gpus[g].bus_id;
-    if (gpus[g].mig_enabled) spec.partition = GpuPartition::kMig;
+    if (gpus[g].mig_enabled) {
+      spec.partition = GpuPartition::kMig;
+      spec.mig = mig_instances(gpus[g], g, catalog[*model], lgip, query_source, lgip_source);
+    }
     const int numa = topo.numa_affinity[g] >= 0 ? topo.numa_affinity[g] : std::max(gpus[g].numa_id, 0);
     if (numa > 63) {
       fail(ErrorCode::kTraceOutOfRange, topo_source, topo.header_line, "NUMA Affinity",
@@ -507,6 +944,13 @@ NodeSpec node_from_nvidia_smi(std::string_view query_xml, std::string_view topo_
     fail(ErrorCode::kTraceBadValue, topo_source, topo.header_line, "NUMA Affinity", problem);
   }
 
+  bool any_mig = false, any_gi = false;
+  for (const auto& gs : node.gpus) {
+    any_mig = any_mig || gs.partition == GpuPartition::kMig;
+    any_gi = any_gi || !gs.mig.empty();
+  }
+  node.mig_dynamic = any_mig && (defaults.mig_dynamic || !any_gi);
+
   std::string product = gpus[0].product_name;
   std::replace(product.begin(), product.end(), ' ', '-');
   node.labels["nvidia.com/gpu.product"] = product;
@@ -516,10 +960,101 @@ NodeSpec node_from_nvidia_smi(std::string_view query_xml, std::string_view topo_
 }
 
 NodeSpec node_from_nvidia_smi_files(const std::filesystem::path& query_xml, const std::filesystem::path& topo_text,
-                                    const GpuCatalog& catalog, const NodeSpecDefaults& defaults) {
+                                    const GpuCatalog& catalog, const NodeSpecDefaults& defaults,
+                                    const std::filesystem::path& mig_lgip) {
   const std::string xml = read_all(query_xml);
   const std::string topo = read_all(topo_text);
-  return node_from_nvidia_smi(xml, topo, catalog, query_xml.string(), topo_text.string(), defaults);
+  const std::string lgip = mig_lgip.empty() ? std::string() : read_all(mig_lgip);
+  return node_from_nvidia_smi(xml, topo, catalog, query_xml.string(), topo_text.string(), defaults, lgip,
+                              mig_lgip.string());
+}
+
+nlohmann::json node_to_json(const NodeSpec& node, const GpuCatalog& catalog, const std::string& source,
+                            std::vector<std::string>* dropped) {
+  nlohmann::json j;
+  j["name"] = node.name;
+  if (node.cpu_milli % 1000 == 0) j["cpu"] = node.cpu_milli / 1000;
+  else j["cpu"] = std::to_string(node.cpu_milli) + "m";
+  j["memory"] = std::to_string(node.memory_mib) + "Mi";
+  const auto cpu_json = [](std::int64_t milli) -> nlohmann::json {
+    if (milli % 1000 == 0) return milli / 1000;
+    return std::to_string(milli) + "m";
+  };
+  if (!node.gpus.empty()) {
+    const auto model = node.gpus.front().model;
+    const bool mig = node.gpus.front().partition == GpuPartition::kMig;
+    for (std::size_t g = 0; g < node.gpus.size(); ++g) {
+      if (node.gpus[g].model != model) {
+        throw_error(ErrorCode::kTraceBadValue, {source, 0, "nvidia_smi_log/gpu[" + std::to_string(g) + "]/product_name"},
+                    "GPU" + std::to_string(g) + " is a " + catalog[node.gpus[g].model].name + " and GPU0 a " +
+                        catalog[model].name + ": a cluster file's node has one GPU model");
+      }
+      if ((node.gpus[g].partition == GpuPartition::kMig) != mig) {
+        throw_error(ErrorCode::kTraceBadValue, {source, 0, "nvidia_smi_log/gpu[" + std::to_string(g) + "]/mig_mode/current_mig"},
+                    "MIG mode is " + std::string(mig ? "enabled" : "disabled") + " on GPU0 but not on GPU" +
+                        std::to_string(g) + ": a cluster file's node partitions all its GPUs alike (enable or "
+                        "disable MIG on all of them, or describe the node by hand)");
+      }
+    }
+    j["gpus"] = node.gpus.size();
+    j["gpu_model"] = catalog[model].name;
+  }
+  j["sockets"] = node.sockets;
+  nlohmann::json topo = nlohmann::json::object();
+  if (!node.numa.empty()) {
+    nlohmann::json numa = nlohmann::json::array();
+    for (const auto& z : node.numa) numa.push_back({{"cpu", cpu_json(z.cpu_milli)}, {"memory", std::to_string(z.memory_mib) + "Mi"}});
+    topo["numa"] = numa;
+  }
+  if (!node.gpus.empty()) {
+    nlohmann::json sockets = nlohmann::json::array();
+    for (const auto& g : node.gpus) sockets.push_back(g.socket);
+    topo["gpu_sockets"] = sockets;
+    const std::size_t n = node.gpus.size();
+    const bool one_domain = n > 1 && std::all_of(node.gpus.begin(), node.gpus.end(), [](const GpuSpec& g) { return g.nvlink_domain == 0; });
+    if (one_domain) {
+      topo["nvlink"] = "nvswitch";
+    } else if (node.nvlinks.empty()) {
+      topo["nvlink"] = "none";
+    } else {
+      nlohmann::json links = nlohmann::json::array();
+      for (const auto& l : node.nvlinks) links.push_back({l.a, l.b, l.links});
+      topo["nvlink"] = links;
+      if (dropped && std::any_of(node.gpus.begin(), node.gpus.end(), [](const GpuSpec& g) { return g.nvlink_domain >= 0; })) {
+        dropped->push_back("NVLink domains other than one over all GPUs (kept as point-to-point links)");
+      }
+    }
+    // PCIe switches: expressible when every switch holds the same number of consecutive GPUs.
+    bool any_switch = false;
+    for (const auto& g : node.gpus) any_switch = any_switch || g.pcie_switch >= 0;
+    if (any_switch) {
+      std::size_t per = 0;
+      while (per < n && node.gpus[per].pcie_switch == node.gpus[0].pcie_switch && node.gpus[0].pcie_switch >= 0) ++per;
+      bool regular = per > 0 && n % per == 0;
+      for (std::size_t g = 0; regular && g < n; ++g) {
+        regular = node.gpus[g].pcie_switch == static_cast<std::int16_t>(g / per);
+      }
+      if (regular) topo["gpus_per_pcie_switch"] = per;
+      else if (dropped) dropped->push_back("PCIe switch groups (not consecutive groups of one size)");
+    }
+    if (dropped) dropped->push_back("PCI bus ids");
+  }
+  j["topology"] = topo;
+  if (!node.gpus.empty() && node.gpus.front().partition == GpuPartition::kMig) {
+    nlohmann::json part = {{"mode", "mig"}};
+    nlohmann::json layouts = nlohmann::json::array();
+    for (const auto& g : node.gpus) {
+      const auto& geo = *catalog[g.model].mig;
+      nlohmann::json l = nlohmann::json::array();
+      for (const auto& gi : g.mig) l.push_back({{"profile", geo.profiles[static_cast<std::size_t>(gi.profile)].name}, {"start", gi.start}});
+      layouts.push_back(l);
+    }
+    part["layouts"] = layouts;
+    if (node.mig_dynamic) part["dynamic"] = true;
+    j["gpu_partition"] = part;
+  }
+  if (!node.labels.empty()) j["labels"] = node.labels;
+  return j;
 }
 
 }  // namespace gpusched::traces

@@ -9,11 +9,13 @@
 ///   TaskPlacement p{NodeId{0}, {{0, 1000, 0}}};
 ///   c.allocate(request, p);   // ... later
 ///   c.release(request, p);
+#include <algorithm>
 #include <cstdint>
 #include <bit>
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <span>
 #include <string>
 #include <string_view>
@@ -94,6 +96,20 @@ struct GpuState {
   [[nodiscard]] bool fully_free() const { return tasks == 0; }
 };
 
+/// How `nvidia.com/gpu: N` takes replicas of time-slicing / MPS GPUs (docs/sharing.md).
+enum class ReplicaAllocation : std::uint8_t {
+  /// As the NVIDIA device plugin: a node advertises the sum of its GPUs' replicas, and a task
+  /// takes N replicas, several of one GPU when needed, each from the GPU with the fewest replicas
+  /// allocated (other tasks' and this task's picks alike; ties: fewest picked for this task, then
+  /// the policy's order), as its `distributed` policy does; subject to failRequestsGreaterThanOne.
+  /// The default.
+  kDevicePlugin,
+  /// gpusched's earlier model: a task takes at most one replica per GPU, so N needs N GPUs with
+  /// a free replica; failRequestsGreaterThanOne is not applied.
+  kOnePerGpu,
+};
+std::string_view to_string(ReplicaAllocation a);
+
 /// Device behaviour that is configuration, not hardware: performance factors and delays.
 struct DeviceOptions {
   std::int64_t mig_reconfigure_us = 0;   ///< a task on a newly created GI starts this much later
@@ -103,6 +119,7 @@ struct DeviceOptions {
   double pcie_slowdown = 1.0;            ///< multi-GPU task whose GPUs talk over PCIe on one socket
   double cross_socket_slowdown = 1.0;    ///< ... across sockets, or CPUs on another NUMA node
   double time_slicing_overhead = 0.0;    ///< context-switch cost when several sharers are active
+  ReplicaAllocation replica_allocation = ReplicaAllocation::kDevicePlugin;
 };
 
 /// Runtime state of one node: free capacity and aggregates over its GPUs.
@@ -131,7 +148,9 @@ struct NodeState {
 
 /// Why a request does not fit a node now (first failing dimension, in this order).
 enum class FitResult : std::uint8_t {
-  kFits, kUnschedulable, kCpu, kMemory, kExtended, kGpuModel, kGpuCount, kGpuShare, kMig, kVgpu, kPassthrough, kTpu
+  kFits, kUnschedulable, kCpu, kMemory, kExtended, kGpuModel, kGpuCount, kGpuShare, kMig, kVgpu, kPassthrough, kTpu,
+  kReplicaRequestTooLarge,   ///< more than one replica where failRequestsGreaterThanOne holds
+  kMpsClientLimit,           ///< a share above an MPS client's limit (GPU memory / replicas, SMs / replicas)
 };
 
 /// Node specs shared by a cluster and its copies (what-if and backfill scratch clusters) until
@@ -179,8 +198,10 @@ class ClusterState {
   [[nodiscard]] bool fits(NodeId n, const TaskRequest& r) const { return fit_check(n, r) == FitResult::kFits; }
   /// Like fits(), but says which dimension failed first. O(GPUs on the node) at worst.
   [[nodiscard]] FitResult fit_check(NodeId n, const TaskRequest& r) const;
-  /// Can the GPU part of `r` be served by GPU `g` of node `n` now? (shared requests)
+  /// Can the GPU part of `r` be served by GPU `g` of node `n` now? (shared requests: a share of
+  /// a bare-metal GPU, or one MPS client when the share is within the client's limits)
   [[nodiscard]] static bool gpu_fits_shared(const GpuState& g, const GpuRequest& r) {
+    if (g.partition == GpuPartition::kMps) return g.tasks < g.replicas && mps_share_within_limits(g, r);
     return g.partition == GpuPartition::kWhole &&
            share_fits(g.milli_free, g.memory_free_mib, g.tasks, g.memory_mib, r.milli, r.memory_mib);
   }
@@ -231,7 +252,26 @@ class ClusterState {
   [[nodiscard]] std::int64_t numa_memory_free(NodeId n, int socket) const;
 
   [[nodiscard]] const DeviceOptions& device_options() const { return options_; }
-  void set_device_options(const DeviceOptions& o) { options_ = o; }
+  /// Sets the options; node aggregates are recomputed when the replica allocation changes.
+  void set_device_options(const DeviceOptions& o);
+  /// Replicas of time-slicing / MPS GPU `g` that `r` (kWhole) could take now on `node`: 0 when
+  /// the resource names differ (nvidia.com/gpu vs nvidia.com/gpu.shared); with kOnePerGpu at most 1.
+  [[nodiscard]] int free_replicas(NodeId node, const GpuState& g, const TaskRequest& r) const;
+  /// nvidia.com/gpu as kube-scheduler's allocation scores count it on a node whose GPUs the device
+  /// plugin time-slices or MPS-shares (kDevicePlugin; not renamed): {allocatable, requested with
+  /// `r` added}, allocatable being GPUs x replicas (whole GPUs count 1). nullopt elsewhere (the
+  /// scores then count GPU compute in milli).
+  [[nodiscard]] std::optional<std::pair<std::int64_t, std::int64_t>> kube_gpu_counts(NodeId n, const TaskRequest& r) const;
+  /// Does failRequestsGreaterThanOne hold on node `n` for its GPUs of partition `p`?
+  [[nodiscard]] bool fails_above_one(NodeId n, GpuPartition p) const;
+  /// An MPS client's limits on GPU `g` (kMps): memory (the plugin's pinned-memory limit, GPU
+  /// memory / replicas, MiB rounded down) and compute (1000 / replicas milli).
+  [[nodiscard]] static std::int64_t mps_client_memory_mib(const GpuState& g) { return g.memory_mib / std::max<std::uint16_t>(1, g.replicas); }
+  [[nodiscard]] static std::int32_t mps_client_milli(const GpuState& g) { return kMilliPerGpu / std::max<std::uint16_t>(1, g.replicas); }
+  /// Does share `r` (kShared) fit one MPS client of GPU `g`, as far as the limits go?
+  [[nodiscard]] static bool mps_share_within_limits(const GpuState& g, const GpuRequest& r) {
+    return (r.memory_mib == kAllGpuMemory ? g.memory_mib : r.memory_mib) <= mps_client_memory_mib(g) && r.milli <= mps_client_milli(g);
+  }
   /// The node's GPU/NUMA topology (built on first use, shared by nodes described alike).
   [[nodiscard]] const Topology& topology(NodeId n) const;
   /// Runtime factor of a placement: its devices' (vGPU, passthrough, MIG: the largest) times

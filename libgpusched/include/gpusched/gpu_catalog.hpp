@@ -22,11 +22,16 @@
 namespace gpusched {
 
 /// One NVIDIA vGPU profile of a model (e.g. "A100-10C": 10 GiB framebuffer, 4 per GPU).
-/// All vGPUs on one physical GPU use the same profile (equal-size mode).
+/// Time-sliced profiles: all vGPUs on one physical GPU use the same profile (equal-size mode).
+/// MIG-backed profiles ("A100-3-20C") name the GPU instance profile that backs each vGPU.
 struct VgpuProfile {
   std::string name;
-  std::int64_t framebuffer_mib = 0;
+  std::int64_t framebuffer_mib = 0;  ///< as NVIDIA's vGPU guide states it (GB x 1024)
   std::int32_t max_per_gpu = 1;
+  std::string mig_profile;           ///< MIG-backed: the GI profile name (e.g. "3g.20gb"); empty: time-sliced
+  std::int32_t max_per_gpu_mixed = 0;  ///< time-sliced, mixed-size mode: vGPUs per GPU (0 = not supported)
+
+  [[nodiscard]] bool mig_backed() const { return !mig_profile.empty(); }
 };
 
 /// One GPU model.
@@ -40,12 +45,25 @@ struct GpuModel {
   bool nvlink = false;               ///< usually sold in NVLink/NVSwitch boards
   std::optional<MigGeometry> mig;    ///< MIG geometry and profiles, when the model has MIG
   std::vector<VgpuProfile> vgpu;     ///< vGPU profiles (empty: no vGPU support)
+  /// Extended resource a pod requests for one whole GPU of this model ("nvidia.com/gpu",
+  /// "amd.com/gpu"); from the JSON's `resource_name`, else default_resource_name(vendor), else
+  /// (a vendor without a known device plugin) "nvidia.com/gpu", as before vendors decided it.
+  std::string resource_name;
+  /// Marketing memory in GB ("80" for an H100 80GB), for display only; 0 = not stated.
+  /// memory_mib is what the driver reports as usable framebuffer (nvidia-smi FB total).
+  double nominal_memory_gb = 0;
+  std::string source;                ///< where each figure comes from (URL / document, table)
 
   /// Index of the vGPU profile named `name` (case-insensitive) or -1.
   [[nodiscard]] int find_vgpu(std::string_view name) const;
 };
 
 void to_json(nlohmann::json& j, const GpuModel& m);
+
+/// The device plugin's resource name for whole GPUs of `vendor` (case-insensitive): NVIDIA ->
+/// "nvidia.com/gpu", AMD -> "amd.com/gpu", Intel -> "gpu.intel.com/i915"; empty when unknown
+/// (the catalog then uses "nvidia.com/gpu" unless the model states its `resource_name`).
+[[nodiscard]] std::string_view default_resource_name(std::string_view vendor);
 
 /// An ordered, name-indexed set of GPU models. Lookup is case-insensitive on names and aliases.
 class GpuCatalog {
@@ -65,6 +83,8 @@ class GpuCatalog {
   [[nodiscard]] const GpuModel& operator[](GpuModelId id) const { return models_[id.value]; }
   [[nodiscard]] std::size_t size() const { return models_.size(); }
   [[nodiscard]] const std::vector<GpuModel>& models() const { return models_; }
+  /// The distinct resource names of the models ("amd.com/gpu", "nvidia.com/gpu"), sorted.
+  [[nodiscard]] std::vector<std::string> resource_names() const;
   /// "A10, A100-40GB, ..." for error messages.
   [[nodiscard]] std::string known_names() const;
 

@@ -46,7 +46,11 @@ struct MigGeometry {
   /// Creating or destroying a GI needs the whole GPU idle (no busy GI), e.g. when a MIG manager
   /// reapplies a whole-GPU configuration. false: GIs change while others run (nvidia-smi mig -cgi).
   bool reconfigure_requires_idle = false;
+  /// true: every profile's memory_mib is what `nvidia-smi mig -lgip` reports (exact); false: some
+  /// come from the profile name (GB x 1024) because no public -lgip output was found (see source).
+  bool lgip_memory = false;
   std::vector<MigProfile> profiles;
+  std::string source;  ///< where the profiles, ids, starts, counts, memory and SMs come from
 
   /// Index of the profile named `name` (case-sensitive, as NVIDIA spells it) or -1.
   [[nodiscard]] int find_profile(std::string_view name) const;

@@ -3,6 +3,7 @@
 /// lives in ClusterState.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -76,6 +77,19 @@ struct TpuHostSpec {
   std::vector<int> coords;           ///< host coordinates in the pool's host grid
 };
 
+/// The NVIDIA device plugin's sharing settings on a node (its config's `sharing.timeSlicing` /
+/// `sharing.mps`, api/config/v1 of NVIDIA/k8s-device-plugin). They matter only for GPUs in
+/// partition kTimeSlicing / kMps; see docs/sharing.md.
+struct DevicePluginSharing {
+  /// A container asking for more than one replica fails (the plugin's Allocate error "maximum
+  /// request size for shared resources is 1"). nullopt: the plugin's default, false for
+  /// time-slicing and true for MPS.
+  std::optional<bool> fail_requests_greater_than_one;
+  /// Replicas are advertised as `nvidia.com/gpu.shared` instead of `nvidia.com/gpu`.
+  bool rename_by_default = false;
+  bool operator==(const DevicePluginSharing&) const = default;
+};
+
 /// A machine. Example: 8x A100-80GB, 2 sockets, 128 cores, 1 TiB.
 struct NodeSpec {
   std::string name;
@@ -87,6 +101,7 @@ struct NodeSpec {
   std::vector<NvLink> nvlinks;              ///< point-to-point NVLink (besides nvlink_domain)
   MigStrategy mig_strategy = MigStrategy::kMixed;
   bool mig_dynamic = false;                 ///< GIs may be created/destroyed while running
+  DevicePluginSharing sharing;              ///< time-slicing / MPS: the device plugin's settings
   TpuHostSpec tpu;
   std::map<std::string, std::string> labels;  ///< ordered: deterministic output
   std::vector<Taint> taints;

@@ -19,6 +19,7 @@ namespace resource_names {
 inline constexpr std::string_view kCpu = "cpu";                      ///< quantity: "4", "500m"
 inline constexpr std::string_view kMemory = "memory";                ///< quantity: "16Gi" (plain = bytes)
 inline constexpr std::string_view kGpu = "nvidia.com/gpu";           ///< whole GPUs, integer
+inline constexpr std::string_view kGpuShared = "nvidia.com/gpu.shared";  ///< replicas under renameByDefault
 inline constexpr std::string_view kGpuMilli = "gpusched.io/gpu-milli";  ///< share of ONE GPU, 1..1000 (FGD model)
 inline constexpr std::string_view kGpuMem = "aliyun.com/gpu-mem";    ///< GiB of ONE GPU's memory (gpushare)
 inline constexpr std::string_view kHamiMem = "nvidia.com/gpumem";    ///< HAMi: MiB of each GPU (default: all of it)
@@ -63,6 +64,12 @@ struct GpuRequest {
   /// absent), for a gpu-milli / gpu-mem share when written with nvidia.com/gpu: 1 (the openb
   /// mapping writes it). Other modes: unused (whole and passthrough GPUs are nvidia.com/gpu).
   bool names_gpu = true;
+  /// kWhole: asked as nvidia.com/gpu.shared, the name the NVIDIA device plugin gives time-slicing
+  /// / MPS replicas under renameByDefault; only such replicas serve it (and only it).
+  bool shared_name = false;
+  /// kWhole: the vendor resource asked instead of nvidia.com/gpu (amd.com/gpu: a catalog model's
+  /// resource_name); empty = nvidia.com/gpu. Only models requested by that name serve it (issue 15).
+  std::string resource_name;
   std::string profile;            ///< kMig / kVgpu: profile name as written
   /// kMig / kVgpu: the profile's index for each catalog model (by GpuModelId), -1 = not offered.
   std::vector<std::int8_t> profile_by_model;
@@ -98,12 +105,19 @@ struct TaskRequest {
   std::int64_t memory_mib = 0;
   GpuRequest gpu;
   TpuRequest tpu;
-  GpuModelMask allowed_models;   ///< empty = any model
+  GpuModelMask allowed_models;   ///< empty = any model (the job's gpu_model list, passthrough alias)
+  /// kWhole: the models requested by the request's resource name (nvidia.com/gpu: NVIDIA models,
+  /// amd.com/gpu: AMD ones); empty = any (a catalog whose models share one name). Kept apart from
+  /// allowed_models so that exports do not write it as a gpu_model list (issue 15).
+  GpuModelMask resource_models;
   std::vector<std::pair<ResourceId, std::int64_t>> extended;  ///< interned name -> amount
 
   [[nodiscard]] bool model_allowed(GpuModelId m) const {
-    return allowed_models.none() || (m.valid() && allowed_models.test(m.value));
+    return (allowed_models.none() || (m.valid() && allowed_models.test(m.value))) &&
+           (resource_models.none() || (m.valid() && resource_models.test(m.value)));
   }
+  /// true when every GPU model may serve the request (no gpu_model list, no resource-name mask).
+  [[nodiscard]] bool any_model() const { return allowed_models.none() && resource_models.none(); }
   bool operator==(const TaskRequest&) const = default;
 };
 

@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <gpusched/error.hpp>
@@ -28,7 +30,8 @@
 namespace gpusched {
 
 /// Chips along each dimension of one host of `chips_per_host` chips (0 = the generation's
-/// default): v4/v5p 4 → 2x2x1; v5e 1 → 1x1, 4 → 2x2, 8 → 2x4. Throws
+/// default), from the catalog's machine types: v4/v5p 4 → 2x2x1; v5e/v6e 1 → 1x1, 4 → 2x2,
+/// 8 → 2x4; tpu7x 1 → 1x1x1, 4 → 2x2x1. Throws
 /// CatalogError(kCatalogBadTopology) at `where` when the generation offers no such host.
 [[nodiscard]] std::vector<int> host_shape(const TpuGeneration& generation, int chips_per_host,
                                           const Location& where = {});
@@ -57,8 +60,9 @@ struct TpuPoolGrid {
 /// The distinct host-block shapes (hosts per dimension) a slice of `slice` can take: every
 /// permutation of the slice's axes whose chip dimensions are multiples of the host shape's,
 /// divided by it; sorted lexicographically ascending. Empty for a sub-host slice (fewer chips
-/// than one host, e.g. v5e 2x2 on 8-chip hosts), for a slice no permutation divides, and for a
-/// slice with the wrong number of dimensions. Throws as host_shape() for an unknown host size.
+/// than one host, e.g. v5e 2x2 on 8-chip hosts), for a slice no permutation divides, for a
+/// slice with the wrong number of dimensions, and for a slice the host's machine type does not
+/// serve (v5e/v6e 8-chip hosts serve only 2x4). Throws as host_shape() for an unknown host size.
 [[nodiscard]] std::vector<std::vector<int>> slice_block_shapes(const TpuGeneration& generation, int chips_per_host,
                                                                const TpuTopology& slice);
 
@@ -92,5 +96,29 @@ enum class TpuBlockRule {
 /// generation's topologies are written in one canonical order, so no axis permutation is
 /// allowed (a 4x4x8 pool does not serve 4x8x4, nor a 2x2x4 pool a 2x2x2 slice). O(dimensions).
 [[nodiscard]] bool slice_matches_pool(const TpuTopology& pool, const TpuTopology& slice);
+
+/// One TPU node pool as explain_unservable_slice() sees it.
+struct TpuPoolView {
+  std::string_view name;                     ///< the node pool (cloud.google.com/gke-nodepool)
+  const TpuGeneration* generation = nullptr;
+  int chips_per_host = 0;
+  TpuTopology topology;                      ///< the pool's chip topology
+  bool provisioned = true;                   ///< GKE-style pool of one slice shape, or carved
+  std::size_t hosts = 0;                     ///< nodes present in the pool
+};
+
+/// Why no pool of `pools` can ever serve a slice of `slice` on `generation` whose pods ask
+/// `chips_per_host` chips each (google.com/tpu), even with every host free; "" when one could
+/// (then the slice waits for hosts to free up). The text names the request (generation,
+/// accelerator label, topology, nodes x chips), what the generation's machine types serve when
+/// none has `chips_per_host` chips for this topology, and each pool with its reason: other
+/// generation, other host size, a provisioned pool of another topology, a machine type that does
+/// not serve the topology, or a carved pool too small for any orientation. At most 8 pools are
+/// named, then a count. Example:
+///   no TPU pool can serve a v5e (tpu-v5-lite-podslice) 4x4 slice as 4 nodes x google.com/tpu: 4;
+///   pools: "v4" (v4 4x4x4 carved, 16 nodes x 4 chips): other generation
+/// O(pools).
+[[nodiscard]] std::string explain_unservable_slice(std::span<const TpuPoolView> pools, const TpuGeneration& generation,
+                                                   int chips_per_host, const TpuTopology& slice);
 
 }  // namespace gpusched

@@ -76,7 +76,9 @@ _DYNAMIC_PROFILES: Dict[str, Tuple[str, ...]] = {
     "H100-80GB": ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
     "A30": ("1g.6gb", "2g.12gb", "4g.24gb", "2g.12gb+me"),
 }
-_GPU_MEMORY_GIB = {"V100-32GB": 32, "L4": 24, "H200": 141}
+# Whole GiB of each model's usable memory (the catalog's memory_mib, as nvidia-smi reports it: an
+# H200 has 143771 MiB, 140.4 GiB, so a 141 GiB gpushare request can never run there).
+_GPU_MEMORY_GIB = {"V100-32GB": 32, "L4": 22, "H200": 140}
 
 _PROFILES = ("default", "first-fit", "best-fit", "binpack", "spread", "most-allocated", "random", "fgd", "kube-default")
 

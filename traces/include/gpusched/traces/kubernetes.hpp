@@ -43,7 +43,7 @@ namespace gpusched::traces {
 ///   - capacity from status.allocatable (status.capacity when allocatable is absent): cpu ->
 ///     cpu_milli, memory -> memory_mib (rounded up); ephemeral-storage, hugepages-*, pods,
 ///     storage and attachable-volumes-* are ignored; other names with a '/' (rdma/hca,
-///     example.com/foo, nvidia.com/gpu.shared) are extended resources (ResourceTable::intern).
+///     example.com/foo) are extended resources (ResourceTable::intern).
 ///     GPU-share names (gpusched.io/gpu-milli, aliyun.com/gpu-mem, nvidia.com/gpumem,
 ///     nvidia.com/gpucores) are ignored on nodes: shares are carved from the GPUs themselves.
 ///     google.com/tpu and nvidia.com/vgpu-* capacity is rejected (TPU hosts and vGPU nodes are
@@ -54,19 +54,24 @@ namespace gpusched::traces {
 ///     and without a leading "NVIDIA-" / "Tesla-". A product the catalog does not know, or GPUs
 ///     without either label, is an error naming the node and the label.
 ///   - nvidia.com/gpu: N -> N whole GPUs. With the label nvidia.com/gpu.replicas R > 1
-///     (device-plugin sharing; GFD's "-SHARED" product suffix is dropped), N must be a multiple
-///     of R: N / R GPUs shared by R, partition kMps when nvidia.com/gpu.sharing-strategy is
-///     "mps", else kTimeSlicing.
-///   - MIG, mixed strategy: nvidia.com/mig-<profile>: K -> K static GPU instances, packed
-///     first-fit (largest profiles first, MigStartPolicy::kBest) onto as few GPUs as possible, or
-///     onto exactly nvidia.com/gpu.count minus the whole GPUs when that label is present (GPUs left
-///     without instances stay in MIG mode, empty). The whole GPUs come first in the node's GPU
-///     list, then the MIG GPUs. Instances that do not fit are an error.
+///     (device-plugin sharing; GFD writes 0 or 1 when not shared; GFD's "-SHARED" product suffix
+///     is dropped), N must be a multiple of R: N / R GPUs shared by R, partition kMps when
+///     nvidia.com/gpu.sharing-strategy is "mps", else kTimeSlicing. nvidia.com/gpu.shared: N
+///     (renameByDefault) is read the same way and sets NodeSpec::sharing.rename_by_default; any
+///     nvidia.com/gpu beside it are plain GPUs. Replicated MIG instances are refused.
+///   - MIG, mixed strategy: nvidia.com/mig-<profile>: K -> K static GPU instances laid out
+///     exactly (a search over splits into legal per-GPU layouts, see docs/sharing.md) onto
+///     nvidia.com/gpu.count minus the whole GPUs when that label is present; else onto
+///     instances / per-GPU count when nvidia.com/mig.config is "all-<profile>"; else onto the
+///     fewest GPUs that hold them. GPUs left without instances stay in MIG mode, empty. The whole
+///     GPUs come first in the node's GPU list, then the MIG GPUs. Instances that fit no split are
+///     an error naming the instances and the GPU count.
 ///   - MIG, single strategy: a product "<model>-MIG-<profile>" (GFD's single-strategy label):
 ///     nvidia.com/gpu counts GPU instances; every GPU holds as many instances of the profile as
 ///     fit, so the count must be a multiple of that (mig_strategy kSingle).
 ///   - One socket, no NUMA split, no NVLink/PCIe topology (a node list does not say).
-/// Complexity: O(input size + MIG instances x GPUs).
+/// Complexity: O(input size) plus the MIG layout search per MIG node (bounded: past its budget
+/// the node is refused, asking for nvidia.com/gpu.count).
 std::vector<NodeSpec> read_kube_nodes(std::istream& in, const std::string& source, GpuCatalog& catalog,
                                       ResourceTable& resources);
 /// read_kube_nodes() over a file; errors name the path as given (kTraceCannotOpen when unreadable).
