@@ -833,7 +833,7 @@ FgdPlugin::ShapeMemo& FgdPlugin::memo_for(const ClusterState& cluster, const Tas
     // The request less host memory, compared exactly.
     const auto& x = m.shape;
     return m.hash == hash && x.cpu_milli == r.cpu_milli && x.gpu == r.gpu && x.tpu == r.tpu &&
-           x.allowed_models == r.allowed_models && x.extended == r.extended;
+           x.allowed_models == r.allowed_models && x.resource_models == r.resource_models && x.extended == r.extended;
   };
   auto it = std::find_if(memos_.begin(), memos_.end(), same);
   if (it == memos_.end()) {
