@@ -140,6 +140,8 @@ def add_fgd_plot(out_dir: Path) -> Path:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the command line with ``argv`` (default: sys.argv[1:]); returns the exit code (130
     when interrupted: Ctrl-C or SIGTERM, reported in one line on stderr, never a traceback)."""
+    global _interrupted
+    _interrupted = False
     args = list(sys.argv[1:] if argv is None else argv)
     started = False
     previous = _sigterm_as_keyboard_interrupt()
@@ -184,7 +186,12 @@ def _block_interrupt_signals() -> Set[int]:
     return set(_INTERRUPT_SIGNALS - set(before))
 
 
+_interrupted = False   # SIGTERM arrived while Python ran (set before KeyboardInterrupt is raised)
+
+
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    global _interrupted
+    _interrupted = True
     raise KeyboardInterrupt
 
 
@@ -223,7 +230,13 @@ def _after(args: Sequence[str], rc: int) -> int:
         if "--quiet" not in args:
             print(f"  plot       {png}")
     except Exception as exc:  # plotting is a bonus: never fail the command for it
+        if _interrupted:
+            # SIGTERM's KeyboardInterrupt was swallowed inside matplotlib, which then failed on
+            # its half-updated state ("Invalid affine transformation matrix"): it was a stop.
+            raise KeyboardInterrupt from None
         print(f"gpusched: warning: could not draw the plot: {exc}", file=sys.stderr)
+    if _interrupted:
+        raise KeyboardInterrupt   # swallowed somewhere in the plot, which still completed
     return rc
 
 
