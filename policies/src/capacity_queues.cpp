@@ -575,6 +575,12 @@ Status CapacityQueuesPlugin::pre_filter(const ClusterState& cluster, TaskContext
   return Status::success();
 }
 
+void CapacityQueuesPlugin::index_key(std::vector<std::uint64_t>& key) const {
+  // filter() reads decided_models_ in order (the first missing model names the reason).
+  key.push_back(decided_models_.size());
+  for (const auto m : decided_models_) key.push_back(m.value);
+}
+
 Status CapacityQueuesPlugin::filter(const ClusterState& cluster, const TaskContext&, NodeId node) const {
   if (decided_models_.empty()) return Status::success();
   const auto& s = cluster.node(node);

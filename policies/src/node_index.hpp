@@ -56,6 +56,7 @@ namespace gpusched::policies {
 struct NodeIndexClass {
   std::uint64_t hash = 0;
   JobSpec key;                      ///< the job the class was made for (its request and constraints)
+  std::vector<std::uint64_t> variant;   ///< the filters' index_key() after pre_filter (capacity-queues' flavors)
   std::uint64_t instance = 0;       ///< ClusterState::instance() the answers are for (0: none)
   std::uint64_t log_pos = 0;        ///< ClusterState::change_count() when last brought up to date
   std::uint64_t last_used = 0;
@@ -105,10 +106,12 @@ class NodeIndex {
 
   [[nodiscard]] Mode mode() const { return mode_; }
 
-  /// The class of `ctx.job`, its answers brought up to date with `cluster`.
-  Class& refresh(const ClusterState& cluster, const TaskContext& ctx) {
+  /// The class of `ctx.job` under the filters' `variant` (FilterPlugin::index_key), its answers
+  /// brought up to date with `cluster`.
+  Class& refresh(const ClusterState& cluster, const TaskContext& ctx, std::span<const std::uint64_t> variant = {}) {
     const JobSpec& job = ctx.job;
-    const std::uint64_t h = request_class(job);
+    std::uint64_t h = request_class(job);
+    for (const auto v : variant) h = (h ^ v) * 0x100000001b3ULL;
     ++clock_;
     Class* c = nullptr;
     auto& same_hash = by_hash_[h];
@@ -116,7 +119,8 @@ class NodeIndex {
     // cluster and of its scratch copy (the reservation what-if) in turn, and one class per
     // request rebuilt itself (a full pass over every node) at every switch.
     for (const std::uint32_t k : same_hash) {
-      if (classes_[k].instance == cluster.instance() && same_class(classes_[k].key, job)) {
+      if (classes_[k].instance == cluster.instance() && same_class(classes_[k].key, job) &&
+          std::equal(variant.begin(), variant.end(), classes_[k].variant.begin(), classes_[k].variant.end())) {
         c = &classes_[k];
         break;
       }
@@ -142,6 +146,7 @@ class NodeIndex {
       c = &classes_[slot];
       c->hash = h;
       c->key = job;
+      c->variant.assign(variant.begin(), variant.end());
       c->instance = 0;
     }
     c->last_used = clock_;

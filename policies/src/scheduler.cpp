@@ -282,7 +282,9 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
   if (index_ && !local) ++index_->stats.fallbacks;
   const NodeIndexClass* sampled = nullptr;   // answers for the sampled search
   if (local) {
-    auto& c = index_->refresh(cluster, ctx);
+    index_key_.clear();
+    for (const auto* f : filters_) f->index_key(index_key_);
+    auto& c = index_->refresh(cluster, ctx, index_key_);
     ++index_->stats.decisions;
     if (!only.empty() || nodes_to_find(n) < n) {
       sampled = &c;

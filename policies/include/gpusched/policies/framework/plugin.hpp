@@ -124,6 +124,12 @@ class FilterPlugin : public virtual Plugin {
                        std::vector<std::string_view>& out) const {
     out.push_back(first.reason);
   }
+  /// For a filter whose node-local answers also depend on what its own pre_filter decided for the
+  /// task (capacity-queues: the ResourceFlavors it assigned): appends, after pre_filter ran, an
+  /// exact key of that decision. The node index keeps one class per (request, key), so answers
+  /// remembered under one decision are never read under another. Default: nothing (the answers
+  /// depend on the node and the job only).
+  virtual void index_key(std::vector<std::uint64_t>& /*key*/) const {}
 };
 
 /// Per task, over every candidate node at once: for plugins that pay a price per call (written

@@ -175,6 +175,7 @@ class Scheduler final : public SchedulingHook {
 
   // Scratch, reused across calls (no allocation per decision once warm).
   std::vector<NodeId> feasible_;
+  std::vector<std::uint64_t> index_key_;   // the filters' FilterPlugin::index_key() for the node index
   std::vector<double> raw_, total_;
   CycleState cycle_;
   std::vector<Reject> rejects_;

@@ -152,6 +152,10 @@ class CapacityQueuesPlugin final : public QueueSortPlugin,
   Status pre_filter(const ClusterState& cluster, TaskContext& ctx) override;
   /// Nodes of the assigned flavors only. O(1), O(GPUs) on nodes with mixed models.
   [[nodiscard]] Status filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const override;
+  /// The filter's answer for a node depends on the node and on the flavors' models pre_filter
+  /// assigned (index_key), so the node index serves kueue-cohorts too.
+  [[nodiscard]] bool node_local_answers() const override { return true; }
+  void index_key(std::vector<std::uint64_t>& key) const override;
   /// Reclaim / within-queue preemption (see above). O(candidates x fits).
   Status post_filter(ClusterState& cluster, const JobSpec& job, JobId id, Statement& st, std::vector<JobId>& victims,
                      const FitsFn& fits) override;
