@@ -27,6 +27,8 @@ ClusterState::ClusterState(GpuCatalog catalog, ResourceTable resources, std::vec
       resources_(std::make_shared<const ResourceTable>(std::move(resources))),
       specs_(std::move(nodes)) {
   nodes_.reserve(specs_.size());
+  auto by_name = std::make_shared<std::unordered_map<std::string, NodeId>>();
+  by_name->reserve(specs_.size());
   const std::size_t nres = resources_->size();
   extended_free_.assign(specs_.size() * nres, 0);
   for (std::size_t i = 0; i < specs_.size(); ++i) {
@@ -92,9 +94,10 @@ ClusterState::ClusterState(GpuCatalog catalog, ResourceTable resources, std::vec
     max_capacity_.tpu_chips_free = std::max(max_capacity_.tpu_chips_free, s.tpu_chips_free);
     max_capacity_.gpu_milli_free = std::max(max_capacity_.gpu_milli_free, s.gpu_milli_free);
     max_capacity_.gpu_memory_free_max = std::max(max_capacity_.gpu_memory_free_max, s.gpu_memory_free_max);
-    by_name_.emplace(spec.name, NodeId{static_cast<std::uint32_t>(i)});
+    by_name->emplace(spec.name, NodeId{static_cast<std::uint32_t>(i)});
     nodes_.push_back(s);
   }
+  by_name_ = std::move(by_name);
 }
 
 void ClusterState::refresh_gpu_aggregates(NodeState& s, const NodeSpec& spec) {
@@ -133,7 +136,8 @@ std::int64_t ClusterState::extended_free(NodeId n, ResourceId r) const {
 }
 
 std::optional<NodeId> ClusterState::find_node(std::string_view name) const {
-  if (auto it = by_name_.find(std::string(name)); it != by_name_.end()) return it->second;
+  if (!by_name_) return std::nullopt;   // moved from
+  if (auto it = by_name_->find(std::string(name)); it != by_name_->end()) return it->second;
   return std::nullopt;
 }
 

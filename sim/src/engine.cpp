@@ -185,8 +185,7 @@ void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
   if (const SimTime est = spec.estimate(); tracks_ends() && !est.is_forever()) {
     // Kept sorted by estimated end: reserve() reads the jobs in that order without sorting them.
     const std::pair<SimTime, JobId> key{rt.start + est, j};
-    running_list_.insert(std::lower_bound(running_list_.begin(), running_list_.end(), key,
-                                          [this](JobId a, const auto& k) { return ends_before(a, k); }), j);
+    running_list_.insert(std::lower_bound(running_list_.begin(), running_list_.end(), key), key);
   }
   if (shares) {
     if (sharers_.empty()) sharers_.resize(cluster_->all_gpus().size());
@@ -221,9 +220,8 @@ void Engine::stop_job(JobId j, bool release) {
   }
   if (const SimTime est = workload_[j.value].estimate(); tracks_ends() && !est.is_forever()) {
     const std::pair<SimTime, JobId> key{rt.start + est, j};
-    const auto it = std::lower_bound(running_list_.begin(), running_list_.end(), key,
-                                     [this](JobId a, const auto& k) { return ends_before(a, k); });
-    GPUSCHED_ASSERT(it != running_list_.end() && *it == j, "running list out of step");
+    const auto it = std::lower_bound(running_list_.begin(), running_list_.end(), key);
+    GPUSCHED_ASSERT(it != running_list_.end() && *it == key, "running list out of step");
     running_list_.erase(it);
   }
   std::erase(growing_, j);
@@ -460,18 +458,21 @@ SimTime Engine::reserve(JobId head) {
   // running_list_ holds exactly those jobs, sorted by (start + estimate, job): the jobs past
   // their estimate come first and, all taken to end now, are ordered by job among themselves;
   // the rest keep their order. That is the order of sorting the (max(now, end), job) pairs.
-  std::vector<std::pair<SimTime, JobId>> ends;
-  ends.reserve(running_list_.size());
-  std::size_t past = 0;
-  for (; past < running_list_.size() && estimated_end(running_list_[past]) <= now_; ++past) {
-    ends.emplace_back(now_, running_list_[past]);
-  }
-  std::sort(ends.begin(), ends.end());
-  for (std::size_t k = past; k < running_list_.size(); ++k) ends.emplace_back(estimated_end(running_list_[k]), running_list_[k]);
+  // The search below reads only as far as the jobs it releases: ends(k) is the k-th pair of
+  // that order, read in place (no O(running) list per reservation).
+  const auto future = std::upper_bound(running_list_.begin(), running_list_.end(), now_,
+                                       [](SimTime t, const std::pair<SimTime, JobId>& e) { return t < e.first; });
+  const auto past = static_cast<std::size_t>(future - running_list_.begin());
+  past_ends_.clear();
+  for (std::size_t k = 0; k < past; ++k) past_ends_.push_back(running_list_[k].second);
+  std::sort(past_ends_.begin(), past_ends_.end());
+  auto ends = [&](std::size_t k) {
+    return k < past ? std::pair<SimTime, JobId>{now_, past_ends_[k]} : running_list_[k];
+  };
   drop_shadow();
   reserved_nodes_.clear();
   unreserved_ok_ = false;
-  if (ends.empty()) return SimTime::forever();
+  if (running_list_.empty()) return SimTime::forever();
   const auto& spec = workload_[head.value];
   // One scratch copy, moved forward (jobs end: release) and back (allocate again) in end order.
   // Copy-assigned into the kept one: its buffers are reused (a fresh copy allocates them all).
@@ -482,12 +483,12 @@ SimTime Engine::reserve(JobId head) {
   std::size_t released = 0;
   auto release_to = [&](std::size_t k) {
     for (; released < k; ++released) {
-      const JobId j = ends[released].second;
+      const JobId j = ends(released).second;
       for (const auto& p : jobs_[j.value].placements) c.release(workload_[j.value].request, p);
     }
     while (released > k) {
       --released;
-      const JobId j = ends[released].second;
+      const JobId j = ends(released).second;
       const auto& ps = jobs_[j.value].placements;
       for (auto it = ps.rbegin(); it != ps.rend(); ++it) c.undo_release(workload_[j.value].request, *it);   // exact: no MIG replay
     }
@@ -503,7 +504,7 @@ SimTime Engine::reserve(JobId head) {
   };
   // Fitting only gets easier as more jobs end: exponential search for the first k that fits
   // (k = 0 failed: the job is waiting), then bisection. O(log n) what-ifs, O(n) releases.
-  const std::size_t n = ends.size();
+  const std::size_t n = running_list_.size();
   std::size_t lo = 0, hi = 1;
   for (;;) {
     release_to(hi);
@@ -522,13 +523,13 @@ SimTime Engine::reserve(JobId head) {
     else lo = mid;
   }
   // Jobs ending at the same instant as the hi-th end with it.
-  while (hi < n && ends[hi].first == ends[hi - 1].first) ++hi;
+  while (hi < n && ends(hi).first == ends(hi - 1).first) ++hi;
   release_to(hi);
   // The nodes the reserved job would take then: backfill tries the other nodes first.
   (void)fits(true);
   std::sort(reserved_nodes_.begin(), reserved_nodes_.end());
   reserved_nodes_.erase(std::unique(reserved_nodes_.begin(), reserved_nodes_.end()), reserved_nodes_.end());
-  return ends[hi - 1].first;
+  return ends(hi - 1).first;
 }
 
 bool Engine::backfill_allowed(JobId j, const std::vector<TaskPlacement>& placements) {

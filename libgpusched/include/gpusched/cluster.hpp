@@ -350,7 +350,8 @@ class ClusterState {
   mutable std::vector<std::shared_ptr<const Topology>> topologies_;   // per node, lazily
   mutable std::map<std::string, std::shared_ptr<const Topology>> topology_by_shape_;
   std::vector<std::int64_t> extended_free_;   // node-major: [node * resources + r]
-  std::unordered_map<std::string, NodeId> by_name_;
+  /// Node names are fixed at construction: copies (EASY backfill's scratch cluster) share the map.
+  std::shared_ptr<const std::unordered_map<std::string, NodeId>> by_name_;
   Totals totals_;
   NodeState max_capacity_;
   std::uint64_t generation_ = 0;
