@@ -363,9 +363,10 @@ double GpuTopologyScore::score(const ClusterState& cluster, const TaskContext& c
   candidates_.clear();
   std::uint64_t mask = 0;
   for (std::size_t g = 0; g < gpus.size(); ++g) {
-    if (cluster.gpu_units(node, gpus[g], r) <= 0) continue;
+    const auto units = cluster.gpu_units(node, gpus[g], r);
+    if (units <= 0) continue;
     // MIG single or device-plugin replicas: several units per GPU, no GPU subset to choose.
-    if (gpus[g].partition == GpuPartition::kMig || cluster.gpu_units(node, gpus[g], r) > 1) return 100.0;
+    if (gpus[g].partition == GpuPartition::kMig || units > 1) return 100.0;
     candidates_.push_back(static_cast<int>(g));
     if (g < 64) mask |= std::uint64_t{1} << g;
   }

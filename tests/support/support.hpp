@@ -33,6 +33,22 @@ std::filesystem::path real_trace(const std::string& relative);
 /// Runs `f`, which must throw an `E` (a gpusched error class), and returns its message; fails
 /// the test when nothing or something else is thrown. Example:
 ///   CHECK_THAT(t::error_message<TraceError>([&] { read(text); }), Catch::StartsWith("[gpusched.trace_error.102] a.csv:3:"));
+/// Runs `f`, which must throw an `E`, and returns the exception (its id(), where(), detail());
+/// fails the test when nothing or something else is thrown. Example:
+///   const auto e = t::thrown<ScenarioError>([&] { (void)parse_scenario(text, "bad.json", "."); });
+template <class E, class F>
+E thrown(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e;
+  } catch (const std::exception& e) {
+    FAIL("wrong exception type: " << e.what());
+  }
+  FAIL("no exception");
+  throw;   // unreachable: FAIL throws
+}
+
 template <class E, class F>
 std::string error_message(F&& f) {
   try {
