@@ -46,6 +46,7 @@ from .policy import plugin, register_plugin, registered_plugins, unregister_plug
 from .builders import Cluster, Profile, Scenario, job, jobs, synthetic, trace
 from .result import Result
 from .sweep import SweepResult, sweep
+from ._whatif import WhatIfResult, whatif
 from . import mig, policy, tpu
 
 #: Submodules loaded on first use (they import pandas / matplotlib): ``gpusched.experiments``,
@@ -103,4 +104,6 @@ __all__ = [
     "trace",
     "tpu",
     "validate",
+    "WhatIfResult",
+    "whatif",
 ]

@@ -23,6 +23,7 @@
 #include <gpusched/policies/framework/scheduler.hpp>
 #include <gpusched/rng.hpp>
 #include <gpusched/scenario/scenario.hpp>
+#include <gpusched/scenario/whatif.hpp>
 #include <gpusched/traces/native.hpp>
 #include <gpusched/traces/synthetic.hpp>
 
@@ -398,6 +399,24 @@ void bind_sim(py::module_& m) {
   m.def("demo_scenario_text", [] { return std::string(scenario::demo_scenario_text()); },
         "The built-in demo scenario as JSON text.");
 
+  m.def(
+      "whatif_json",
+      [](const std::filesystem::path& nodes, const std::filesystem::path& pods, const std::vector<std::string>& profiles,
+         std::uint64_t seed) {
+        const auto registry = current_registry();
+        return interruptible([&] {
+          ReleasedGil release;
+          scenario::WhatIfOptions o;
+          o.nodes = nodes;
+          o.pods = pods;
+          o.profiles = profiles;
+          o.seed = seed;
+          return scenario::whatif_json(scenario::whatif(o, registry)).dump();
+        });
+      },
+      py::arg("nodes"), py::arg("pods"), py::arg("profiles"), py::arg("seed") = 42,
+      "What-if on a kubectl snapshot (scenario::whatif): the pending pods under each profile, as JSON text "
+      "{rows: [{profile, bound, pending, placed, gpu_alloc_pct_before, gpu_alloc_pct, frag_pct, frag_ratio_pct, pods}]}.");
   m.def(
       "validate_json",
       [](const std::string& text, const std::string& source, const std::filesystem::path& base_dir) {

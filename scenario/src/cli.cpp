@@ -26,6 +26,7 @@
 #include <gpusched/policies/preemption/priority_preemption.hpp>
 #include <gpusched/scenario/experiment.hpp>
 #include <gpusched/scenario/scenario.hpp>
+#include <gpusched/scenario/whatif.hpp>
 #include <gpusched/scenario/k8s_objects.hpp>
 #include <gpusched/traces/import.hpp>
 #include <gpusched/traces/native.hpp>
@@ -167,6 +168,8 @@ int run_and_write(const Scenario& sc, std::optional<std::uint64_t> seed, const s
   return 0;
 }
 
+}  // namespace
+
 /// `run --profile NAME|FILE`: a built-in profile, or a profile JSON file (an object as a
 /// scenario's "profile" holds; named after the file when it gives no name), replaces the
 /// scenario's profile. Checked as a scenario's profile is (the scheduler is built once); the
@@ -213,6 +216,8 @@ void use_profile(Scenario& sc, const std::string& arg, const policies::Registry&
   }
   sc.document["profile"] = given;
 }
+
+namespace {
 
 /// "1,213 nodes, 6,212 GPUs (G2 549 nodes, ...)"
 std::string describe_nodes(const std::vector<NodeSpec>& nodes, const GpuCatalog& catalog) {
@@ -435,6 +440,20 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
   demo_cmd->add_flag("--quiet", quiet, "print nothing on success");
   demo_cmd->add_flag("--exact-scan", exact_scan, "scan every node for every decision (no node index): same outputs, slower");
 
+  WhatIfOptions whatif_options;
+  std::string whatif_profiles = "kube-default,gpushare-binpack,fgd";
+  bool whatif_show_pods = false, whatif_json_out = false;
+  auto* whatif_cmd = app.add_subcommand(
+      "whatif", "Schedule a Kubernetes snapshot's pending pods under several profiles and compare them "
+                "(kubectl get nodes / pods -o json)");
+  whatif_cmd->add_option("--nodes", whatif_options.nodes, "kubectl get nodes -o json")->required();
+  whatif_cmd->add_option("--pods", whatif_options.pods, "kubectl get pods -A -o json")->required();
+  whatif_cmd->add_option("--profiles", whatif_profiles,
+                         "comma-separated built-in profiles or profile JSON files (default: kube-default,gpushare-binpack,fgd)");
+  auto* whatif_seed = whatif_cmd->add_option("--seed", seed_text, "seed for profiles that draw (default 42)");
+  whatif_cmd->add_flag("--show-pods", whatif_show_pods, "list each pending pod: the node it gets, or why it stays pending");
+  whatif_cmd->add_flag("--json", whatif_json_out, "print the result as JSON instead of a table");
+
   std::string trace_format, convert_in, convert_out;
   auto* validate_cmd = app.add_subcommand("validate", "Check a scenario, profile, trace or node list (any supported format)");
   validate_cmd->add_option("file", validate_path, "file to check")->required();
@@ -509,6 +528,18 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
       Scenario sc = demo_scenario();
       sc.exact_scan = exact_scan;
       return run_and_write(sc, seed, out_dir.empty() ? "out/demo" : out_dir, mode, quiet, registry);
+    }
+    if (*whatif_cmd) {
+      const InterruptSignals signals;
+      if (*whatif_seed) whatif_options.seed = parse_seed(seed_text, {"command line", 0, "--seed"});
+      std::stringstream list(whatif_profiles);
+      for (std::string item; std::getline(list, item, ',');) {
+        if (!item.empty()) whatif_options.profiles.push_back(item);
+      }
+      const auto rows = whatif(whatif_options, registry);
+      if (whatif_json_out) std::cout << whatif_json(rows).dump(2) << "\n";
+      else std::cout << format_whatif(rows, whatif_show_pods);
+      return 0;
     }
     if (*validate_cmd) return validate(validate_path, trace_format, registry);
     if (*convert_cmd) return convert(convert_in, convert_out, trace_format);

@@ -12,6 +12,8 @@
 #include <gpusched/policies/framework/scheduler.hpp>
 #include <gpusched/policies/quota/quota_resources.hpp>
 
+#include <gpusched/scenario/scenario.hpp>
+
 #include "k8s_objects_detail.hpp"
 
 namespace gpusched::scenario::detail {
@@ -87,9 +89,15 @@ void priority_class(const ObjectContext& c, bool workload, KubernetesTranslation
     c.check_top({"value", "description", "globalDefault", "preemptionPolicy"});
   }
   if (!o.contains("value")) c.fail(ErrorCode::kScenarioMissingField, "/value", "missing field 'value'");
-  // gpusched's priority classes take user values (Kubernetes allows up to 1e9 for those; the
-  // system-* classes above it are for cluster components).
-  const auto value = c.integer(o["value"], "/value", -2'000'000'000, 1'000'000'000);
+  // User classes go up to 1e9, as Kubernetes allows; the built-in system-* classes (as
+  // `kubectl get priorityclasses` lists them) only at their own values.
+  const auto& pc_name = c.object().name;
+  const auto system = workload ? std::nullopt : system_priority_class(pc_name);
+  const auto value = c.integer(o["value"], "/value", -2'000'000'000, system ? *system : kHighestUserPriority);
+  if (system && value != *system) {
+    c.fail(ErrorCode::kScenarioBadValue, "/value",
+           "\"" + pc_name + "\" is Kubernetes' built-in priority class: its value is " + std::to_string(*system));
+  }
   json pc{{"value", value}};
   if (o.contains("globalDefault")) {
     if (c.boolean(o["globalDefault"], "/globalDefault")) pc["global_default"] = true;

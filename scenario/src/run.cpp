@@ -89,6 +89,7 @@ void apply_priority_classes(Workload& jobs, const std::map<std::string, Priority
   }
   for (auto& j : jobs) {
     auto& c = j.constraints;
+    if (c.priority_final) continue;   // a pod's spec.priority: admission already resolved its class
     if (c.priority_class.empty()) {
       if (global && j.priority == 0) {
         j.priority = global->value;
@@ -98,6 +99,10 @@ void apply_priority_classes(Workload& jobs, const std::map<std::string, Priority
     }
     const auto it = classes.find(c.priority_class);
     if (it == classes.end()) {
+      if (const auto system = system_priority_class(c.priority_class)) {
+        j.priority = *system;   // every cluster has them; their preemptionPolicy is PreemptLowerPriority
+        continue;
+      }
       std::string known;
       for (const auto& [name, pc] : classes) known += (known.empty() ? "" : ", ") + name;
       throw_error(ErrorCode::kTraceBadValue, {source, j.source_line, "priority_class"},
@@ -186,6 +191,15 @@ Workload apply_transforms(Workload jobs, const std::vector<TransformStep>& steps
 }
 
 namespace {
+/// Every job arrived at one instant and the run ended there (a cluster snapshot whose pods
+/// never finish): time-weighted shares are 0/0, so summaries give the final allocation.
+bool no_time_passed(const sim::Summary& s) { return s.jobs > 0 && s.end == s.first_submit; }
+
+double final_gpu_alloc_pct(const RunResult& r) {
+  const auto& t = r.engine().cluster().totals();
+  return t.gpu_milli > 0 ? 100.0 * static_cast<double>(t.gpu_used_milli) / static_cast<double>(t.gpu_milli) : 0.0;
+}
+
 std::string hex64(std::uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
@@ -220,8 +234,10 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
   // (Checked first: a sorted million-job workload spent 4% of the run moving JobSpecs.)
   const auto by_submit = [](const JobSpec& a, const JobSpec& b) { return a.submit < b.submit; };
   if (!std::is_sorted(workload.begin(), workload.end(), by_submit)) std::stable_sort(workload.begin(), workload.end(), by_submit);
-  traces::check_placeable(workload, cluster, workload_source);
-  check_gangs(workload, cluster, workload_source);
+  if (!sc.keep_unplaceable) {
+    traces::check_placeable(workload, cluster, workload_source);
+    check_gangs(workload, cluster, workload_source);
+  }
   sim::EngineConfig engine_config = sc.engine;
   if (sc.profile.queueing == "strict-fifo") engine_config.queue_policy = sim::QueuePolicy::kStrictFifo;
   else if (sc.profile.queueing == "easy-backfill") engine_config.queue_policy = sim::QueuePolicy::kEasyBackfill;
@@ -303,10 +319,17 @@ std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::
     o << "## Jobs\n\n| total | completed | failed | running | pending | not arrived | requeued |\n|---|---|---|---|---|---|---|\n";
     o << "| " << s.jobs << " | " << s.completed << " | " << s.failed << " | " << s.running << " | " << s.pending << " | "
       << s.not_arrived << " | " << s.requeued << " |\n\n";
-    o << "## Allocation (time-weighted, first submit to end)\n\n";
-    o << "- GPU: " << fixed(s.gpu_alloc_pct_time_weighted, 2) << " % (" << fixed(s.gpu_hours_allocated, 1) << " GPU-hours); peak "
-      << fixed(s.gpu_alloc_pct_peak, 2) << " %; " << fixed(s.gpu_alloc_pct_arrivals, 2) << " % while jobs arrived ("
-      << fixed(s.first_submit.seconds(), 0) << "-" << fixed(s.last_submit.seconds(), 0) << " s)\n";
+    if (no_time_passed(s)) {
+      o << "## Allocation (every job arrived at " << fixed(s.first_submit.seconds(), 0) << " s; no time passed)\n\n";
+      o << "- GPU: " << fixed(final_gpu_alloc_pct(r), 2) << " % allocated once every job arrived\n";
+    } else {
+      o << "## Allocation (time-weighted, first submit to end)\n\n";
+      o << "- GPU: " << fixed(s.gpu_alloc_pct_time_weighted, 2) << " % (" << fixed(s.gpu_hours_allocated, 1) << " GPU-hours); peak "
+        << fixed(s.gpu_alloc_pct_peak, 2) << " %; ";
+      if (s.first_submit == s.last_submit) o << "every job arrived at " << fixed(s.first_submit.seconds(), 0) << " s\n";
+      else o << fixed(s.gpu_alloc_pct_arrivals, 2) << " % while jobs arrived (" << fixed(s.first_submit.seconds(), 0) << "-"
+             << fixed(s.last_submit.seconds(), 0) << " s)\n";
+    }
     o << "- CPU: " << fixed(s.cpu_alloc_pct_time_weighted, 2) << " %\n";
     o << "- peak pending jobs: " << s.peak_pending << "\n";
     if (s.evictions > 0) {
@@ -380,9 +403,19 @@ std::string format_summary(const RunResult& r) {
     << s.pending;
   if (s.not_arrived) o << ", not arrived " << s.not_arrived;
   o << "\n";
-  o << "  GPU alloc  " << fixed(s.gpu_alloc_pct_arrivals, 1) << "% while jobs arrived (" << fixed(s.first_submit.seconds(), 0)
-    << "-" << fixed(s.last_submit.seconds(), 0) << " s), " << fixed(s.gpu_alloc_pct_time_weighted, 1) << "% to the end ("
-    << fixed(s.end.seconds(), 0) << " s), peak " << fixed(s.gpu_alloc_pct_peak, 1) << "%\n";
+  if (no_time_passed(s)) {
+    // A snapshot (every job at one instant, nothing finished): time-weighted shares are 0/0.
+    o << "  GPU alloc  " << fixed(final_gpu_alloc_pct(r), 1) << "% once every job arrived (all at "
+      << fixed(s.first_submit.seconds(), 0) << " s; no time passed)\n";
+  } else if (s.first_submit == s.last_submit) {
+    // Every job at one instant: there is no arrival window to average over.
+    o << "  GPU alloc  " << fixed(s.gpu_alloc_pct_time_weighted, 1) << "% to the end (" << fixed(s.end.seconds(), 0)
+      << " s; every job arrived at " << fixed(s.first_submit.seconds(), 0) << " s), peak " << fixed(s.gpu_alloc_pct_peak, 1) << "%\n";
+  } else {
+    o << "  GPU alloc  " << fixed(s.gpu_alloc_pct_arrivals, 1) << "% while jobs arrived (" << fixed(s.first_submit.seconds(), 0)
+      << "-" << fixed(s.last_submit.seconds(), 0) << " s), " << fixed(s.gpu_alloc_pct_time_weighted, 1) << "% to the end ("
+      << fixed(s.end.seconds(), 0) << " s), peak " << fixed(s.gpu_alloc_pct_peak, 1) << "%\n";
+  }
   o << "  CPU alloc  " << fixed(s.cpu_alloc_pct_time_weighted, 1) << "% to the end; peak pending jobs " << s.peak_pending << "\n";
   o << "  wait  (s)  mean " << fixed(s.wait.mean_s, 1) << "  p50 " << fixed(s.wait.p50_s, 1) << "  p95 "
     << fixed(s.wait.p95_s, 1) << "  p99 " << fixed(s.wait.p99_s, 1) << "\n";

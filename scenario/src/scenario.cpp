@@ -966,14 +966,29 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
       for (const auto& [name, pc] : v.items()) {
         const std::string cf = f + "/" + name;
         PriorityClass c;
+        // Up to Kubernetes' limit for user classes; the two system classes only at their own values.
+        const auto system = system_priority_class(name);
+        const std::int64_t top = system ? *system : kHighestUserPriority;
+        const auto check_system = [&](std::int64_t value, const std::string& at) {
+          if (system && value != *system) {
+            p.fail(ErrorCode::kScenarioBadValue, at,
+                   "\"" + name + "\" is Kubernetes' built-in priority class: its value is " + std::to_string(*system) +
+                       " (leave it out: jobs may name it without defining it)");
+          }
+        };
         if (pc.is_number_integer()) {
-          c.value = static_cast<std::int32_t>(p.integer(pc, cf, -2'000'000'000, 1'000'000'000));
+          c.value = static_cast<std::int32_t>(p.integer(pc, cf, -2'000'000'000, top));
+          check_system(c.value, cf);
         } else {
           p.expect_object(pc, cf);
           bool has_value = false;
           for (const auto& [ck, cv] : pc.items()) {
             const std::string kf = cf + "/" + ck;
-            if (ck == "value") { c.value = static_cast<std::int32_t>(p.integer(cv, kf, -2'000'000'000, 1'000'000'000)); has_value = true; }
+            if (ck == "value") {
+              c.value = static_cast<std::int32_t>(p.integer(cv, kf, -2'000'000'000, top));
+              check_system(c.value, kf);
+              has_value = true;
+            }
             else if (ck == "preemption_policy") {
               const auto pol = p.str(cv, kf);
               if (pol != "Never" && pol != "PreemptLowerPriority") p.fail(ErrorCode::kScenarioBadValue, kf, "expected \"PreemptLowerPriority\" or \"Never\"");

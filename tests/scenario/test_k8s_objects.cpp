@@ -434,8 +434,12 @@ TEST_CASE("Every field gpusched does not model is an error naming file, line, do
        7, "document 1, ResourceQuota rq, /spec/hard/limits.cpu", "limits are not modelled"},
       {"apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: rq, namespace: a}\nspec:\n  hard: {pods: 2}\n  scopes: [BestEffort]\n",
        6, "document 1, ResourceQuota rq, /spec/scopes", "scopes"},
-      {"apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: system-node-critical}\nvalue: 2000001000\n",
-       4, "document 1, PriorityClass system-node-critical, /value", "between"},
+      // User classes stop at Kubernetes' 1e9; the built-in system classes (as `kubectl get
+      // priorityclasses` lists them, accepted) only at their own values.
+      {"apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: urgent}\nvalue: 2000001000\n",
+       4, "document 1, PriorityClass urgent, /value", "between"},
+      {"apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: system-node-critical}\nvalue: 7\n",
+       4, "document 1, PriorityClass system-node-critical, /value", "its value is 2000001000"},
       {"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n", 2, "document 1, Deployment web, /kind", "does not read kind Deployment"},
       {ksc + "profiles:\n- plugins:\n    score:\n      enabled:\n      - name: MyCustomPluginA\n        weight: 2\n", 7,
        "document 1, KubeSchedulerConfiguration, /profiles/0/plugins/score/enabled/0/name", "MyCustomPluginA"},
@@ -590,4 +594,14 @@ TEST_CASE("Kubernetes objects add to the profile's own capacity-queues args; the
   } catch (const Error& e) {
     CHECK(std::string(e.what()).find("\"queues\"") != std::string::npos);
   }
+}
+
+TEST_CASE("Kubernetes' built-in system priority classes translate at their own values", "[scenario][k8s-objects][priority]") {
+  // As `kubectl get priorityclasses -o yaml` prints them on every cluster (pkg/apis/scheduling/types.go).
+  const auto t = translate_text(
+      "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: system-cluster-critical}\nvalue: 2000000000\n"
+      "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: system-node-critical}\nvalue: 2000001000\n"
+      "preemptionPolicy: PreemptLowerPriority\n");
+  CHECK(t.priority_classes["system-cluster-critical"]["value"] == 2'000'000'000);
+  CHECK(t.priority_classes["system-node-critical"]["value"] == 2'000'001'000);
 }

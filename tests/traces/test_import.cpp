@@ -188,3 +188,52 @@ TEST_CASE("every real trace file is detected as its format", "[traces][import][r
     CHECK(detect_format(p) == format);
   }
 }
+
+TEST_CASE("kubectl nodes with MIG instances and shared replicas convert to a cluster file that loads back the same devices",
+          "[traces][import][kubernetes]") {
+  // tests/data/k8s/nodes-device-plugin.json: MIG (mixed strategy, instances packed from the
+  // counts), time-slicing and renamed MPS replicas; tests/data/kubernetes/nodes.json: whole GPUs,
+  // a MIG node and a CPU node.
+  for (const char* file : {"tests/data/k8s/nodes-device-plugin.json", "tests/data/kubernetes/nodes.json"}) {
+    INFO(file);
+    GpuCatalog catalog = GpuCatalog::builtin();
+    ResourceTable resources;
+    const auto nodes = import_nodes(t::source_dir() / file, "kubectl-nodes", catalog, resources);
+    const auto cj = nlohmann::json::parse(nodes_to_cluster_json(nodes, catalog, resources));
+    const nlohmann::json doc = {{"schema_version", 1}, {"cluster", cj}, {"workload", {{"jobs", nlohmann::json::array()}}}};
+    const auto sc = scenario::parse_scenario(doc, "converted.json", ".");
+    REQUIRE(sc.nodes.size() == nodes.size());
+    bool mig = false, shared = false;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const auto& a = nodes[i];
+      const auto& b = sc.nodes[i];
+      INFO(a.name);
+      CHECK(b.name == a.name);
+      CHECK(b.mig_strategy == a.mig_strategy);
+      CHECK(b.mig_dynamic == a.mig_dynamic);
+      CHECK(b.sharing == a.sharing);
+      REQUIRE(b.gpus.size() == a.gpus.size());
+      for (std::size_t g = 0; g < a.gpus.size(); ++g) {
+        CHECK(b.gpus[g].model == a.gpus[g].model);
+        CHECK(b.gpus[g].partition == a.gpus[g].partition);
+        CHECK(b.gpus[g].replicas == a.gpus[g].replicas);
+        CHECK(b.gpus[g].mig == a.gpus[g].mig);   // the same instances at the same starts
+        mig = mig || !a.gpus[g].mig.empty();
+        shared = shared || a.gpus[g].replicas > 1;
+      }
+    }
+    if (std::string(file).find("device-plugin") != std::string::npos) CHECK((mig && shared));
+  }
+}
+
+TEST_CASE("A node with whole and MIG GPUs is refused by convert with the reason and a way out", "[traces][import][kubernetes]") {
+  GpuCatalog catalog = GpuCatalog::builtin();
+  ResourceTable resources;
+  auto nodes = import_nodes(t::source_dir() / "tests/data/k8s/nodes-device-plugin.json", "kubectl-nodes", catalog, resources);
+  auto& n = nodes.front();
+  REQUIRE(n.gpus.size() > 1);
+  n.gpus.back().partition = GpuPartition::kWhole;   // mixed strategy with one GPU out of MIG mode
+  n.gpus.back().mig.clear();
+  const auto msg = t::error_message<TraceError>([&] { (void)nodes_to_cluster_json(nodes, catalog, resources); });
+  CHECK_THAT(msg, Catch::Contains(n.name) && Catch::Contains("different partitions") && Catch::Contains("two nodes"));
+}

@@ -190,6 +190,59 @@ std::vector<NodeSpec> import_nodes(const std::filesystem::path& path, std::strin
   throw_error(ErrorCode::kTraceBadValue, {path.string(), 0, "format"}, "no reader for \"" + name + "\"");
 }
 
+namespace {
+
+/// A node's `gpu_partition` as a scenario writes it (every GPU in one mode: the caller checks).
+nlohmann::json partition_json(const NodeSpec& n, const GpuModel& model) {
+  const auto& first = n.gpus.front();
+  nlohmann::json p = {{"mode", std::string(to_string(first.partition))}};
+  switch (first.partition) {
+    case GpuPartition::kMig: {
+      if (n.mig_strategy == MigStrategy::kSingle) p["strategy"] = "single";
+      if (n.mig_dynamic) {
+        p["dynamic"] = true;
+        break;
+      }
+      if (n.mig_strategy == MigStrategy::kSingle && !first.mig.empty()) {
+        // single: every GPU alike, its profile repeated.
+        nlohmann::json layout = nlohmann::json::array();
+        for (const auto& gi : first.mig) layout.push_back({{"profile", model.mig->profiles[static_cast<std::size_t>(gi.profile)].name}, {"start", gi.start}});
+        p["layout"] = layout;
+        break;
+      }
+      nlohmann::json layouts = nlohmann::json::array();
+      for (const auto& g : n.gpus) {
+        nlohmann::json layout = nlohmann::json::array();
+        for (const auto& gi : g.mig) layout.push_back({{"profile", model.mig->profiles[static_cast<std::size_t>(gi.profile)].name}, {"start", gi.start}});
+        layouts.push_back(std::move(layout));
+      }
+      p["layouts"] = layouts;
+      break;
+    }
+    case GpuPartition::kTimeSlicing:
+    case GpuPartition::kMps: {
+      const bool same = std::all_of(n.gpus.begin(), n.gpus.end(), [&](const GpuSpec& g) { return g.replicas == first.replicas; });
+      if (same) {
+        p["replicas"] = first.replicas;
+      } else {
+        nlohmann::json r = nlohmann::json::array();
+        for (const auto& g : n.gpus) r.push_back(g.replicas);
+        p["replicas"] = r;
+      }
+      if (n.sharing.rename_by_default) p["rename_by_default"] = true;
+      if (n.sharing.fail_requests_greater_than_one) p["fail_requests_greater_than_one"] = *n.sharing.fail_requests_greater_than_one;
+      break;
+    }
+    default:
+      throw_error(ErrorCode::kTraceBadValue, {n.name, 0, "gpus"},
+                  "node \"" + n.name + "\": GPUs in mode \"" + std::string(to_string(first.partition)) +
+                      "\" are not written to cluster files yet");
+  }
+  return p;
+}
+
+}  // namespace
+
 std::string nodes_to_cluster_json(const std::vector<NodeSpec>& nodes, const GpuCatalog& catalog,
                                   const ResourceTable& resources) {
   const GpuCatalog builtin = GpuCatalog::builtin();
@@ -203,15 +256,19 @@ std::string nodes_to_cluster_json(const std::vector<NodeSpec>& nodes, const GpuC
     j["memory"] = std::to_string(n.memory_mib) + "Mi";
     if (!n.gpus.empty()) {
       const auto model = n.gpus.front().model;
+      const auto partition = n.gpus.front().partition;
       for (const auto& g : n.gpus) {
-        if (g.model != model || g.partition != GpuPartition::kWhole) {
+        if (g.model != model || g.partition != partition) {
           throw_error(ErrorCode::kTraceBadValue, {n.name, 0, "gpus"},
-                      "node \"" + n.name + "\" mixes GPU models or partitions: not expressible as a cluster file yet");
+                      "node \"" + n.name + "\" has GPUs of different " + (g.model != model ? "models" : "partitions") +
+                          " (e.g. whole GPUs beside MIG GPUs): a cluster file gives each node one GPU model and one "
+                          "gpu_partition mode; describe it as two nodes, or keep the node list as the cluster's import");
         }
       }
       const auto& m = catalog[model];
       j["gpus"] = n.gpus.size();
       j["gpu_model"] = m.name;
+      if (partition != GpuPartition::kWhole) j["gpu_partition"] = partition_json(n, m);
       if (!builtin.find(m.name) && std::find(added.begin(), added.end(), m.name) == added.end()) {
         models.push_back(m);
         added.push_back(m.name);

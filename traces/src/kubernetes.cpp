@@ -1174,6 +1174,7 @@ std::optional<Pod> read_pod(const Doc& d, const Item& item, const GpuCatalog& ca
       d.fail(ErrorCode::kTraceOutOfRange, join(sp, "priority"), prio->dump() + " is out of range: must be a 32-bit integer");
     }
     j.priority = static_cast<std::int32_t>(prio->get<std::int64_t>());
+    j.constraints.priority_final = true;   // admission resolved the class: the scheduler reads spec.priority
   }
   if (const json* pc = member(*spec, "priorityClassName")) c.priority_class = expect_string(d, *pc, join(sp, "priorityClassName"));
   if (const json* pp = member(*spec, "preemptionPolicy")) {
@@ -1185,6 +1186,7 @@ std::optional<Pod> read_pod(const Doc& d, const Item& item, const GpuCatalog& ca
     const auto node_name = expect_string(d, *node, join(sp, "nodeName"));
     if (!node_name.empty()) {
       pod.bound = true;
+      c.bound = true;
       c.node_selector[std::string(kHostnameLabel)] = node_name;
       const bool tolerant = std::any_of(c.tolerations.begin(), c.tolerations.end(), [](const Toleration& t) {
         return t.key.empty() && t.op == "Exists" && (t.effect.empty() || t.effect == "NoSchedule");

@@ -50,6 +50,12 @@ struct JobConstraints {
   std::string app;                    ///< application label (anti-affinity, spread, max per node)
   std::int32_t max_per_node = 0;      ///< at most this many tasks of `app` on one node (0 = no limit)
   std::string priority_class;         ///< name it was given (resolved into JobSpec::priority)
+  /// JobSpec::priority is already resolved (a Kubernetes pod's spec.priority, set at admission):
+  /// priority_class is only its name and is not looked up again.
+  bool priority_final = false;
+  /// From a cluster snapshot: the pod was already bound to a node (spec.nodeName; node_selector
+  /// pins it there). What-if reports tell these from the pending pods they place.
+  bool bound = false;
   bool preempt_never = false;         ///< preemptionPolicy: Never (waits; never evicts others)
   bool preemptible = true;            ///< false: never chosen as a victim
   SimTime gang_timeout = SimTime::forever();   ///< a waiting gang fails after this long

@@ -43,6 +43,19 @@ struct PriorityClass {
   bool global_default = false;
 };
 
+/// The highest value a user-defined PriorityClass may have (Kubernetes'
+/// HighestUserDefinablePriority, pkg/apis/scheduling/types.go).
+inline constexpr std::int32_t kHighestUserPriority = 1'000'000'000;
+
+/// Kubernetes' built-in priority classes, present in every cluster (pkg/apis/scheduling/types.go:
+/// SystemClusterCritical = 2 x 1e9, SystemNodeCritical = that + 1000): their value, else nullopt.
+/// Jobs may name them without defining them; a scenario that lists them must give these values.
+[[nodiscard]] inline std::optional<std::int32_t> system_priority_class(std::string_view name) {
+  if (name == "system-cluster-critical") return 2'000'000'000;
+  if (name == "system-node-critical") return 2'000'001'000;
+  return std::nullopt;
+}
+
 struct OutputOptions {
   SimTime sample_interval = SimTime::from_seconds(300);
   bool event_log = false;     ///< also write events.csv (every submit/start/finish)
@@ -94,6 +107,10 @@ struct Scenario {
   /// outputs are the same either way (tests compare them); only the time differs. Not part of
   /// the document, so it changes neither the digest nor summary.json.
   bool exact_scan = false;
+  /// Keep a job no node could ever hold (or a gang the empty cluster cannot hold at once) as a
+  /// pending job with the scheduler's diagnosis, instead of refusing the input before the run:
+  /// what a what-if on a cluster snapshot reports (scenario/whatif.hpp). Not part of the document.
+  bool keep_unplaceable = false;
 };
 
 /// Gives jobs their PriorityClass's value and preemption policy (the global default to jobs
@@ -178,6 +195,13 @@ std::vector<std::filesystem::path> write_output_files(const std::filesystem::pat
                                                       const std::vector<std::pair<std::string, std::string>>& files);
 /// The terminal summary (a few aligned lines).
 std::string format_summary(const RunResult& r);
+
+/// Replaces `sc`'s profile as `gpusched run --profile NAME|FILE` does: a built-in profile, or a
+/// profile JSON file (named after the file when it gives no name), with the scenario's
+/// kubernetes_objects and pod disruption budgets applied to it; recorded in sc.document.
+/// Throws ProfileError naming `arg` for an unknown name or a bad profile.
+void use_profile(Scenario& sc, const std::string& arg,
+                 const policies::Registry& registry = policies::Registry::builtins());
 
 /// The command-line tool; returns the exit code. See README "Command line". Profiles may name
 /// the plugins of `registry` (and `gpusched policies` lists them).
