@@ -418,6 +418,18 @@ LoggedRun logged_run(const std::vector<NodeSpec>& nodes, const ResourceTable& re
   return logged_run(nodes, res, jobs, policies::builtin_profile(profile), seed, std::move(cfg), index);
 }
 
+/// The node index's run against the plain scan's: the same event log line by line (the first
+/// difference is named) and the same jobs.csv.
+void require_same_run(const LoggedRun& indexed, const LoggedRun& scanned) {
+  const auto n = std::min(indexed.events.size(), scanned.events.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    INFO("first differing event, line " << i + 1 << " of the log");
+    REQUIRE(indexed.events[i] == scanned.events[i]);
+  }
+  REQUIRE(indexed.events.size() == scanned.events.size());
+  REQUIRE(indexed.jobs_csv == scanned.jobs_csv);
+}
+
 }  // namespace
 
 TEST_CASE("Retrying waiting jobs only on nodes that gained capacity decides exactly like retrying everywhere",
@@ -496,13 +508,7 @@ TEST_CASE("The node index decides exactly like scanning every node, for every pr
       const auto indexed = logged_run(nodes, res, jobs, profile, seed, cfg, true);
       const auto scanned = logged_run(nodes, res, jobs, profile, seed, cfg, false);
       CHECK(scanned.stats.decisions == 0);   // off means off: the plain scan answered everything
-      const auto n = std::min(indexed.events.size(), scanned.events.size());
-      for (std::size_t i = 0; i < n; ++i) {
-        INFO("first differing event, line " << i + 1 << " of the log");
-        REQUIRE(indexed.events[i] == scanned.events[i]);
-      }
-      REQUIRE(indexed.events.size() == scanned.events.size());
-      REQUIRE(indexed.jobs_csv == scanned.jobs_csv);
+      require_same_run(indexed, scanned);
       auto& u = used[profile];
       u.decisions += indexed.stats.decisions;
       u.fallbacks += indexed.stats.fallbacks;
@@ -583,13 +589,7 @@ TEST_CASE("Kueue with GPU-model flavors: the node index, keyed by the assigned f
     cfg.horizon = SimTime::from_seconds(40'000);
     const auto indexed = logged_run(nodes, res, jobs, profile, seed, cfg, true);
     const auto scanned = logged_run(nodes, res, jobs, profile, seed, cfg, false);
-    const auto n = std::min(indexed.events.size(), scanned.events.size());
-    for (std::size_t i = 0; i < n; ++i) {
-      INFO("first differing event, line " << i + 1 << " of the log");
-      REQUIRE(indexed.events[i] == scanned.events[i]);
-    }
-    REQUIRE(indexed.events.size() == scanned.events.size());
-    REQUIRE(indexed.jobs_csv == scanned.jobs_csv);
+    require_same_run(indexed, scanned);
     stats.decisions += indexed.stats.decisions;
     stats.fallbacks += indexed.stats.fallbacks;
   }
