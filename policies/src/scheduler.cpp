@@ -238,6 +238,30 @@ void Scheduler::apply_batch_filters(const ClusterState& cluster, const TaskConte
 
 Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, TaskPlacement& out,
                              std::span<const NodeId> only) {
+  if (!explain_ || !rotate_) return place_task_scan(cluster, ctx, out, only);
+  explanation_ = DecisionExplanation{};
+  explanation_.job = ctx.job_id;
+  explanation_.task = ctx.task_index;
+  explanation_.narrowed = !only.empty();
+  for (const auto& [plugin, weight] : scores_) {
+    explanation_.score_plugins.emplace_back(plugin->name());
+    explanation_.weights.push_back(weight);
+  }
+  explaining_ = true;
+  Status s = Status::success();
+  try {
+    s = place_task_scan(cluster, ctx, out, only);
+  } catch (...) {
+    explaining_ = false;
+    throw;
+  }
+  explaining_ = false;
+  explain_(explanation_);
+  return s;
+}
+
+Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx, TaskPlacement& out,
+                                  std::span<const NodeId> only) {
   rejects_.clear();
   pre_filter_rejected_ = false;
   batch_rejected_ = false;
@@ -256,12 +280,14 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
       too_big = s;
       continue;
     }
+    if (explaining_) explanation_.pre_filter = s;
     rejects_.push_back({s.plugin, s.reason, static_cast<std::uint32_t>(n)});
     rejected_nodes_ = static_cast<std::uint32_t>(n);
     pre_filter_rejected_ = true;
     if (s.code == StatusCode::kUnschedulableAndUnresolvable) unresolvable_nodes_ = static_cast<std::uint32_t>(n);
     return s;
   }
+  if (explaining_) explain_verdicts(cluster, ctx, only);
   feasible_.clear();
   NodeIndex::Class* cached = nullptr;   // the node index's answers, when it serves this task
   // The node index serves the task when every filter and score is node-local for it. With
@@ -270,7 +296,7 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
   // and raw scores from the index instead of calling the plugins.
   // A narrowed search (`only`: the engine's retry on the nodes that gained capacity, a
   // preemption what-if) walks its nodes the same way.
-  const bool local = too_big.ok() && index_usable(ctx.job);
+  const bool local = too_big.ok() && !explaining_ && index_usable(ctx.job);
   if (use_index_ && index_eligible_ && !index_) {
     const auto mode = index_tree_ ? NodeIndex::Mode::kTotals
                       : (scores_.size() == 1 && scores_[0].first->normalize_is_min_max() &&
@@ -363,7 +389,17 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
       } else {
         plugin->score_all(cluster, ctx, feasible_, raw_);
       }
+      if (explaining_) {
+        for (std::size_t i = 0; i < f; ++i) explanation_.nodes[verdict_of_[feasible_[i].value]].raw.push_back(raw_[i]);
+      }
       plugin->normalize(raw_);
+      if (explaining_) {
+        for (std::size_t i = 0; i < f; ++i) {
+          auto& v = explanation_.nodes[verdict_of_[feasible_[i].value]];
+          v.normalized.push_back(raw_[i]);
+          v.total += weight * raw_[i];
+        }
+      }
       for (std::size_t i = 0; i < f; ++i) {
         GPUSCHED_ASSERT(raw_[i] >= -1e-9 && raw_[i] <= 100.0 + 1e-9, "score plugin returned a score outside [0, 100]");
         total_[i] += weight * raw_[i];
@@ -385,6 +421,25 @@ Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, Task
     }
   }
   return finish(cluster, ctx, feasible_[best], out);
+}
+
+void Scheduler::explain_verdicts(const ClusterState& cluster, const TaskContext& ctx, std::span<const NodeId> only) {
+  const std::size_t n = only.empty() ? cluster.node_count() : only.size();
+  verdict_of_.assign(cluster.node_count(), 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    NodeVerdict v;
+    v.node = only.empty() ? NodeId{static_cast<std::uint32_t>(i)} : only[i];
+    for (const auto* f : filters_) {
+      const Status st = f->filter(cluster, ctx, v.node);
+      if (!st.ok()) {
+        v.rejected = st;
+        f->reasons(cluster, ctx, v.node, st, v.reasons);
+        break;
+      }
+    }
+    verdict_of_[v.node.value] = explanation_.nodes.size();
+    explanation_.nodes.push_back(std::move(v));
+  }
 }
 
 Status Scheduler::finish(const ClusterState& cluster, const TaskContext& ctx, NodeId chosen, TaskPlacement& out) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -20,6 +21,7 @@
 
 #include <gpusched/json_input.hpp>
 #include <gpusched/policies/framework/registry.hpp>
+#include <gpusched/quantity.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
 #include <gpusched/rng.hpp>
 #include <gpusched/scenario/scenario.hpp>
@@ -402,7 +404,8 @@ void bind_sim(py::module_& m) {
   m.def(
       "whatif_json",
       [](const std::filesystem::path& nodes, const std::filesystem::path& pods, const std::vector<std::string>& profiles,
-         std::uint64_t seed) {
+         std::uint64_t seed, bool explain, bool as_gpu_mem, const std::string& gpu_mem_default,
+         const std::map<std::string, std::string>& gpu_mem_by_image) {
         const auto registry = current_registry();
         return interruptible([&] {
           ReleasedGil release;
@@ -411,10 +414,15 @@ void bind_sim(py::module_& m) {
           o.pods = pods;
           o.profiles = profiles;
           o.seed = seed;
+          o.explain = explain;
+          o.as_gpu_mem = as_gpu_mem;
+          if (!gpu_mem_default.empty()) o.gpu_mem_default_mib = parse_memory_mib(gpu_mem_default, {"gpu_mem_default", 0, ""});
+          for (const auto& [image, q] : gpu_mem_by_image) o.gpu_mem_by_image[image] = parse_memory_mib(q, {"gpu_mem_by_image", 0, image});
           return scenario::whatif_json(scenario::whatif(o, registry)).dump();
         });
       },
-      py::arg("nodes"), py::arg("pods"), py::arg("profiles"), py::arg("seed") = 42,
+      py::arg("nodes"), py::arg("pods"), py::arg("profiles"), py::arg("seed") = 42, py::arg("explain") = false,
+      py::arg("as_gpu_mem") = false, py::arg("gpu_mem_default") = "", py::arg("gpu_mem_by_image") = std::map<std::string, std::string>{},
       "What-if on a kubectl snapshot (scenario::whatif): the pending pods under each profile, as JSON text "
       "{rows: [{profile, bound, pending, placed, gpu_alloc_pct_before, gpu_alloc_pct, frag_pct, frag_ratio_pct, pods}]}.");
   m.def(

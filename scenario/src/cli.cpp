@@ -453,6 +453,18 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
   auto* whatif_seed = whatif_cmd->add_option("--seed", seed_text, "seed for profiles that draw (default 42)");
   whatif_cmd->add_flag("--show-pods", whatif_show_pods, "list each pending pod: the node it gets, or why it stays pending");
   whatif_cmd->add_flag("--json", whatif_json_out, "print the result as JSON instead of a table");
+  bool whatif_as_gpu_mem = false;
+  std::string whatif_gpu_mem_default;
+  std::vector<std::string> whatif_gpu_mem_images;
+  whatif_cmd->add_flag("--as-gpu-mem", whatif_as_gpu_mem,
+                       "ask pods wanting one whole nvidia.com/gpu for GPU memory only (gpushare's aliyun.com/gpu-mem): "
+                       "their annotation gpusched.io/gpu-memory, else --gpu-mem-image, else --gpu-mem-default");
+  whatif_cmd->add_option("--gpu-mem-default", whatif_gpu_mem_default, "with --as-gpu-mem: GPU memory for pods with no other figure (e.g. 8Gi)");
+  whatif_cmd->add_option("--gpu-mem-image", whatif_gpu_mem_images,
+                         "with --as-gpu-mem: IMAGE=QUANTITY, GPU memory of pods whose first container runs IMAGE (repeatable; "
+                         "IMAGE as written or without its tag)");
+  whatif_cmd->add_flag("--explain", whatif_options.explain,
+                       "with each pending pod, every node's filter verdict and score breakdown at its last try (implies --show-pods)");
 
   std::string trace_format, convert_in, convert_out;
   auto* validate_cmd = app.add_subcommand("validate", "Check a scenario, profile, trace or node list (any supported format)");
@@ -532,13 +544,29 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
     if (*whatif_cmd) {
       const InterruptSignals signals;
       if (*whatif_seed) whatif_options.seed = parse_seed(seed_text, {"command line", 0, "--seed"});
+      whatif_options.as_gpu_mem = whatif_as_gpu_mem;
+      if (!whatif_gpu_mem_default.empty()) {
+        whatif_options.gpu_mem_default_mib = parse_memory_mib(whatif_gpu_mem_default, {"command line", 0, "--gpu-mem-default"});
+      }
+      for (const auto& item : whatif_gpu_mem_images) {
+        const auto eq = item.rfind('=');
+        if (eq == std::string::npos || eq == 0) {
+          throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--gpu-mem-image"},
+                      "expected IMAGE=QUANTITY (e.g. nvcr.io/nvidia/pytorch=8Gi), got \"" + item + "\"");
+        }
+        whatif_options.gpu_mem_by_image[item.substr(0, eq)] = parse_memory_mib(item.substr(eq + 1), {"command line", 0, "--gpu-mem-image"});
+      }
+      if (!whatif_as_gpu_mem && (!whatif_gpu_mem_default.empty() || !whatif_gpu_mem_images.empty())) {
+        throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--as-gpu-mem"},
+                    "--gpu-mem-default and --gpu-mem-image apply with --as-gpu-mem only");
+      }
       std::stringstream list(whatif_profiles);
       for (std::string item; std::getline(list, item, ',');) {
         if (!item.empty()) whatif_options.profiles.push_back(item);
       }
       const auto rows = whatif(whatif_options, registry);
       if (whatif_json_out) std::cout << whatif_json(rows).dump(2) << "\n";
-      else std::cout << format_whatif(rows, whatif_show_pods);
+      else std::cout << format_whatif(rows, whatif_show_pods || whatif_options.explain);
       return 0;
     }
     if (*validate_cmd) return validate(validate_path, trace_format, registry);

@@ -33,6 +33,7 @@ struct RunResult::State {
   nlohmann::json inputs;
   std::string profile_name;
   std::vector<std::string> warnings;   // the scheduler's configuration warnings
+  std::vector<policies::DecisionExplanation> explanations;   // Scenario::explain
 
   State(ClusterState c, Workload w, SimTime interval)
       : cluster(std::move(c)), workload(std::move(w)), metrics(interval) {}
@@ -48,6 +49,7 @@ const sim::RunStamp& RunResult::stamp() const { return state_->stamp; }
 const sim::Summary& RunResult::summary() const { return state_->metrics.summary(); }
 const std::vector<sim::TimeSample>& RunResult::timeseries() const { return state_->metrics.samples(); }
 std::vector<sim::JobRow> RunResult::jobs() const { return sim::job_rows(*state_->engine); }
+const std::vector<policies::DecisionExplanation>& RunResult::explanations() const { return state_->explanations; }
 const std::vector<std::string>& RunResult::event_log() const { return state_->events.lines(); }
 const std::vector<FragmentationSample>& RunResult::fragmentation() const {
   static const std::vector<FragmentationSample> none;
@@ -253,6 +255,9 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
     s.engine->add_observer(s.autoscaler.get());
   }
   if (sc.outputs.event_log) s.engine->add_observer(&s.events);
+  if (sc.explain) {
+    s.scheduler->set_explain([&list = s.explanations](const policies::DecisionExplanation& e) { list.push_back(e); });
+  }
   if (sc.outputs.fragmentation == "on" || (sc.outputs.fragmentation == "auto" && has_gpu_sharing(s.workload))) {
     const std::span<const JobSpec> target = transformed ? std::span<const JobSpec>(sc.jobs) : std::span<const JobSpec>(s.workload);
     s.fragmentation = std::make_unique<FragmentationRecorder>(policies::fgd::typical_pod_types(target));

@@ -3,8 +3,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <map>
 #include <sstream>
 
+#include <gpusched/json_input.hpp>
+#include <gpusched/quantity.hpp>
 #include <gpusched/scenario/scenario.hpp>
 #include <gpusched/sim/engine.hpp>
 #include <gpusched/sim/outputs.hpp>
@@ -12,6 +16,8 @@
 namespace gpusched::scenario {
 
 namespace {
+
+constexpr const char* kGpuMemoryAnnotation = "gpusched.io/gpu-memory";
 
 /// The snapshot as a scenario: nodes imported from kubectl's list, pods as the trace.
 Scenario snapshot_scenario(const WhatIfOptions& o, const policies::Registry& registry) {
@@ -30,6 +36,81 @@ Scenario snapshot_scenario(const WhatIfOptions& o, const policies::Registry& reg
   return sc;
 }
 
+/// Replaces each one-whole-GPU request with a GPU-memory share (WhatIfOptions::as_gpu_mem).
+std::int64_t as_gpu_memory(const WhatIfOptions& o, Workload& jobs) {
+  // The importer has read and checked the file; annotations and images are read here by pod name.
+  std::ifstream in(o.pods, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto doc = parse_json(text.str(), o.pods.string(), kTraceJsonErrors);
+  struct Pod {
+    std::string annotation, image;
+  };
+  std::map<std::string, Pod> pods;
+  const auto add = [&](const nlohmann::json& item) {
+    if (!item.is_object() || !item.contains("metadata") || !item["metadata"].is_object()) return;
+    const auto& meta = item["metadata"];
+    const std::string ns = meta.contains("namespace") && meta["namespace"].is_string() ? meta["namespace"].get<std::string>() : "default";
+    if (!meta.contains("name") || !meta["name"].is_string()) return;
+    Pod p;
+    if (meta.contains("annotations") && meta["annotations"].is_object()) {
+      const auto& a = meta["annotations"];
+      if (a.contains(kGpuMemoryAnnotation) && a[kGpuMemoryAnnotation].is_string()) p.annotation = a[kGpuMemoryAnnotation].get<std::string>();
+    }
+    if (item.contains("spec") && item["spec"].is_object() && item["spec"].contains("containers") && item["spec"]["containers"].is_array() &&
+        !item["spec"]["containers"].empty() && item["spec"]["containers"][0].is_object() &&
+        item["spec"]["containers"][0].contains("image") && item["spec"]["containers"][0]["image"].is_string()) {
+      p.image = item["spec"]["containers"][0]["image"].get<std::string>();
+    }
+    pods[ns + "/" + meta["name"].get<std::string>()] = p;
+  };
+  if (doc.contains("items") && doc["items"].is_array()) {
+    for (const auto& item : doc["items"]) add(item);
+  } else {
+    add(doc);
+  }
+  std::int64_t converted = 0;
+  for (auto& j : jobs) {
+    auto& g = j.request.gpu;
+    if (g.mode != GpuMode::kWhole || g.count != 1 || g.shared_name || !g.resource_name.empty()) continue;
+    std::int64_t mib = o.gpu_mem_default_mib;
+    const auto it = pods.find(j.name);
+    if (it != pods.end()) {
+      const auto& p = it->second;
+      if (!p.annotation.empty()) {
+        mib = parse_memory_mib(p.annotation, {o.pods.string(), j.source_line, std::string("metadata.annotations.") + kGpuMemoryAnnotation});
+      } else if (!p.image.empty()) {
+        auto image = o.gpu_mem_by_image.find(p.image);
+        if (image == o.gpu_mem_by_image.end()) {
+          // Without a digest or tag (the tag's ':' comes after the last '/', a registry port's before it).
+          std::string repo = p.image.substr(0, p.image.find('@'));
+          if (const auto colon = repo.rfind(':'); colon != std::string::npos && colon > repo.rfind('/')) repo.resize(colon);
+          image = o.gpu_mem_by_image.find(repo);
+        }
+        if (image != o.gpu_mem_by_image.end()) mib = image->second;
+      }
+    }
+    if (mib <= 0) continue;
+    g.mode = GpuMode::kShared;
+    g.count = 1;
+    g.milli = 0;
+    g.memory_mib = mib;
+    g.names_gpu = false;   // a gpushare pod asks aliyun.com/gpu-mem alone
+    ++converted;
+  }
+  return converted;
+}
+
+double gpu_memory_alloc_pct(const ClusterState& c) {
+  std::int64_t total = 0, used = 0;
+  for (const auto& g : c.all_gpus()) {
+    const std::int64_t cap = c.catalog()[g.model].memory_mib;
+    total += cap;
+    used += cap - g.memory_free_mib;
+  }
+  return total > 0 ? 100.0 * static_cast<double>(used) / static_cast<double>(total) : 0.0;
+}
+
 double gpu_alloc_pct(const ClusterState& c) {
   const auto& t = c.totals();
   return t.gpu_milli > 0 ? 100.0 * static_cast<double>(t.gpu_used_milli) / static_cast<double>(t.gpu_milli) : 0.0;
@@ -45,7 +126,11 @@ std::string fixed(double v, int digits) {
 
 std::vector<WhatIfRow> whatif(const WhatIfOptions& options, const policies::Registry& registry) {
   if (options.profiles.empty()) throw_error(ErrorCode::kProfileUnknownProfile, {"--profiles", 0, ""}, "no profile given");
-  const Scenario base = snapshot_scenario(options, registry);
+  Scenario base = snapshot_scenario(options, registry);
+  // The question is about this instant: no pod finishes (a gpusched.io/duration annotation would
+  // free its devices later and let pending pods in on a retry).
+  for (auto& j : base.jobs) j.duration = SimTime::forever();
+  const std::int64_t converted = options.as_gpu_mem ? as_gpu_memory(options, base.jobs) : 0;
   // Allocation before: the bound pods alone (pinned, so any profile places them alike).
   double before = 0;
   {
@@ -58,7 +143,17 @@ std::vector<WhatIfRow> whatif(const WhatIfOptions& options, const policies::Regi
   for (const auto& profile : options.profiles) {
     Scenario sc = base;
     use_profile(sc, profile, registry);
+    sc.explain = options.explain;
     const RunResult r = run(sc, std::nullopt, {}, registry);
+    // Each job's last decision (a pod is tried again when capacity frees up; the last try is
+    // the one whose outcome stands).
+    std::vector<const policies::DecisionExplanation*> last(r.engine().workload().size(), nullptr);
+    std::vector<const policies::DecisionExplanation*> last_full(last.size(), nullptr);
+    for (const auto& e : r.explanations()) {
+      if (e.job.value >= last.size()) continue;
+      last[e.job.value] = &e;
+      if (!e.narrowed) last_full[e.job.value] = &e;
+    }
     const auto& engine = r.engine();
     const auto workload = engine.workload();
     const auto jobs = r.jobs();
@@ -66,6 +161,9 @@ std::vector<WhatIfRow> whatif(const WhatIfOptions& options, const policies::Regi
     row.profile = r.profile_name();
     row.gpu_alloc_pct_before = before;
     row.gpu_alloc_pct = gpu_alloc_pct(engine.cluster());
+    row.gpu_memory_alloc_pct = gpu_memory_alloc_pct(engine.cluster());
+    row.gpus_busy = engine.cluster().totals().gpus_busy;
+    row.converted = converted;
     if (const auto& f = r.fragmentation(); !f.empty()) {
       row.frag_pct = f.back().frag_pct;
       row.frag_ratio_pct = f.back().frag_ratio_pct;
@@ -86,6 +184,21 @@ std::vector<WhatIfRow> whatif(const WhatIfOptions& options, const policies::Regi
       } else {
         pod.reason = j.reason;
       }
+      // A placed pod: the try that placed it. A pending pod: its last full try, whose
+      // diagnosis is the reason it reports (a narrowed retry keeps it).
+      if (const auto* e = pod.placed ? last[i] : last_full[i]) {
+        if (!e->pre_filter.ok()) pod.pre_filter = std::string(e->pre_filter.plugin) + ": " + std::string(e->pre_filter.reason);
+        for (const auto& v : e->nodes) {
+          WhatIfNode n;
+          n.node = engine.cluster().spec(v.node).name;
+          n.feasible = v.rejected.ok();
+          if (!n.feasible) n.filter = std::string(v.rejected.plugin);
+          for (const auto reason : v.reasons) n.reasons.emplace_back(reason);
+          for (std::size_t k = 0; k < v.raw.size(); ++k) n.scores.push_back({e->score_plugins[k], v.raw[k], v.normalized[k], e->weights[k]});
+          n.total = v.total;
+          pod.nodes.push_back(std::move(n));
+        }
+      }
       ++row.pending;
       row.placed += pod.placed ? 1 : 0;
       row.pods.push_back(std::move(pod));
@@ -100,13 +213,30 @@ nlohmann::json whatif_json(const std::vector<WhatIfRow>& rows) {
   for (const auto& r : rows) {
     nlohmann::json pods = nlohmann::json::array();
     for (const auto& p : r.pods) {
-      pods.push_back({{"pod", p.pod}, {"priority", p.priority}, {"placed", p.placed}, {"node", p.node},
-                      {"placement", p.placement}, {"reason", p.reason}});
+      nlohmann::json pod = {{"pod", p.pod}, {"priority", p.priority}, {"placed", p.placed}, {"node", p.node},
+                            {"placement", p.placement}, {"reason", p.reason}};
+      if (!p.nodes.empty() || !p.pre_filter.empty()) {
+        nlohmann::json nodes = nlohmann::json::array();
+        for (const auto& n : p.nodes) {
+          nlohmann::json scores = nlohmann::json::array();
+          for (const auto& s : n.scores) {
+            scores.push_back({{"plugin", s.plugin}, {"raw", s.raw}, {"normalized", s.normalized}, {"weight", s.weight}});
+          }
+          nodes.push_back({{"node", n.node}, {"feasible", n.feasible}, {"filter", n.filter}, {"reasons", n.reasons},
+                           {"scores", std::move(scores)}, {"total", n.total}});
+        }
+        pod["pre_filter"] = p.pre_filter;
+        pod["nodes"] = std::move(nodes);
+      }
+      pods.push_back(std::move(pod));
     }
     out.push_back({{"profile", r.profile},
                    {"bound", r.bound},
                    {"pending", r.pending},
                    {"placed", r.placed},
+                   {"converted", r.converted},
+                   {"gpus_busy", r.gpus_busy},
+                   {"gpu_memory_alloc_pct", r.gpu_memory_alloc_pct},
                    {"gpu_alloc_pct_before", r.gpu_alloc_pct_before},
                    {"gpu_alloc_pct", r.gpu_alloc_pct},
                    {"frag_pct", r.frag_pct},
@@ -128,17 +258,43 @@ std::string format_whatif(const std::vector<WhatIfRow>& rows, bool pods) {
     out << rows.front().bound << " bound pods keep their nodes (GPU alloc " << fixed(rows.front().gpu_alloc_pct_before, 1)
         << "%); " << rows.front().pending << " pending pods tried under each profile\n\n";
   }
-  out << pad("profile", width) << "  placed    GPU alloc after  frag after (of GPUs / of idle)\n";
+  if (!rows.empty() && rows.front().converted > 0) {
+    out << rows.front().converted << " pods asking one whole GPU were asked as GPU-memory shares (--as-gpu-mem)\n\n";
+  }
+  out << pad("profile", width) << "  placed    GPU alloc after  GPU mem after  GPUs busy  frag after (of GPUs / of idle)\n";
   for (const auto& r : rows) {
     out << pad(r.profile, width) << "  " << pad(std::to_string(r.placed) + "/" + std::to_string(r.pending), 8) << "  "
-        << pad(fixed(r.gpu_alloc_pct, 1) + "%", 15) << "  " << fixed(r.frag_pct, 1) << "% / " << fixed(r.frag_ratio_pct, 1)
-        << "%\n";
+        << pad(fixed(r.gpu_alloc_pct, 1) + "%", 15) << "  " << pad(fixed(r.gpu_memory_alloc_pct, 1) + "%", 13) << "  "
+        << pad(std::to_string(r.gpus_busy), 9) << "  " << fixed(r.frag_pct, 1) << "% / " << fixed(r.frag_ratio_pct, 1) << "%\n";
   }
   if (pods) {
     for (const auto& r : rows) {
       out << "\n" << r.profile << ":\n";
       for (const auto& p : r.pods) {
         out << "  " << p.pod << "  " << (p.placed ? "-> " + p.placement : "pending: " + p.reason) << "\n";
+        if (!p.pre_filter.empty()) out << "      every node ruled out by " << p.pre_filter << "\n";
+        std::size_t nw = 4;
+        for (const auto& n : p.nodes) nw = std::max(nw, n.node.size());
+        for (const auto& n : p.nodes) {
+          out << "      " << pad(n.node, nw) << "  ";
+          if (!n.feasible) {
+            std::string why;
+            for (const auto& reason : n.reasons) why += (why.empty() ? "" : "; ") + reason;
+            out << "rejected by " << n.filter << ": " << why << "\n";
+            continue;
+          }
+          if (n.scores.empty()) {
+            out << "feasible, not scored (the only feasible node, or the search stopped before it)"
+                << (n.node == p.node ? "  <- chosen" : "") << "\n";
+            continue;
+          }
+          out << "total " << fixed(n.total, 2);
+          for (const auto& s : n.scores) {
+            out << "  " << s.plugin << " " << fixed(s.raw, 2) << " -> " << fixed(s.normalized, 2);
+            if (s.weight != 1.0) out << " x" << fixed(s.weight, 0);
+          }
+          out << (n.node == p.node ? "  <- chosen" : "") << "\n";
+        }
       }
     }
   }

@@ -60,3 +60,52 @@ def test_whatif_bad_input_names_the_file_or_profile(tmp_path):
                    ' "spec": {"containers": [{"resources": {"requests": {"cpu": "lots"}}}]}}]}')
     with pytest.raises(gpusched.GpuschedError, match="pods.json:2"):
         gpusched.whatif(NODES, bad, ["binpack"])
+
+
+def _with_tiny_pod(tmp_path):
+    """pods.json plus a pending pod that tolerates every taint and asks little: several nodes fit it."""
+    doc = json.loads(PODS.read_text())
+    doc["items"].append({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": "tiny", "namespace": "ml", "creationTimestamp": "2024-06-01T00:00:00Z"},
+                         "spec": {"tolerations": [{"operator": "Exists"}],
+                                  "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]},
+                         "status": {"phase": "Pending"}})
+    path = tmp_path / "pods.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_whatif_explain_gives_each_nodes_verdict_and_scores(tmp_path):
+    pods = _with_tiny_pod(tmp_path)
+    r = gpusched.whatif(NODES, pods, ["binpack"], explain=True)
+    plain = gpusched.whatif(NODES, pods, ["binpack"])
+    assert r.pods.equals(plain.pods)   # explaining changes no decision
+    n = r.nodes
+    assert set(n["pod"]) == set(r.pods["pod"])
+    assert any(c.startswith("score:") for c in n.columns) and any(c.startswith("raw:") for c in n.columns)
+    assert (n[~n.feasible]["filter"] != "").all() and (n[~n.feasible]["reasons"] != "").all()
+    for _, p in r.pods[r.pods.placed].iterrows():
+        rows = n[n.pod == p.pod]
+        assert rows[rows.node == p.node]["total"].iloc[0] == rows[rows.feasible]["total"].max()
+    tiny = n[n.pod == "ml/tiny"]
+    assert tiny["feasible"].sum() >= 2 and tiny[tiny.feasible]["total"].notna().all()
+    for _, p in r.pods[~r.pods.placed].iterrows():
+        assert not n[n.pod == p.pod]["feasible"].any()
+    assert gpusched.whatif(NODES, pods, ["binpack"]).nodes.empty
+
+
+def test_whatif_as_gpu_mem_turns_one_gpu_pods_into_memory_shares():
+    plain = gpusched.whatif(NODES, PODS, ["gpushare-binpack"]).summary
+    shared = gpusched.whatif(NODES, PODS, ["gpushare-binpack"], as_gpu_mem=True, gpu_mem_default="4Gi").summary
+    assert list(plain["converted"]) == [0]
+    assert list(shared["converted"]) == [1]   # the ranker pod: the snapshot's only one-GPU pod
+    assert shared["gpu_memory_alloc_pct"].iloc[0] < plain["gpu_memory_alloc_pct"].iloc[0]   # 4 GiB of its T4, not all
+    # Images name a default too; no figure at all leaves the pod as it is.
+    by_image = gpusched.whatif(NODES, PODS, ["binpack"], as_gpu_mem=True,
+                               gpu_mem_by_image={"registry.example.com/ml/ranker": "2Gi"}).summary
+    assert list(by_image["converted"]) == [1]
+    assert list(gpusched.whatif(NODES, PODS, ["binpack"], as_gpu_mem=True).summary["converted"]) == [0]
+    with pytest.raises(ValueError, match="as_gpu_mem"):
+        gpusched.whatif(NODES, PODS, ["binpack"], gpu_mem_default="4Gi")
+    with pytest.raises(gpusched.GpuschedError, match="gpu_mem_default"):
+        gpusched.whatif(NODES, PODS, ["binpack"], as_gpu_mem=True, gpu_mem_default="lots")

@@ -4,6 +4,7 @@
 // (nodes.json, pods.json: hand-written from kubectl's output format, see its README).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -220,4 +221,156 @@ TEST_CASE("The summary of a snapshot gives the allocation once every job arrived
   const auto ran = format_summary(run(parse_scenario(doc(R"("duration": 100, )"), "s.json", ".")));
   CHECK_THAT(ran, Catch::Contains("% to the end (100 s; every job arrived at 0 s), peak 75.0%"));
   CHECK_THAT(ran, !Catch::Contains("while jobs arrived"));
+}
+
+TEST_CASE("whatif --explain: every node's verdict at the pod's last try agrees with the decision and its diagnosis",
+          "[scenario][whatif][explain]") {
+  auto o = options({"kube-default", "binpack"});
+  o.explain = true;
+  const auto rows = whatif(o);
+  const auto plain = whatif(options({"kube-default", "binpack"}));
+  REQUIRE(rows.size() == 2);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    INFO(rows[r].profile);
+    for (std::size_t i = 0; i < rows[r].pods.size(); ++i) {
+      const auto& p = rows[r].pods[i];
+      INFO(p.pod);
+      CHECK(p.placement == plain[r].pods[i].placement);   // explaining changes no decision
+      CHECK(p.reason == plain[r].pods[i].reason);
+      REQUIRE(p.pre_filter.empty());
+      // Every node of the snapshot, node order; a pod placed on a retry shows the nodes that
+      // gained capacity since (the retry looked at those only).
+      if (p.placed) REQUIRE((!p.nodes.empty() && p.nodes.size() <= 4));
+      else REQUIRE(p.nodes.size() == 4);
+      double best = -1;
+      std::string best_node;
+      for (const auto& n : p.nodes) {
+        INFO(n.node);
+        if (!n.feasible) {
+          CHECK_FALSE(n.filter.empty());
+          CHECK_FALSE(n.reasons.empty());
+          CHECK(n.scores.empty());
+          continue;
+        }
+        double sum = 0;
+        for (const auto& s : n.scores) {
+          CHECK(s.normalized >= 0);
+          CHECK(s.normalized <= 100);
+          sum += s.weight * s.normalized;
+        }
+        CHECK(n.total == Approx(sum));
+        if (n.total > best) {   // ties: the lowest node wins (kube-default draws among ties)
+          best = n.total;
+          best_node = n.node;
+        }
+      }
+      if (p.placed) {
+        const auto chosen = std::find_if(p.nodes.begin(), p.nodes.end(), [&](const WhatIfNode& n) { return n.node == p.node; });
+        REQUIRE(chosen != p.nodes.end());
+        CHECK(chosen->feasible);
+        CHECK(chosen->total == best);
+        if (rows[r].profile == "binpack") CHECK(p.node == best_node);
+      } else {
+        CHECK(best < 0);   // pending: no node was feasible at its last try
+      }
+    }
+  }
+  // The pending data pod: each reason counted in kube-scheduler's message is one node's verdict.
+  const auto& etl = rows[0].pods[1];
+  REQUIRE_FALSE(etl.placed);
+  std::map<std::string, int> count;
+  for (const auto& n : etl.nodes) {
+    for (const auto& reason : n.reasons) ++count[reason];
+  }
+  for (const auto& [reason, k] : count) {
+    INFO(reason);
+    CHECK_THAT(etl.reason, Catch::Contains(std::to_string(k) + " " + reason));
+  }
+  // The table shows the breakdown under each pod.
+  const auto text = format_whatif(rows, true);
+  CHECK_THAT(text, Catch::Contains("<- chosen") && Catch::Contains("rejected by"));
+}
+
+TEST_CASE("Explaining decisions changes none of them, under every built-in profile", "[scenario][explain][determinism]") {
+  for (const auto& name : policies::builtin_profile_names()) {
+    INFO(name);
+    Scenario sc = load_scenario(t::example("small.json"));
+    sc.profile = policies::builtin_profile(name);
+    sc.document["profile"] = name;
+    sc.outputs.event_log = true;
+    const auto plain = run(sc);
+    sc.explain = true;
+    const auto explained = run(sc);
+    CHECK(explained.event_log() == plain.event_log());
+    CHECK(plain.explanations().empty());
+    CHECK_FALSE(explained.explanations().empty());
+    for (const auto& e : explained.explanations()) {
+      if (e.pre_filter.ok() && !e.narrowed) CHECK(e.nodes.size() == explained.engine().cluster().node_count());
+      if (e.narrowed) CHECK(e.nodes.size() < explained.engine().cluster().node_count());
+    }
+  }
+}
+
+namespace {
+/// pods.json plus two pending pods asking one whole GPU each: one annotated with the GPU memory
+/// it uses, one running an image the test gives a default for.
+std::filesystem::path with_small_gpu_pods(t::TempDir& dir, const std::string& annotation = "5Gi") {
+  auto doc = nlohmann::json::parse(t::read_file(snapshot("pods.json")));
+  const auto pod = [](const std::string& name, const nlohmann::json& annotations, const std::string& image) {
+    return nlohmann::json{
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"name", name}, {"namespace", "ml"}, {"creationTimestamp", "2024-06-01T00:00:00Z"}, {"annotations", annotations}}},
+        {"spec",
+         {{"containers",
+           {{{"name", "main"},
+             {"image", image},
+             {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "100Mi"}, {"nvidia.com/gpu", "1"}}},
+                            {"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}},
+        {"status", {{"phase", "Pending"}}}};
+  };
+  doc["items"].push_back(pod("infer-a", {{"gpusched.io/gpu-memory", annotation}}, "registry.example:5000/infer:1.2"));
+  doc["items"].push_back(pod("infer-b", nlohmann::json::object(), "nvcr.io/nvidia/pytorch:24.01-py3"));
+  return dir.write("pods.json", doc.dump(2));
+}
+}  // namespace
+
+TEST_CASE("whatif --as-gpu-mem asks one-GPU pods for the GPU memory they use: annotation, image default, default",
+          "[scenario][whatif][gpu-mem]") {
+  t::TempDir dir;
+  auto o = options({"gpushare-binpack"});
+  o.pods = with_small_gpu_pods(dir);
+  // As they are: the T4 node's one GPU is the ranker's, the A100 nodes are tainted: both stay pending.
+  const auto whole = whatif(o);
+  REQUIRE(whole[0].pods.size() == 5);
+  CHECK_FALSE(whole[0].pods[3].placed);
+  CHECK_FALSE(whole[0].pods[4].placed);
+  CHECK(whole[0].converted == 0);
+  // As gpushare pods: infer-a by its annotation (5Gi), infer-b by its image without the tag (3Gi),
+  // the bound ranker pod by the default (4Gi, it stays on its node): 12 GiB of the T4's 15.
+  o.as_gpu_mem = true;
+  o.gpu_mem_by_image["nvcr.io/nvidia/pytorch"] = 3072;
+  o.gpu_mem_default_mib = 4096;
+  const auto shared = whatif(o);
+  CHECK(shared[0].converted == 3);
+  REQUIRE(shared[0].pods.size() == 5);
+  for (std::size_t i : {3, 4}) {
+    INFO(shared[0].pods[i].pod);
+    CHECK(shared[0].pods[i].placed);
+    CHECK(shared[0].pods[i].node == "gpu-t4-0");
+  }
+  CHECK(shared[0].placed == whole[0].placed + 2);
+  // The ranker's whole T4 (all its memory) became 4 GiB: less GPU memory held, two more pods running.
+  CHECK(shared[0].gpu_memory_alloc_pct < whole[0].gpu_memory_alloc_pct);
+  CHECK(shared[0].gpus_busy == whole[0].gpus_busy);   // packed onto the GPU the ranker already used
+  // Without a default the ranker keeps its whole T4 and nothing fits beside it.
+  o.gpu_mem_default_mib = 0;
+  const auto no_default = whatif(o);
+  CHECK(no_default[0].converted == 2);
+  CHECK_FALSE(no_default[0].pods[3].placed);
+  // A malformed annotation names the file and the field.
+  t::TempDir bad_dir;
+  o.pods = with_small_gpu_pods(bad_dir, "lots");
+  const auto e = t::thrown<Error>([&] { (void)whatif(o); });
+  CHECK_THAT(std::string(e.what()), Catch::Contains("pods.json") && Catch::Contains("gpusched.io/gpu-memory"));
 }

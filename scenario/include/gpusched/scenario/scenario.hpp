@@ -24,6 +24,7 @@
 #include <gpusched/job.hpp>
 #include <gpusched/policies/framework/profile.hpp>
 #include <gpusched/policies/framework/registry.hpp>
+#include <gpusched/policies/framework/scheduler.hpp>
 #include <gpusched/scenario/fragmentation.hpp>
 #include <gpusched/sim/autoscaler.hpp>
 #include <gpusched/sim/engine.hpp>
@@ -111,6 +112,9 @@ struct Scenario {
   /// pending job with the scheduler's diagnosis, instead of refusing the input before the run:
   /// what a what-if on a cluster snapshot reports (scenario/whatif.hpp). Not part of the document.
   bool keep_unplaceable = false;
+  /// Record every real decision's per-node breakdown (policies::Scheduler::set_explain):
+  /// RunResult::explanations(). A full scan per task: for what-if reports on snapshots.
+  bool explain = false;
 };
 
 /// Gives jobs their PriorityClass's value and preemption policy (the global default to jobs
@@ -167,6 +171,8 @@ class RunResult {
   /// The scheduler's configuration warnings (policies::Scheduler::warnings()), as summary.json
   /// `warnings` lists them; the CLI prints each once on stderr.
   [[nodiscard]] const std::vector<std::string>& warnings() const;
+  /// Every decision's per-node breakdown, in decision order (empty unless Scenario::explain).
+  [[nodiscard]] const std::vector<policies::DecisionExplanation>& explanations() const;
 
   struct State;
   explicit RunResult(std::unique_ptr<State> s);

@@ -7,10 +7,11 @@
 ///
 /// The snapshot is read as `gpusched run` reads it (docs/traces.md "Kubernetes snapshot"):
 /// bound pods keep their nodes, pending pods follow oldest first, every pod arrives at time 0
-/// and none finishes. Unlike `run`, a pod that no node could ever hold is reported, not refused
+/// and none finishes (gpusched.io/duration annotations are ignored: the question is about now). Unlike `run`, a pod that no node could ever hold is reported, not refused
 /// (Scenario::keep_unplaceable): that pod is what the operator asks about.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,33 @@ struct WhatIfOptions {
   std::filesystem::path pods;          ///< kubectl get pods -A -o json
   std::vector<std::string> profiles;   ///< built-in profile names or profile JSON files, in order
   std::uint64_t seed = 42;             ///< for profiles that draw (random tie-breaks)
+  /// Also give each pending pod's per-node breakdown at the moment it was decided (its last try):
+  /// which filter rejected each node and why, and each score plugin's raw, normalised and
+  /// weighted score on the feasible ones (policies::Scheduler::set_explain).
+  bool explain = false;
+  /// `--as-gpu-mem`: "what if the pods asking one whole nvidia.com/gpu were gpushare pods asking
+  /// only the GPU memory they use?" Each such pod (bound or pending; a bound one stays on its node)
+  /// asks aliyun.com/gpu-mem instead: the quantity in its annotation gpusched.io/gpu-memory
+  /// ("8Gi"), else the default for its first container's image (`gpu_mem_by_image`: the image as
+  /// written, else without its tag or digest), else `gpu_mem_default_mib` (0: none). Pods with no
+  /// figure keep their whole GPU; WhatIfRow::converted counts the others.
+  bool as_gpu_mem = false;
+  std::map<std::string, std::int64_t> gpu_mem_by_image;   ///< image -> MiB
+  std::int64_t gpu_mem_default_mib = 0;
+};
+
+/// One node in a pod's decision (WhatIfOptions::explain).
+struct WhatIfNode {
+  std::string node;
+  bool feasible = false;
+  std::string filter;                 ///< the filter plugin that rejected it ("" when feasible)
+  std::vector<std::string> reasons;   ///< every reason that filter gives
+  struct Score {
+    std::string plugin;
+    double raw = 0, normalized = 0, weight = 1;
+  };
+  std::vector<Score> scores;          ///< feasible nodes, profile order
+  double total = 0;                   ///< sum of weight x normalized: the highest total wins
 };
 
 /// One pod that was pending in the snapshot, under one profile.
@@ -35,6 +63,8 @@ struct WhatIfPod {
   std::string node;        ///< where it would be bound ("" when it stays pending)
   std::string placement;   ///< node and devices, as jobs.csv's placement column writes them
   std::string reason;      ///< why it stays pending (kube-scheduler's wording); "" when placed
+  std::string pre_filter;  ///< with explain: a pre-filter that ruled out every node ("" otherwise)
+  std::vector<WhatIfNode> nodes;   ///< with explain: every node at its last try, node order
 };
 
 struct WhatIfRow {
@@ -42,8 +72,11 @@ struct WhatIfRow {
   std::int64_t bound = 0;     ///< pods already bound in the snapshot (they keep their nodes)
   std::int64_t pending = 0;   ///< pods pending in the snapshot
   std::int64_t placed = 0;    ///< of those, placed by this profile
+  std::int64_t converted = 0; ///< pods asked as GPU-memory shares instead of a whole GPU (as_gpu_mem)
+  std::int64_t gpus_busy = 0; ///< GPUs with at least one task after
   double gpu_alloc_pct_before = 0;   ///< GPU capacity allocated by the bound pods
   double gpu_alloc_pct = 0;          ///< and after this profile placed what it could
+  double gpu_memory_alloc_pct = 0;   ///< GPU memory granted after, % of all GPU memory
   double frag_pct = 0;        ///< fragmentation after, % of GPU capacity (FGD's measure)
   double frag_ratio_pct = 0;  ///< fragmentation after, % of the idle GPU capacity
   std::vector<WhatIfPod> pods;   ///< the snapshot's pending pods, oldest first (the profile's queue sort orders the tries)

@@ -10,6 +10,7 @@
 ///   policies::Scheduler sched(policies::builtin_profile("binpack"), policies::Registry::with_builtins(), 42);
 ///   std::vector<TaskPlacement> where;
 ///   if (sched.schedule(cluster, job, JobId{0}, where).ok()) { ... where[0].node ... }
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -27,6 +28,28 @@ namespace gpusched::policies {
 class NodeIndex;
 struct NodeIndexClass;
 struct NodeIndexSignature;
+
+/// One node's part in a decision (Scheduler::set_explain): kube-scheduler-simulator's per-node
+/// filter and score breakdown.
+struct NodeVerdict {
+  NodeId node;
+  Status rejected = Status::success();     ///< the first filter that said no (ok: the node is feasible)
+  std::vector<std::string_view> reasons;   ///< every reason that filter gives (kube-scheduler counts each)
+  std::vector<double> raw;                 ///< feasible nodes: each score plugin's raw score, profile order
+  std::vector<double> normalized;          ///< after the plugin's normalize(), before its weight
+  double total = 0;                        ///< sum of weight x normalized: the highest total wins
+};
+
+/// How one task's decision looked at every node it considered, on the cluster as it was then.
+struct DecisionExplanation {
+  JobId job;
+  std::int32_t task = 0;
+  Status pre_filter = Status::success();   ///< a pre-filter that ruled out every node (then `nodes` is empty)
+  bool narrowed = false;                   ///< a retry on the nodes that gained capacity only (the engine's)
+  std::vector<std::string> score_plugins;  ///< names, profile order
+  std::vector<double> weights;
+  std::vector<NodeVerdict> nodes;          ///< node order (the narrowed set on a narrowed retry)
+};
 
 class Scheduler final : public SchedulingHook {
  public:
@@ -82,6 +105,15 @@ class Scheduler final : public SchedulingHook {
   /// every node (`--exact-scan`).
   void set_node_index(bool on);
   [[nodiscard]] bool node_index_enabled() const { return use_index_; }
+
+  /// Calls `fn` for every task the scheduler decides for real (not preemption what-ifs), after
+  /// deciding, with every considered node's filter verdict and the scores the decision computed
+  /// (a task explained is decided by the plain scan, which decides as the node index does).
+  /// Nodes get scores only when the decision scored them: not when one node was feasible, nor
+  /// past the node where first-fit's search (or percentage_of_nodes_to_score) stopped. Batch
+  /// (Python) filters are not shown. Costs a filter pass per task: for what-if reports, not
+  /// replays. Empty `fn` turns it off. The decisions do not change (tests compare event logs).
+  void set_explain(std::function<void(const DecisionExplanation&)> fn) { explain_ = std::move(fn); }
   /// Counters of the node index, for tests and benchmarks.
   struct IndexStats {
     std::uint64_t decisions = 0;      ///< place_task calls the index answered (placed or not)
@@ -126,6 +158,10 @@ class Scheduler final : public SchedulingHook {
   /// Runs the batch filters over `nodes` (which passed the per-node filters), keeping the
   /// accepted ones in order and noting the rejections.
   void apply_batch_filters(const ClusterState& cluster, const TaskContext& ctx, std::vector<NodeId>& nodes);
+  /// set_explain: every considered node's filter verdict (filters are const: asking them again
+  /// changes nothing); scores are recorded from the decision's own scoring pass, never asked twice.
+  void explain_verdicts(const ClusterState& cluster, const TaskContext& ctx, std::span<const NodeId> only);
+  Status place_task_scan(const ClusterState& cluster, TaskContext& ctx, TaskPlacement& out, std::span<const NodeId> only);
   std::vector<std::uint8_t> keep_;
   bool opaque_ = false;   // a plugin gives no equivalence guarantee: every job is its own class
   /// Places the job's tasks inside `st` (reserve + allocate) and runs the permits: Success when
@@ -193,6 +229,10 @@ class Scheduler final : public SchedulingHook {
   /// (see docs/policies.md); "" otherwise.
   [[nodiscard]] std::string preemption_message(const ClusterState& cluster, const JobSpec& job) const;
   std::size_t start_ = 0;                   // kube-scheduler's nextStartNodeIndex (percentage_of_nodes_to_score)
+  std::function<void(const DecisionExplanation&)> explain_;   // set_explain
+  bool explaining_ = false;                 // the current task is being explained (explanation_)
+  DecisionExplanation explanation_;
+  std::vector<std::size_t> verdict_of_;     // node -> its index in explanation_.nodes (explaining_)
   bool rotate_ = false;                     // the current search may move start_ (a real attempt, not a what-if)
   std::size_t nodes_seen_ = 0;
   Status last_status_;
