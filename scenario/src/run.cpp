@@ -197,11 +197,6 @@ namespace {
 /// never finish): time-weighted shares are 0/0, so summaries give the final allocation.
 bool no_time_passed(const sim::Summary& s) { return s.jobs > 0 && s.end == s.first_submit; }
 
-double final_gpu_alloc_pct(const RunResult& r) {
-  const auto& t = r.engine().cluster().totals();
-  return t.gpu_milli > 0 ? 100.0 * static_cast<double>(t.gpu_used_milli) / static_cast<double>(t.gpu_milli) : 0.0;
-}
-
 std::string hex64(std::uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
@@ -326,7 +321,7 @@ std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::
       << s.not_arrived << " | " << s.requeued << " |\n\n";
     if (no_time_passed(s)) {
       o << "## Allocation (every job arrived at " << fixed(s.first_submit.seconds(), 0) << " s; no time passed)\n\n";
-      o << "- GPU: " << fixed(final_gpu_alloc_pct(r), 2) << " % allocated once every job arrived\n";
+      o << "- GPU: " << fixed(allocated_gpu_pct(r.engine().cluster()), 2) << " % allocated once every job arrived\n";
     } else {
       o << "## Allocation (time-weighted, first submit to end)\n\n";
       o << "- GPU: " << fixed(s.gpu_alloc_pct_time_weighted, 2) << " % (" << fixed(s.gpu_hours_allocated, 1) << " GPU-hours); peak "
@@ -397,6 +392,11 @@ std::vector<std::filesystem::path> write_output_files(const std::filesystem::pat
   return folder.written();
 }
 
+double allocated_gpu_pct(const ClusterState& c) {
+  const auto& t = c.totals();
+  return t.gpu_milli > 0 ? 100.0 * static_cast<double>(t.gpu_used_milli) / static_cast<double>(t.gpu_milli) : 0.0;
+}
+
 std::string format_summary(const RunResult& r) {
   const auto& s = r.summary();
   const auto& st = r.stamp();
@@ -410,7 +410,7 @@ std::string format_summary(const RunResult& r) {
   o << "\n";
   if (no_time_passed(s)) {
     // A snapshot (every job at one instant, nothing finished): time-weighted shares are 0/0.
-    o << "  GPU alloc  " << fixed(final_gpu_alloc_pct(r), 1) << "% once every job arrived (all at "
+    o << "  GPU alloc  " << fixed(allocated_gpu_pct(r.engine().cluster()), 1) << "% once every job arrived (all at "
       << fixed(s.first_submit.seconds(), 0) << " s; no time passed)\n";
   } else if (s.first_submit == s.last_submit) {
     // Every job at one instant: there is no arrival window to average over.

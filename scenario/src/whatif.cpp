@@ -2,7 +2,6 @@
 #include <gpusched/scenario/whatif.hpp>
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -111,16 +110,6 @@ double gpu_memory_alloc_pct(const ClusterState& c) {
   return total > 0 ? 100.0 * static_cast<double>(used) / static_cast<double>(total) : 0.0;
 }
 
-double gpu_alloc_pct(const ClusterState& c) {
-  const auto& t = c.totals();
-  return t.gpu_milli > 0 ? 100.0 * static_cast<double>(t.gpu_used_milli) / static_cast<double>(t.gpu_milli) : 0.0;
-}
-
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
 
 }  // namespace
 
@@ -137,7 +126,7 @@ std::vector<WhatIfRow> whatif(const WhatIfOptions& options, const policies::Regi
     Scenario sc = base;
     std::erase_if(sc.jobs, [](const JobSpec& j) { return !j.constraints.bound; });
     sc.outputs.fragmentation = "off";
-    before = gpu_alloc_pct(run(sc, std::nullopt, {}, registry).engine().cluster());
+    before = allocated_gpu_pct(run(sc, std::nullopt, {}, registry).engine().cluster());
   }
   std::vector<WhatIfRow> rows;
   for (const auto& profile : options.profiles) {
@@ -160,7 +149,7 @@ std::vector<WhatIfRow> whatif(const WhatIfOptions& options, const policies::Regi
     WhatIfRow row;
     row.profile = r.profile_name();
     row.gpu_alloc_pct_before = before;
-    row.gpu_alloc_pct = gpu_alloc_pct(engine.cluster());
+    row.gpu_alloc_pct = allocated_gpu_pct(engine.cluster());
     row.gpu_memory_alloc_pct = gpu_memory_alloc_pct(engine.cluster());
     row.gpus_busy = engine.cluster().totals().gpus_busy;
     row.converted = converted;
@@ -247,6 +236,7 @@ nlohmann::json whatif_json(const std::vector<WhatIfRow>& rows) {
 }
 
 std::string format_whatif(const std::vector<WhatIfRow>& rows, bool pods) {
+  using sim::fixed;
   std::size_t width = 7;
   for (const auto& r : rows) width = std::max(width, r.profile.size());
   auto pad = [](std::string s, std::size_t w) {

@@ -199,6 +199,8 @@ std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::
 /// process boundary writes the bytes write_outputs produced. Throws OutputError.
 std::vector<std::filesystem::path> write_output_files(const std::filesystem::path& dir,
                                                       const std::vector<std::pair<std::string, std::string>>& files);
+/// GPU capacity allocated in `c` now, % (compute shares: a whole GPU is 1,000 milli).
+[[nodiscard]] double allocated_gpu_pct(const ClusterState& c);
 /// The terminal summary (a few aligned lines).
 std::string format_summary(const RunResult& r);
 
