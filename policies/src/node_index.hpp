@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -63,7 +64,8 @@ struct NodeIndexClass {
   std::size_t nodes = 0;
   std::vector<std::uint64_t> gen;   ///< per node: the generation the answers were computed at
   std::vector<std::uint8_t> feasible;
-  std::vector<std::uint32_t> reject;   ///< per node: its reject signature + 1 (0: feasible)
+  std::vector<std::uint32_t> reject;   ///< per node: its reject signature + 1 (0: feasible; kDeferred: not yet asked)
+  std::size_t deferred = 0;            ///< nodes whose reject is kDeferred
   std::size_t feasible_count = 0;
   std::vector<double> raw;          ///< [plugin x nodes + node]: raw score (feasible nodes only)
   // Max tree over totals (tree mode): leaves at [leaves, 2 leaves), root at 1.
@@ -78,6 +80,84 @@ struct NodeIndexClass {
 struct NodeIndexSignature {
   Status status;
   std::vector<std::string_view> reasons;
+};
+
+/// Every node's free capacity (CapacityNeed::of) in node order, with the largest of each over
+/// every subtree: one tree for all request classes, brought up to date from the cluster's change
+/// log (a few leaf-to-root paths per decision). first() finds the lowest-index node meeting a
+/// task's bounds in O(log nodes) per subtree it has to open.
+class CapacityTree {
+ public:
+  static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+
+  /// Brings the tree up to date with `cluster` (rebuilt for another cluster object).
+  void refresh(const ClusterState& cluster) {
+    const std::size_t n = cluster.node_count();
+    if (instance_ != cluster.instance() || n_ != n) {
+      rebuild(cluster);
+      return;
+    }
+    if (cluster.change_count() == log_pos_) return;
+    const auto changed = cluster.changed_since(log_pos_);
+    if (!changed || changed->size() * 8 >= leaves_) {
+      rebuild(cluster);
+      return;
+    }
+    const auto nodes = cluster.nodes();
+    for (const std::uint32_t u : *changed) {
+      std::size_t at = leaves_ + u;
+      tree_[at] = CapacityNeed::of(nodes[u]);
+      for (at /= 2; at >= 1; at /= 2) pull(at);
+    }
+    log_pos_ = cluster.change_count();
+  }
+
+  /// The lowest-index node at or after `from` whose free capacity meets `need`, or kNone.
+  [[nodiscard]] std::uint32_t first(const CapacityNeed& need, std::uint32_t from) const {
+    if (n_ == 0 || from >= n_) return kNone;
+    return find(1, 0, leaves_, need, from);
+  }
+
+  [[nodiscard]] std::uint64_t instance() const { return instance_; }
+
+ private:
+  std::uint32_t find(std::size_t at, std::size_t lo, std::size_t hi, const CapacityNeed& need, std::uint32_t from) const {
+    if (hi <= from || !need.admits(tree_[at])) return kNone;
+    if (hi - lo == 1) return lo < n_ ? static_cast<std::uint32_t>(lo) : kNone;
+    const std::size_t mid = lo + (hi - lo) / 2;
+    const std::uint32_t l = find(2 * at, lo, mid, need, from);
+    return l != kNone ? l : find(2 * at + 1, mid, hi, need, from);
+  }
+
+  void rebuild(const ClusterState& cluster) {
+    n_ = cluster.node_count();
+    instance_ = cluster.instance();
+    log_pos_ = cluster.change_count();
+    leaves_ = std::bit_ceil(std::max<std::size_t>(n_, 1));
+    tree_.assign(2 * leaves_, CapacityNeed{});   // padding: not schedulable, no capacity
+    const auto nodes = cluster.nodes();
+    for (std::size_t u = 0; u < n_; ++u) tree_[leaves_ + u] = CapacityNeed::of(nodes[u]);
+    for (std::size_t at = leaves_ - 1; at >= 1; --at) pull(at);
+  }
+
+  void pull(std::size_t at) {
+    const auto& l = tree_[2 * at];
+    const auto& r = tree_[2 * at + 1];
+    auto& t = tree_[at];
+    t.schedulable = l.schedulable || r.schedulable;
+    t.cpu_milli = std::max(l.cpu_milli, r.cpu_milli);
+    t.memory_mib = std::max(l.memory_mib, r.memory_mib);
+    t.gpu_memory_mib = std::max(l.gpu_memory_mib, r.gpu_memory_mib);
+    t.whole_units = std::max(l.whole_units, r.whole_units);
+    t.gpu_milli = std::max(l.gpu_milli, r.gpu_milli);
+    t.tpu_chips = std::max(l.tpu_chips, r.tpu_chips);
+  }
+
+  std::uint64_t instance_ = 0;
+  std::uint64_t log_pos_ = 0;
+  std::size_t n_ = 0;
+  std::size_t leaves_ = 0;
+  std::vector<CapacityNeed> tree_;
 };
 
 class NodeIndex {
@@ -110,6 +190,7 @@ class NodeIndex {
   /// brought up to date with `cluster`.
   Class& refresh(const ClusterState& cluster, const TaskContext& ctx, std::span<const std::uint64_t> variant = {}) {
     const JobSpec& job = ctx.job;
+    need_ = need_of(cluster, ctx);
     std::uint64_t h = request_class(job);
     for (const auto v : variant) h = (h ^ v) * 0x100000001b3ULL;
     ++clock_;
@@ -177,6 +258,36 @@ class NodeIndex {
     return *c;
   }
 
+  /// The lowest-index node every filter accepts (the first feasible node in node order), found
+  /// through the shared capacity tree: the filters run only on nodes meeting their bounds, from
+  /// the lowest index up, until one accepts. Nothing: no node is feasible (the caller asks the
+  /// class for the diagnosis). Answers what a scan stopping at the first feasible node answers.
+  [[nodiscard]] std::optional<std::uint32_t> first_feasible(const ClusterState& cluster, const TaskContext& ctx) {
+    CapacityTree* t = tree_for(cluster);
+    const CapacityNeed need = need_of(cluster, ctx);
+    for (std::uint32_t u = t->first(need, 0); u != CapacityTree::kNone; u = t->first(need, u + 1)) {
+      ++stats.node_updates;
+      if (std::all_of(filters_.begin(), filters_.end(), [&](const FilterPlugin* f) { return f->filter(cluster, ctx, NodeId{u}).ok(); })) {
+        return u;
+      }
+    }
+    return std::nullopt;
+  }
+
+  /// Sets the signature of every node whose rejection was decided by the capacity bounds alone
+  /// (filters not called): before the rejects are counted or read. `c` is up to date.
+  void resolve_deferred(Class& c, const ClusterState& cluster, const TaskContext& ctx) {
+    if (c.deferred == 0) return;
+    for (std::uint32_t u = 0; u < c.nodes; ++u) {
+      if (c.reject[u] == kDeferred) resolve(c, cluster, ctx, u);
+    }
+  }
+  /// Node u's reject signature + 1 (0: feasible), deciding a deferred one.
+  std::uint32_t reject_of(Class& c, const ClusterState& cluster, const TaskContext& ctx, std::uint32_t u) {
+    if (c.reject[u] == kDeferred) resolve(c, cluster, ctx, u);
+    return c.reject[u];
+  }
+
   /// Tree mode: the node with the highest total, lowest index first; `pick` (< ties at the top)
   /// selects the pick-th tied node in node order instead. Precondition: some node is feasible.
   [[nodiscard]] static std::uint32_t best(const Class& c, std::uint32_t pick = 0) {
@@ -212,6 +323,7 @@ class NodeIndex {
   void clear() {
     classes_.clear();
     by_hash_.clear();
+    trees_[0] = trees_[1] = CapacityTree{};
   }
 
   Scheduler::IndexStats stats;
@@ -226,6 +338,38 @@ class NodeIndex {
            x.app == y.app && x.max_per_node == y.max_per_node;
   }
 
+  static constexpr std::uint32_t kDeferred = std::numeric_limits<std::uint32_t>::max();
+
+  CapacityNeed need_of(const ClusterState& cluster, const TaskContext& ctx) const {
+    CapacityNeed need;
+    for (const auto* f : filters_) f->capacity_need(cluster, ctx, need);
+    return need;
+  }
+
+  /// The capacity tree of `cluster`, up to date (two kept: EASY backfill alternates between the
+  /// cluster and its scratch copy).
+  CapacityTree* tree_for(const ClusterState& cluster) {
+    CapacityTree* t = &trees_[0];
+    if (trees_[0].instance() != cluster.instance()) {
+      if (trees_[1].instance() != cluster.instance()) std::swap(trees_[0], trees_[1]);   // [0] is replaced
+      else t = &trees_[1];
+    }
+    t->refresh(cluster);
+    return t;
+  }
+
+  void resolve(Class& c, const ClusterState& cluster, const TaskContext& ctx, std::uint32_t u) {
+    for (const auto* f : filters_) {
+      const Status st = f->filter(cluster, ctx, NodeId{u});
+      if (!st.ok()) {
+        c.reject[u] = signature_of(*f, cluster, ctx, NodeId{u}, st) + 1;
+        --c.deferred;
+        return;
+      }
+    }
+    GPUSCHED_ASSERT(false, "a filter's capacity_need rejected a node every filter accepts");
+  }
+
   void rebuild(Class& c, const ClusterState& cluster, const TaskContext& ctx) {
     ++stats.rebuilds;
     const std::size_t n = cluster.node_count();
@@ -234,6 +378,7 @@ class NodeIndex {
     c.gen.resize(n);
     c.feasible.assign(n, 0);
     c.reject.assign(n, 0);
+    c.deferred = 0;
     c.feasible_count = 0;
     c.raw.assign(n * scores_.size(), 0.0);
     if (tree_) {
@@ -273,6 +418,7 @@ class NodeIndex {
   /// by pulling every inner node).
   void set_leaf(Class& c, std::uint32_t u, double total, bool bulk) {
     const std::size_t at = c.leaves + u;
+    if (!bulk && c.top[at] == total) return;   // ties and bottom follow from the total
     c.top[at] = total;
     c.ties[at] = total == kInfeasible ? 0 : 1;
     if (mode_ == Mode::kMinMax) c.bottom[at] = total == kInfeasible ? std::numeric_limits<double>::infinity() : total;
@@ -308,11 +454,23 @@ class NodeIndex {
 
   void set_answers(Class& c, const ClusterState& cluster, const TaskContext& ctx, std::span<const std::uint32_t> nodes,
                    bool bulk) {
-    stats.node_updates += nodes.size();
     const std::size_t n = c.nodes;
     fit_.clear();
+    const auto states = cluster.nodes();
     for (const std::uint32_t u : nodes) {
       const NodeId node{u};
+      if (c.reject[u] == kDeferred) --c.deferred;
+      if (!need_.admits(states[u])) {
+        // Rejected by a filter's bounds: which filter, and why, is asked only if someone reads it.
+        ++stats.pruned;
+        c.reject[u] = kDeferred;
+        ++c.deferred;
+        if (c.feasible[u] != 0) --c.feasible_count;
+        c.feasible[u] = 0;
+        if (tree_) set_leaf(c, u, kInfeasible, bulk);
+        continue;
+      }
+      ++stats.node_updates;
       bool ok = true;
       for (const auto* f : filters_) {
         const Status st = f->filter(cluster, ctx, node);
@@ -412,6 +570,8 @@ class NodeIndex {
   std::vector<NodeId> fit_;
   std::vector<double> scratch_;
   std::vector<std::size_t> touched_;   // tree nodes whose children changed (propagate())
+  CapacityNeed need_;                  // the class being brought up to date: its filters' bounds
+  CapacityTree trees_[2];
 };
 
 }  // namespace gpusched::policies

@@ -74,6 +74,22 @@ Status NodeResourcesFit::filter(const ClusterState& cluster, const TaskContext& 
   return Status::unschedulable(name(), reason(r));
 }
 
+void NodeResourcesFit::capacity_need(const ClusterState& /*cluster*/, const TaskContext& ctx, CapacityNeed& need) const {
+  // Each bound is a test ClusterState::fit_check makes before it can answer kFits.
+  const auto& r = ctx.request();
+  CapacityNeed n;
+  n.schedulable = true;
+  n.cpu_milli = r.cpu_milli;
+  n.memory_mib = r.memory_mib;
+  if (r.tpu.chips > 0) n.tpu_chips = r.tpu.chips;
+  if (r.gpu.mode == GpuMode::kWhole) n.whole_units = r.gpu.count;
+  if (r.gpu.mode == GpuMode::kShared) {
+    n.gpu_milli = r.gpu.milli;
+    n.gpu_memory_mib = r.gpu.memory_mib == kAllGpuMemory ? 0 : r.gpu.memory_mib;
+  }
+  need.merge(n);
+}
+
 void NodeResourcesFit::reasons(const ClusterState& cluster, const TaskContext& ctx, NodeId node, const Status& first,
                                std::vector<std::string_view>& out) const {
   // fit_check stops at the first shortfall (cpu, memory, extended, then devices); only then can

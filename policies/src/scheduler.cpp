@@ -306,7 +306,16 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
     index_ = std::make_unique<NodeIndex>(filters_, scores_, mode, kube_diagnosis_);
   }
   if (index_ && !local) ++index_->stats.fallbacks;
-  const NodeIndexClass* sampled = nullptr;   // answers for the sampled search
+  NodeIndexClass* sampled = nullptr;   // answers for the sampled search
+  if (local && first_feasible_wins_ && only.empty() && nodes_to_find(n) >= n) {
+    // First-fit: the lowest-index feasible node, from the capacity tree shared by all requests
+    // (no class to bring up to date). When none is feasible the class below gives the diagnosis.
+    if (const auto u = index_->first_feasible(cluster, ctx)) {
+      ++index_->stats.decisions;
+      ++index_->stats.first_feasible;
+      return finish(cluster, ctx, NodeId{*u}, out);
+    }
+  }
   if (local) {
     index_key_.clear();
     for (const auto* f : filters_) f->index_key(index_key_);
@@ -316,6 +325,7 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
       sampled = &c;
       cached = &c;
     } else if (c.feasible_count == 0) {
+      index_->resolve_deferred(c, cluster, ctx);
       return diagnose_from_index(c);
     } else {
       if (index_tree_) {
@@ -337,7 +347,7 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
   // True when the search can stop (first-fit found its node).
   auto consider = [&](NodeId node) {
     if (sampled != nullptr) {
-      const std::uint32_t sig = sampled->reject[node.value];
+      const std::uint32_t sig = index_->reject_of(*sampled, cluster, ctx, node.value);
       if (sig != 0) {
         note_signature(index_->signature(sig - 1), node, 1);
         return false;

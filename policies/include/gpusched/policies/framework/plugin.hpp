@@ -1,6 +1,8 @@
 #pragma once
 /// The hook interfaces. A plugin implements only the hooks it needs; the runner (Scheduler)
 /// holds every combination rule. Plugins never loop over the cluster themselves.
+#include <algorithm>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -113,6 +115,47 @@ class PreFilterPlugin : public virtual Plugin {
   virtual Status pre_filter(const ClusterState& cluster, TaskContext& ctx) = 0;
 };
 
+/// Lower bounds on a node's free capacity (NodeState) that a filter needs met before it can accept
+/// a task: necessary, never sufficient. FilterPlugin::capacity_need gives them; the node index
+/// (Scheduler::set_node_index) keeps every node's free capacity in one tree shared by all
+/// requests and never calls the filters on a node below the bounds (it is rejected anyway).
+struct CapacityNeed {
+  bool schedulable = false;          ///< NodeState::schedulable must be true
+  std::int64_t cpu_milli = 0;        ///< NodeState::cpu_free_milli
+  std::int64_t memory_mib = 0;       ///< NodeState::memory_free_mib
+  std::int64_t gpu_memory_mib = 0;   ///< NodeState::gpu_memory_free_max (one GPU)
+  std::int32_t whole_units = 0;      ///< NodeState::whole_units_free
+  std::int32_t gpu_milli = 0;        ///< NodeState::gpu_milli_free_max (one GPU)
+  std::int32_t tpu_chips = 0;        ///< NodeState::tpu_chips_free
+
+  /// The bounds of both (each the larger).
+  void merge(const CapacityNeed& o) {
+    schedulable = schedulable || o.schedulable;
+    cpu_milli = std::max(cpu_milli, o.cpu_milli);
+    memory_mib = std::max(memory_mib, o.memory_mib);
+    gpu_memory_mib = std::max(gpu_memory_mib, o.gpu_memory_mib);
+    whole_units = std::max(whole_units, o.whole_units);
+    gpu_milli = std::max(gpu_milli, o.gpu_milli);
+    tpu_chips = std::max(tpu_chips, o.tpu_chips);
+  }
+  /// A node's free capacity (or, in a tree, the largest of each over a set of nodes) as bounds.
+  [[nodiscard]] static CapacityNeed of(const NodeState& s) {
+    return {s.schedulable, s.cpu_free_milli, s.memory_free_mib, s.gpu_memory_free_max, s.whole_units_free,
+            s.gpu_milli_free_max, s.tpu_chips_free};
+  }
+  /// True when free capacity `have` (as of()) meets every bound.
+  [[nodiscard]] bool admits(const CapacityNeed& have) const {
+    return (!schedulable || have.schedulable) && have.cpu_milli >= cpu_milli && have.memory_mib >= memory_mib &&
+           have.gpu_memory_mib >= gpu_memory_mib && have.whole_units >= whole_units && have.gpu_milli >= gpu_milli &&
+           have.tpu_chips >= tpu_chips;
+  }
+  [[nodiscard]] bool admits(const NodeState& s) const {
+    return (!schedulable || s.schedulable) && s.cpu_free_milli >= cpu_milli && s.memory_free_mib >= memory_mib &&
+           s.gpu_memory_free_max >= gpu_memory_mib && s.whole_units_free >= whole_units &&
+           s.gpu_milli_free_max >= gpu_milli && s.tpu_chips_free >= tpu_chips;
+  }
+};
+
 /// Per node: can the task run there? All filters must say yes (AND).
 class FilterPlugin : public virtual Plugin {
  public:
@@ -130,6 +173,11 @@ class FilterPlugin : public virtual Plugin {
   /// remembered under one decision are never read under another. Default: nothing (the answers
   /// depend on the node and the job only).
   virtual void index_key(std::vector<std::uint64_t>& /*key*/) const {}
+  /// For a node-local filter: raises `need` to bounds every node it accepts for this task meets
+  /// (see CapacityNeed), after pre_filter ran. They must be implied by filter() returning
+  /// success: a bound that is too high changes decisions (the node-index property tests compare
+  /// against the plain scan). Default: none.
+  virtual void capacity_need(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/, CapacityNeed& /*need*/) const {}
 };
 
 /// Per task, over every candidate node at once: for plugins that pay a price per call (written

@@ -120,6 +120,8 @@ class Scheduler final : public SchedulingHook {
     std::uint64_t fallbacks = 0;      ///< calls it could not serve (a job with an app, a narrowed search, ...)
     std::uint64_t node_updates = 0;   ///< node answers recomputed
     std::uint64_t rebuilds = 0;       ///< whole classes recomputed (new, evicted or log overrun)
+    std::uint64_t pruned = 0;         ///< node answers settled by the filters' capacity bounds, no plugin called
+    std::uint64_t first_feasible = 0; ///< decisions answered by the capacity tree (first feasible node wins)
   };
   [[nodiscard]] IndexStats index_stats() const;
 

@@ -12,6 +12,9 @@ class NodeResourcesFit final : public PreFilterPlugin, public FilterPlugin {
   [[nodiscard]] bool node_local_answers() const override { return true; }
   Status pre_filter(const ClusterState& cluster, TaskContext& ctx) override;
   [[nodiscard]] Status filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const override;
+  /// The bounds fit_check tests first: schedulable, CPU, memory, TPU chips, free nvidia.com/gpu
+  /// units (whole requests), the best single GPU's free compute and memory (shared requests).
+  void capacity_need(const ClusterState& cluster, const TaskContext& ctx, CapacityNeed& need) const override;
   /// Every resource the node lacks, as kube-scheduler lists them ("Insufficient cpu",
   /// "Insufficient memory", "Insufficient <extended resource>", then the devices' reason).
   void reasons(const ClusterState& cluster, const TaskContext& ctx, NodeId node, const Status& first,
