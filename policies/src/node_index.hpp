@@ -68,6 +68,7 @@ struct NodeIndexClass {
   std::size_t deferred = 0;            ///< nodes whose reject is kDeferred
   std::size_t feasible_count = 0;
   std::vector<double> raw;          ///< [plugin x nodes + node]: raw score (feasible nodes only)
+  std::vector<std::uint32_t> active;   ///< per idle-normalised plugin: feasible nodes with an active raw score
   // Max tree over totals (tree mode): leaves at [leaves, 2 leaves), root at 1.
   std::size_t leaves = 0;
   std::vector<double> top;          ///< highest total in the subtree
@@ -178,7 +179,28 @@ class NodeIndex {
   NodeIndex(std::span<FilterPlugin* const> filters, std::span<const std::pair<ScorePlugin*, double>> scores, Mode mode,
             bool reasons)
       : filters_(filters.begin(), filters.end()), scores_(scores.begin(), scores.end()), mode_(mode),
-        tree_(mode != Mode::kLinear), reasons_(reasons) {}
+        tree_(mode != Mode::kLinear), reasons_(reasons) {
+    for (std::size_t k = 0; k < scores_.size(); ++k) {
+      const auto* p = scores_[k].first;
+      if (mode_ == Mode::kTotals && !p->normalize_is_identity()) {
+        GPUSCHED_ASSERT(p->normalize_when_idle().applies, "a totals tree needs every score's normalize known");
+        idle_.push_back({k, p->normalize_when_idle()});
+      }
+    }
+  }
+
+  /// Whether every score plugin of `mode` kTotals lets the tree answer (normalize is the identity,
+  /// or its idle behaviour is known: see idle()).
+  [[nodiscard]] static bool tree_serves(std::span<const std::pair<ScorePlugin*, double>> scores) {
+    return std::all_of(scores.begin(), scores.end(),
+                       [](const auto& s) { return s.first->normalize_is_identity() || s.first->normalize_when_idle().applies; });
+  }
+  /// Totals mode: the tree's totals are the scan's when no feasible node has an active score for
+  /// a plugin whose normalize is not the identity (the totals assume each acts as when idle).
+  /// Otherwise the caller normalises the cached raw scores as the scan would.
+  [[nodiscard]] static bool idle(const Class& c) {
+    return std::all_of(c.active.begin(), c.active.end(), [](std::uint32_t a) { return a == 0; });
+  }
 
   using Signature = NodeIndexSignature;
   [[nodiscard]] const Signature& signature(std::uint32_t id) const { return signatures_[id]; }
@@ -379,6 +401,7 @@ class NodeIndex {
     c.feasible.assign(n, 0);
     c.reject.assign(n, 0);
     c.deferred = 0;
+    c.active.assign(idle_.size(), 0);
     c.feasible_count = 0;
     c.raw.assign(n * scores_.size(), 0.0);
     if (tree_) {
@@ -460,6 +483,11 @@ class NodeIndex {
     for (const std::uint32_t u : nodes) {
       const NodeId node{u};
       if (c.reject[u] == kDeferred) --c.deferred;
+      if (c.feasible[u] != 0) {
+        for (std::size_t j = 0; j < idle_.size(); ++j) {
+          if (scores_[idle_[j].plugin].first->normalize_active(c.raw[idle_[j].plugin * n + u])) --c.active[j];
+        }
+      }
       if (!need_.admits(states[u])) {
         // Rejected by a filter's bounds: which filter, and why, is asked only if someone reads it.
         ++stats.pruned;
@@ -495,6 +523,11 @@ class NodeIndex {
       double* raw = c.raw.data() + k * n;
       for (std::size_t i = 0; i < fit_.size(); ++i) raw[fit_[i].value] = scratch_[i];
     }
+    for (std::size_t j = 0; j < idle_.size(); ++j) {
+      const auto* p = scores_[idle_[j].plugin].first;
+      const double* raw = c.raw.data() + idle_[j].plugin * n;
+      for (const NodeId node : fit_) c.active[j] += p->normalize_active(raw[node.value]) ? 1 : 0;
+    }
     if (!tree_) return;
     if (mode_ == Mode::kMinMax) {
       const double* raw = c.raw.data();
@@ -503,9 +536,15 @@ class NodeIndex {
     }
     for (const NodeId node : fit_) {
       double total = 0.0;
+      std::size_t j = 0;
       for (std::size_t k = 0; k < scores_.size(); ++k) {
-        const double s = c.raw[k * n + node.value];
-        GPUSCHED_ASSERT(s >= -1e-9 && s <= 100.0 + 1e-9, "score plugin returned a score outside [0, 100]");
+        double s = c.raw[k * n + node.value];
+        if (j < idle_.size() && idle_[j].plugin == k) {   // as normalize() leaves it when idle
+          if (!idle_[j].idle.identity) s = idle_[j].idle.value;
+          ++j;
+        } else {
+          GPUSCHED_ASSERT(s >= -1e-9 && s <= 100.0 + 1e-9, "score plugin returned a score outside [0, 100]");
+        }
         total += scores_[k].second * s;
       }
       set_leaf(c, node.value, total, bulk);
@@ -571,6 +610,11 @@ class NodeIndex {
   std::vector<double> scratch_;
   std::vector<std::size_t> touched_;   // tree nodes whose children changed (propagate())
   CapacityNeed need_;                  // the class being brought up to date: its filters' bounds
+  struct Idle {
+    std::size_t plugin;                // index into scores_
+    ScorePlugin::IdleNormalize idle;
+  };
+  std::vector<Idle> idle_;             // totals mode: the score plugins whose normalize is not the identity
   CapacityTree trees_[2];
 };
 

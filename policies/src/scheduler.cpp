@@ -163,7 +163,7 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
   // The node index serves profiles whose per-node filters and scores may be node-local; whether
   // they are for a given job is asked per task (index_usable).
   index_eligible_ = batch_filters_.empty() && !opaque_;
-  index_tree_ = std::all_of(scores_.begin(), scores_.end(), [](const auto& s) { return s.first->normalize_is_identity(); });
+  index_tree_ = NodeIndex::tree_serves(scores_);
   first_feasible_wins_ = batch_filters_.empty() && profile.tie_break == TieBreak::kNodeOrder &&
                          (scores_.empty() || (scores_.size() == 1 && scores_[0].first->orders_by_node_index()));
 }
@@ -328,17 +328,20 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
       index_->resolve_deferred(c, cluster, ctx);
       return diagnose_from_index(c);
     } else {
-      if (index_tree_) {
+      if (index_tree_ && NodeIndex::idle(c)) {
         std::uint32_t pick = 0;
         if (c.feasible_count > 1 && profile_.tie_break == TieBreak::kRandom) {
           pick = static_cast<std::uint32_t>(tie_rng_.below(c.ties[1]));
         }
+        ++index_->stats.tree;
         return finish(cluster, ctx, NodeId{NodeIndex::best(c, pick)}, out);
       }
       if (index_->mode() == NodeIndex::Mode::kMinMax) {
+        ++index_->stats.tree;
         return finish(cluster, ctx, NodeId{NodeIndex::best_min_max(c, scores_[0].second)}, out);
       }
       cached = &c;
+      ++index_->stats.normalized;
       for (std::uint32_t u = 0; u < n; ++u) {
         if (c.feasible[u] != 0) feasible_.push_back(NodeId{u});
       }

@@ -556,6 +556,38 @@ TEST_CASE("The node index decides exactly like scanning every node, for every pr
   }
 }
 
+TEST_CASE("PreferNoSchedule taints: kube-scheduler's normalised scores come from the totals tree while no feasible "
+          "node has an untolerated taint, from the cached raw scores otherwise, and decide exactly like the scan",
+          "[sim][property][node-index]") {
+  // TaintToleration's score is normalised by its maximum over the feasible nodes (reversed): with
+  // no PreferNoSchedule taint among them every node gets 100 and the tree's totals are exact
+  // (ScorePlugin::normalize_when_idle); with one, the index normalises its cached raw scores.
+  // A third of the nodes carry such a taint, so decisions switch between the two paths as nodes
+  // fill up and drain.
+  std::uint64_t tree = 0, normalized = 0;
+  for (std::uint64_t seed = 420; seed < 426; ++seed) {
+    Rng rng = RngStreams(seed).stream("test.cluster");
+    ResourceTable res;
+    auto nodes = random_nodes(rng, res);
+    for (std::size_t i = 0; i < nodes.size(); i += 3) nodes[i].taints.push_back({"tier", "spare", TaintEffect::kPreferNoSchedule});
+    const auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
+    const auto jobs = random_jobs(rng, cluster, res, 250);
+    EngineConfig cfg;
+    cfg.horizon = SimTime::from_seconds(40'000);
+    for (const char* profile : {"kube-default", "gpushare-binpack"}) {
+      INFO("seed " << seed << ", profile " << profile << ", " << nodes.size() << " nodes");
+      const auto indexed = logged_run(nodes, res, jobs, profile, seed, cfg, true);
+      const auto scanned = logged_run(nodes, res, jobs, profile, seed, cfg, false);
+      require_same_run(indexed, scanned);
+      normalized += indexed.stats.normalized;
+      tree += indexed.stats.tree;
+    }
+  }
+  INFO("tree answers " << tree << ", normalised answers " << normalized);
+  CHECK(tree > 0);
+  CHECK(normalized > 0);
+}
+
 TEST_CASE("Kueue with GPU-model flavors: the node index, keyed by the assigned flavors, decides exactly like the "
           "plain scan",
           "[sim][property][node-index][kueue]") {

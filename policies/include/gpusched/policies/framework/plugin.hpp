@@ -212,6 +212,19 @@ class ScorePlugin : public virtual Plugin {
   /// feasible nodes' lowest and highest): lets the node index find the top node with a min/max
   /// tree. Default false.
   [[nodiscard]] virtual bool normalize_is_min_max() const { return false; }
+  /// What normalize() does when no feasible node's raw score is active (normalize_active): for
+  /// Kubernetes' DefaultNormalizeScore, a maximum of 0 leaves every score as it is (identity) or,
+  /// reversed, sets every score to 100. Lets the node index keep a max tree while no feasible
+  /// node has an active score (no PreferNoSchedule taint, no preferred affinity term matched),
+  /// and normalise per decision only otherwise. Default: not known (applies = false).
+  struct IdleNormalize {
+    bool applies = false;
+    bool identity = false;   ///< scores stay as they are
+    double value = 0.0;      ///< else every score becomes this
+  };
+  [[nodiscard]] virtual IdleNormalize normalize_when_idle() const { return {}; }
+  /// Whether raw score `s` keeps normalize() from its idle behaviour (normalize_when_idle).
+  [[nodiscard]] virtual bool normalize_active(double /*s*/) const { return true; }
   /// True when the plugin prefers nodes purely by their order (first-fit): lets the runner
   /// stop at the first feasible node when it is the only score plugin.
   [[nodiscard]] virtual bool orders_by_node_index() const { return false; }

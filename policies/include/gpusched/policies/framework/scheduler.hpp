@@ -122,6 +122,8 @@ class Scheduler final : public SchedulingHook {
     std::uint64_t rebuilds = 0;       ///< whole classes recomputed (new, evicted or log overrun)
     std::uint64_t pruned = 0;         ///< node answers settled by the filters' capacity bounds, no plugin called
     std::uint64_t first_feasible = 0; ///< decisions answered by the capacity tree (first feasible node wins)
+    std::uint64_t tree = 0;           ///< decisions answered by a class's tree (top total or min-max)
+    std::uint64_t normalized = 0;     ///< decisions answered by normalising the cached raw scores of every feasible node
   };
   [[nodiscard]] IndexStats index_stats() const;
 

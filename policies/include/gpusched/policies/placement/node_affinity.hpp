@@ -30,6 +30,9 @@ class NodeAffinityPlugin final : public FilterPlugin, public ScorePlugin, public
   /// Sum of matching preferred weights (raw; see normalize()).
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
   void normalize(std::span<double> scores) const override;
+  /// DefaultNormalizeScore with every truncated raw score <= 0 (maximum 0): scores unchanged.
+  [[nodiscard]] IdleNormalize normalize_when_idle() const override { return {true, true, 0.0}; }
+  [[nodiscard]] bool normalize_active(double s) const override { return static_cast<std::int64_t>(s) > 0; }
   /// A new run: forgets the per-node answers.
   void attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) override;
 

@@ -22,6 +22,9 @@ class TaintTolerationPlugin final : public FilterPlugin, public ScorePlugin {
   /// Untolerated PreferNoSchedule taints on the node (raw; see normalize()).
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
   void normalize(std::span<double> scores) const override;
+  /// DefaultNormalizeScore (reversed) with every truncated raw score <= 0 (maximum 0): every score 100.
+  [[nodiscard]] IdleNormalize normalize_when_idle() const override { return {true, false, 100.0}; }
+  [[nodiscard]] bool normalize_active(double s) const override { return static_cast<std::int64_t>(s) > 0; }
 };
 
 }  // namespace gpusched::policies
