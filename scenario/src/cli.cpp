@@ -26,6 +26,9 @@
 #include <gpusched/policies/preemption/priority_preemption.hpp>
 #include <gpusched/scenario/experiment.hpp>
 #include <gpusched/scenario/scenario.hpp>
+#include <gpusched/scenario/serve.hpp>
+#include <cctype>
+#include <system_error>
 #include <gpusched/scenario/whatif.hpp>
 #include <gpusched/scenario/k8s_objects.hpp>
 #include <gpusched/traces/import.hpp>
@@ -466,6 +469,21 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
   whatif_cmd->add_flag("--explain", whatif_options.explain,
                        "with each pending pod, every node's filter verdict and score breakdown at its last try (implies --show-pods)");
 
+  ExtenderOptions serve_options;
+  ServeOptions serve_http_options;
+  std::string serve_listen = "127.0.0.1:8888";
+  auto* serve_cmd = app.add_subcommand(
+      "serve", "Run as a Kubernetes scheduler extender (HTTP: POST /filter, /prioritize, /bind, /pods/delete; "
+               "GET /healthz, /metrics, /pods) deciding with a profile on a kubectl snapshot (docs/extender.md)");
+  serve_cmd->add_option("--profile", serve_options.profile, "built-in profile name or profile JSON file (default kube-default)");
+  serve_cmd->add_option("--listen", serve_listen, "HOST:PORT to listen on (default 127.0.0.1:8888; port 0: any free port)");
+  serve_cmd->add_option("--nodes", serve_options.nodes, "kubectl get nodes -o json")->required();
+  serve_cmd->add_option("--pods", serve_options.pods, "kubectl get pods -A -o json (bound pods hold their devices)");
+  auto* serve_seed = serve_cmd->add_option("--seed", seed_text, "seed for profiles that draw (default 42)");
+  serve_cmd->add_option("--max-body-bytes", serve_http_options.max_body_bytes, "larger request bodies are answered 413 (default 16 MiB)");
+  serve_cmd->add_option("--read-timeout", serve_http_options.read_timeout_s, "seconds a request may take to arrive, else 408 (default 10)");
+  serve_cmd->add_option("--threads", serve_http_options.threads, "threads serving connections (default 4; decisions are serialised)");
+
   std::string trace_format, convert_in, convert_out;
   auto* validate_cmd = app.add_subcommand("validate", "Check a scenario, profile, trace or node list (any supported format)");
   validate_cmd->add_option("file", validate_path, "file to check")->required();
@@ -568,6 +586,32 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
       if (whatif_json_out) std::cout << whatif_json(rows).dump(2) << "\n";
       else std::cout << format_whatif(rows, whatif_show_pods || whatif_options.explain);
       return 0;
+    }
+    if (*serve_cmd) {
+      if (*serve_seed) serve_options.seed = parse_seed(seed_text, {"command line", 0, "--seed"});
+      const auto colon = serve_listen.rfind(':');
+      std::uint64_t port = 0;
+      bool ok = colon != std::string::npos && colon > 0 && colon + 1 < serve_listen.size();
+      for (std::size_t i = ok ? colon + 1 : serve_listen.size(); i < serve_listen.size(); ++i) {
+        ok = ok && std::isdigit(static_cast<unsigned char>(serve_listen[i])) != 0;
+        port = port * 10 + static_cast<std::uint64_t>(serve_listen[i] - '0');
+        ok = ok && port <= 65535;
+      }
+      if (!ok) throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--listen"}, "expected HOST:PORT (e.g. 127.0.0.1:8888), got \"" + serve_listen + "\"");
+      serve_http_options.address = serve_listen.substr(0, colon);
+      serve_http_options.port = static_cast<std::uint16_t>(port);
+      Extender extender(serve_options, registry);
+      serve_http_options.on_listening = [&](std::uint16_t p) {
+        std::cout << "gpusched serve: listening on " << serve_http_options.address << ":" << p << " (profile "
+                  << extender.profile_name() << ", " << extender.node_count() << " nodes, " << extender.pod_count()
+                  << " pods bound)" << std::endl;
+      };
+      try {
+        return serve_http(extender, serve_http_options);
+      } catch (const std::system_error& e) {
+        std::cerr << "gpusched: error: cannot listen on " << serve_listen << ": " << e.what() << "\n";
+        return 1;
+      }
     }
     if (*validate_cmd) return validate(validate_path, trace_format, registry);
     if (*convert_cmd) return convert(convert_in, convert_out, trace_format);

@@ -1,0 +1,179 @@
+// `gpusched serve`'s HTTP layer (see gpusched/scenario/serve.hpp).
+#include <gpusched/scenario/serve.hpp>
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+
+namespace gpusched::scenario {
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+struct Shared {
+  Extender& extender;
+  const ServeOptions& options;
+  std::atomic<std::size_t> open{0};
+};
+
+/// One connection: read a request, answer it, again while the client keeps it alive. Every
+/// handler of a session runs on the session's strand (the socket's executor).
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, Shared& shared) : socket_(std::move(socket)), timer_(socket_.get_executor()), shared_(shared) {
+    ++shared_.open;
+  }
+  ~Session() { --shared_.open; }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  [[nodiscard]] tcp::socket::executor_type executor() { return socket_.get_executor(); }
+  void start() { read(); }
+  /// Too many connections: answer 503 without reading and close.
+  void refuse_busy() { reply_error(http::status::service_unavailable, "too many open connections; try again", 11); }
+
+ private:
+  void read() {
+    parser_.emplace();
+    parser_->body_limit(shared_.options.max_body_bytes);
+    timed_out_ = false;
+    timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(shared_.options.read_timeout_s)));
+    timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;   // cancelled: the request arrived
+      self->timed_out_ = true;
+      beast::error_code ignored;
+      self->socket_.cancel(ignored);
+    });
+    http::async_read(socket_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+  }
+
+  void on_read(beast::error_code ec) {
+    timer_.cancel();
+    if (timed_out_) {
+      // A client that started a request and did not finish it in time hears why; an idle
+      // kept-alive connection is just closed.
+      if (parser_->got_some() || buffer_.size() > 0) return reply_error(http::status::request_timeout, "request not received in time", 11);
+      return close();
+    }
+    if (ec == http::error::end_of_stream || ec == asio::error::connection_reset || ec == asio::error::operation_aborted) return close();
+    if (ec == http::error::body_limit) {
+      return reply_error(http::status::payload_too_large,
+                         "request body over " + std::to_string(shared_.options.max_body_bytes) + " bytes (--max-body-bytes)", 11);
+    }
+    if (ec) return reply_error(http::status::bad_request, "malformed HTTP request: " + ec.message(), 11);
+    const auto& req = parser_->get();
+    const auto r = shared_.extender.handle(std::string_view(req.method_string().data(), req.method_string().size()),
+                                           std::string_view(req.target().data(), req.target().size()), req.body());
+    response_.emplace(static_cast<http::status>(r.status), req.version());
+    response_->set(http::field::server, "gpusched");
+    response_->set(http::field::content_type, r.content_type);
+    response_->keep_alive(req.keep_alive());
+    response_->body() = r.body;
+    response_->prepare_payload();
+    write(req.keep_alive());
+  }
+
+  void reply_error(http::status status, const std::string& message, unsigned version) {
+    shared_.extender.record("http", static_cast<int>(status), 0.0);
+    response_.emplace(status, version);
+    response_->set(http::field::server, "gpusched");
+    response_->set(http::field::content_type, "application/json");
+    response_->keep_alive(false);
+    response_->body() = nlohmann::json{{"Error", message}}.dump();
+    response_->prepare_payload();
+    write(false);
+  }
+
+  void write(bool keep_alive) {
+    http::async_write(socket_, *response_, [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
+      if (ec || !keep_alive) return self->close();
+      self->read();
+    });
+  }
+
+  void close() {
+    beast::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    socket_.close(ignored);
+  }
+
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  Shared& shared_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::string_body>> response_;
+  bool timed_out_ = false;
+};
+
+void accept(tcp::acceptor& acceptor, asio::io_context& ioc, Shared& shared) {
+  acceptor.async_accept(asio::make_strand(ioc), [&acceptor, &ioc, &shared](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;   // shutting down
+    if (!ec) {
+      auto session = std::make_shared<Session>(std::move(socket), shared);
+      const bool busy = shared.open > shared.options.max_connections;
+      asio::dispatch(session->executor(), [session, busy] {
+        if (busy) session->refuse_busy();
+        else session->start();
+      });
+    }
+    accept(acceptor, ioc, shared);
+  });
+}
+
+}  // namespace
+
+int serve_http(Extender& extender, const ServeOptions& options) {
+  asio::io_context ioc(static_cast<int>(std::max(1U, options.threads)));
+  const tcp::endpoint endpoint(asio::ip::make_address(options.address), options.port);
+  tcp::acceptor acceptor(ioc);
+  acceptor.open(endpoint.protocol());
+  acceptor.set_option(asio::socket_base::reuse_address(true));
+  acceptor.bind(endpoint);
+  acceptor.listen(asio::socket_base::max_listen_connections);
+  Shared shared{extender, options};
+  accept(acceptor, ioc, shared);
+  asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  signals.async_wait([&](beast::error_code, int) {
+    beast::error_code ignored;
+    acceptor.close(ignored);
+    ioc.stop();
+  });
+  // Python's `gpusched` blocks SIGINT and SIGTERM while the command line runs, for the command
+  // to unblock once its handlers are in place (as `run` does): the signal set's are now. The
+  // threads started below inherit the mask; the caller's is put back on return.
+  sigset_t set, old;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  const bool restore = pthread_sigmask(SIG_UNBLOCK, &set, &old) == 0;
+  if (options.on_listening) options.on_listening(acceptor.local_endpoint().port());
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < std::max(1U, options.threads); ++i) pool.emplace_back([&ioc] { ioc.run(); });
+  ioc.run();
+  for (auto& t : pool) t.join();
+  if (restore) pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return 0;
+}
+
+}  // namespace gpusched::scenario

@@ -1,0 +1,335 @@
+// The scheduler extender's protocol (scenario/extender.hpp, `gpusched serve`) without the
+// network: request bodies shaped as k8s.io/kube-scheduler/extender/v1's types marshal them
+// (ExtenderArgs, ExtenderFilterResult, HostPriorityList, ExtenderBindingArgs), on the snapshot in
+// tests/data/kubernetes. The HTTP layer itself is tested from Python (tests/python/test_serve.py).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <gpusched/scenario/extender.hpp>
+#include <gpusched/scenario/scenario.hpp>
+#include <gpusched/scenario/whatif.hpp>
+#include <gpusched/sim/outputs.hpp>
+
+#include "support/support.hpp"
+
+using namespace gpusched;
+using namespace gpusched::scenario;
+using nlohmann::json;
+namespace t = gpusched::test;
+
+namespace {
+
+std::filesystem::path snapshot(const char* file) { return t::source_dir() / "tests" / "data" / "kubernetes" / file; }
+
+Extender make(const std::string& profile, bool with_pods = true) {
+  ExtenderOptions o;
+  o.profile = profile;
+  o.nodes = snapshot("nodes.json");
+  if (with_pods) o.pods = snapshot("pods.json");
+  return Extender(o);
+}
+
+json pods_doc() { return json::parse(t::read_file(snapshot("pods.json"))); }
+
+/// The snapshot's pod `name` as kube-scheduler sends it.
+json pod(const std::string& name) {
+  const json doc = pods_doc();
+  for (auto p : doc["items"]) {
+    if (p["metadata"]["name"] == name) {
+      // As kube-scheduler sends it: from its informer cache, without status or TypeMeta.
+      p.erase("status");
+      p.erase("kind");
+      p.erase("apiVersion");
+      return p;
+    }
+  }
+  FAIL("no pod " << name << " in pods.json");
+  return {};
+}
+
+const std::vector<std::string> kNodes = {"gpu-a100-0", "gpu-t4-0", "cpu-0", "mig-a100-0"};
+
+json post(Extender& e, const char* path, const json& body, int status = 200) {
+  const auto r = e.handle("POST", path, body.dump());
+  INFO(path << " -> " << r.status << " " << r.body);
+  REQUIRE(r.status == status);
+  return json::parse(r.body);
+}
+
+/// The snapshot through `gpusched run`'s path: pending pods' nodes by pod name ("" = pending).
+std::map<std::string, std::string> run_nodes(const std::string& profile) {
+  const json doc = {{"schema_version", 1},
+                    {"name", "snap"},
+                    {"seed", 42},
+                    {"cluster", {{"import", {{{"path", snapshot("nodes.json").string()}, {"format", "kubectl-nodes"}}}}}},
+                    {"workload", {{"trace", {{"path", snapshot("pods.json").string()}, {"format", "kubectl-pods"}}}}},
+                    {"profile", profile}};
+  Scenario sc = parse_scenario(doc, "snap.json", ".");
+  sc.keep_unplaceable = true;
+  for (auto& j : sc.jobs) j.duration = SimTime::forever();
+  std::map<std::string, std::string> out;
+  for (const auto& r : run(sc).jobs()) out[r.job] = r.placement.substr(0, r.placement.find('['));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Extender: each pending pod through filter, prioritize and bind lands where gpusched run puts it",
+          "[scenario][extender]") {
+  // kube-scheduler's cycle for one pod: filter on every node, prioritize the survivors, bind to
+  // the best. With the extender's scores deciding (a large extender weight), each pod goes
+  // where the profile puts it in a `gpusched run` of the same snapshot, oldest pod first.
+  for (const char* profile : {"binpack", "fgd", "kube-default", "first-fit"}) {
+    INFO("profile " << profile);
+    auto e = make(profile);
+    const auto expected = run_nodes(profile);
+    CHECK(e.pod_count() == 4);   // the snapshot's running pods (the Succeeded one is skipped)
+    // Oldest first, as the importer and kube-scheduler's queue order them (creationTimestamp).
+    for (const char* name : {"notebook-ana", "etl-nightly-28573440-abcde", "finetune-7b"}) {
+      INFO("pod " << name);
+      const json p = pod(name);
+      const std::string key = p["metadata"]["namespace"].get<std::string>() + "/" + name;
+      const auto filtered = post(e, "/filter", {{"Pod", p}, {"NodeNames", kNodes}});
+      CHECK(filtered["Error"] == "");
+      CHECK(filtered["Nodes"].is_null());
+      // Every candidate is either kept or failed, once.
+      std::vector<std::string> seen = filtered["NodeNames"].get<std::vector<std::string>>();
+      for (const auto& [node, why] : filtered["FailedNodes"].items()) {
+        CHECK_FALSE(why.get<std::string>().empty());
+        seen.push_back(node);
+      }
+      for (const auto& [node, why] : filtered["FailedAndUnresolvableNodes"].items()) seen.push_back(node);
+      std::sort(seen.begin(), seen.end());
+      auto all = kNodes;
+      std::sort(all.begin(), all.end());
+      CHECK(seen == all);
+      const auto want = expected.at(key);
+      if (want.empty()) {
+        CHECK(filtered["NodeNames"].empty());
+        continue;
+      }
+      const auto scores = post(e, "/prioritize", {{"Pod", p}, {"NodeNames", filtered["NodeNames"]}});
+      REQUIRE(scores.is_array());
+      REQUIRE(scores.size() == filtered["NodeNames"].size());
+      std::string best;
+      std::int64_t top = -1;
+      for (const auto& h : scores) {
+        CHECK(h["Score"].get<std::int64_t>() >= 0);
+        CHECK(h["Score"].get<std::int64_t>() <= 10);
+        if (h["Score"].get<std::int64_t>() > top) {
+          top = h["Score"].get<std::int64_t>();
+          best = h["Host"].get<std::string>();
+        }
+      }
+      CHECK(top == 10);
+      CHECK(best == want);
+      const auto bound = post(e, "/bind", {{"PodName", name}, {"PodNamespace", p["metadata"]["namespace"]}, {"PodUID", "u"}, {"Node", best}});
+      CHECK(bound == json{{"Error", ""}});
+    }
+    // The pods the extender holds now: the snapshot's and the ones it bound, on those nodes.
+    const auto held = json::parse(e.handle("GET", "/pods", "").body);
+    std::map<std::string, std::string> where;
+    for (const auto& h : held) where[h["pod"]] = h["node"];
+    for (const auto& [key, node] : expected) {
+      if (!node.empty()) CHECK(where[key] == node);
+    }
+  }
+}
+
+TEST_CASE("Extender filter: Node objects come back whole; unknown and cordoned nodes are unresolvable", "[scenario][extender]") {
+  auto e = make("kube-default");
+  json list = {{"apiVersion", "v1"}, {"kind", "NodeList"}, {"items", json::array()}};
+  const json nodes = json::parse(t::read_file(snapshot("nodes.json")));
+  for (const auto& n : nodes["items"]) list["items"].push_back(n);
+  list["items"].push_back({{"metadata", {{"name", "gpu-new-7"}}}});
+  const auto r = post(e, "/filter", {{"Pod", pod("etl-nightly-28573440-abcde")}, {"Nodes", list}});
+  CHECK(r["NodeNames"].is_null());
+  REQUIRE(r["Nodes"]["items"].is_array());
+  CHECK(r["Nodes"]["kind"] == "NodeList");
+  for (const auto& n : r["Nodes"]["items"]) CHECK(n.contains("status"));   // the object as sent
+  CHECK(r["FailedAndUnresolvableNodes"]["gpu-new-7"] == "node unknown to gpusched (not in its snapshot)");
+  // cpu-0 is cordoned: NodeUnschedulable is UnschedulableAndUnresolvable in kube-scheduler.
+  CHECK(r["FailedAndUnresolvableNodes"].contains("cpu-0"));
+  // gpu-a100-0's NoSchedule taint is not tolerated by the ETL pod.
+  CHECK_THAT(r["FailedAndUnresolvableNodes"].value("gpu-a100-0", std::string()), Catch::Contains("untolerated taint"));
+}
+
+TEST_CASE("Extender: bad requests get 400/404/405 with a JSON error and the CLI's error ids; the extender keeps serving",
+          "[scenario][extender]") {
+  auto e = make("binpack");
+  auto check = [&](std::string_view method, std::string_view path, std::string_view body, int status, const char* id, const char* says) {
+    const auto r = e.handle(method, path, body);
+    INFO(method << " " << path << " " << body << " -> " << r.body);
+    CHECK(r.status == status);
+    const auto j = json::parse(r.body);
+    CHECK_THAT(j["Error"].get<std::string>(), Catch::Contains(says));
+    if (id != nullptr) CHECK(j["error_id"] == id);
+    else CHECK_FALSE(j.contains("error_id"));
+  };
+  check("POST", "/filter", "{\"Pod\": ", 400, "gpusched.trace_error.102", "request body");
+  check("POST", "/filter", "[1, 2]", 400, "gpusched.trace_error.102", "expected a JSON object");
+  check("POST", "/filter", json{{"Pod", pod("finetune-7b")}}.dump(), 400, "gpusched.trace_error.102", "NodeNames");
+  check("POST", "/filter", json{{"Pod", pod("finetune-7b")}, {"NodeNames", 5}}.dump(), 400, "gpusched.trace_error.102", "'NodeNames' must be an array");
+  check("POST", "/filter", json{{"NodeNames", kNodes}}.dump(), 400, "gpusched.trace_error.102", "field 'Pod' is missing");
+  auto bad_cpu = pod("finetune-7b");
+  bad_cpu["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "12x";
+  check("POST", "/prioritize", json{{"Pod", bad_cpu}, {"NodeNames", kNodes}}.dump(), 400, "gpusched.trace_error.102", "is not a CPU quantity");
+  auto negative = pod("finetune-7b");
+  negative["spec"]["containers"][0]["resources"]["requests"]["memory"] = "-2Gi";
+  check("POST", "/filter", json{{"Pod", negative}, {"NodeNames", kNodes}}.dump(), 400, "gpusched.trace_error.104", "memory");
+  check("POST", "/bind", json{{"PodName", 7}, {"Node", "gpu-t4-0"}}.dump(), 400, "gpusched.trace_error.102", "'PodName' must be a string");
+  check("GET", "/nope", "", 404, nullptr, "no such path");
+  check("GET", "/filter", "", 405, nullptr, "takes POST");
+  check("POST", "/healthz", "", 405, nullptr, "takes GET");
+  // Binding errors are answered in ExtenderBindingResult.Error (HTTP 200), as kube-scheduler reads them.
+  CHECK_THAT(post(e, "/bind", {{"PodName", "ghost"}, {"PodNamespace", "ml"}, {"Node", "gpu-t4-0"}})["Error"].get<std::string>(),
+             Catch::Contains("unknown to gpusched"));
+  CHECK_THAT(post(e, "/bind", {{"PodName", "finetune-7b"}, {"PodNamespace", "ml"}, {"Node", "gpu-x"}})["Error"].get<std::string>(),
+             Catch::Contains("node gpu-x is unknown"));
+  CHECK_THAT(post(e, "/bind", {{"PodName", "finetune-7b"}, {"PodNamespace", "ml"}, {"Node", "gpu-t4-0"}})["Error"].get<std::string>(),
+             Catch::Contains("does not fit node gpu-t4-0"));
+  // Still serving, and every refusal counted.
+  CHECK(e.handle("GET", "/healthz", "").body == "ok");
+  const auto m = e.handle("GET", "/metrics", "").body;
+  CHECK_THAT(m, Catch::Contains("gpusched_extender_requests_total{verb=\"filter\",code=\"400\"} 6"));
+  CHECK_THAT(m, Catch::Contains("gpusched_extender_bind_errors_total 3"));
+}
+
+TEST_CASE("Extender: a pod that asks for a resource no node has fails every node with kube-scheduler's wording",
+          "[scenario][extender]") {
+  auto e = make("kube-default");
+  auto p = pod("etl-nightly-28573440-abcde");
+  p["spec"]["containers"][0]["resources"]["requests"]["example.com/fpga"] = "1";
+  const auto r = post(e, "/filter", {{"Pod", p}, {"NodeNames", kNodes}});
+  CHECK(r["NodeNames"].empty());
+  for (const auto& n : kNodes) CHECK(r["FailedAndUnresolvableNodes"][n] == "Insufficient example.com/fpga");
+}
+
+TEST_CASE("Extender: /pods/delete frees a pod's devices for the next one; metrics count decisions and bindings",
+          "[scenario][extender]") {
+  auto e = make("binpack", false);   // no pods: an empty cluster
+  CHECK(e.pod_count() == 0);
+  // Fill the T4 node's one GPU, free it, fill it again.
+  auto p = pod("ranker-5f7c9d8b6-qz4lm");
+  p["spec"].erase("nodeName");
+  const std::vector<std::string> t4 = {"gpu-t4-0"};
+  CHECK(post(e, "/filter", {{"Pod", p}, {"NodeNames", t4}})["NodeNames"] == json(t4));
+  CHECK(post(e, "/bind", {{"PodName", "ranker-5f7c9d8b6-qz4lm"}, {"PodNamespace", "ml"}, {"Node", "gpu-t4-0"}})["Error"] == "");
+  CHECK(e.pod_count() == 1);
+  auto q = p;
+  q["metadata"]["name"] = "ranker-2";
+  const auto full = post(e, "/filter", {{"Pod", q}, {"NodeNames", t4}});
+  CHECK(full["NodeNames"].empty());
+  CHECK_THAT(full["FailedNodes"]["gpu-t4-0"].get<std::string>(), Catch::Contains("nvidia.com/gpu"));
+  CHECK(post(e, "/pods/delete", {{"PodName", "ranker-5f7c9d8b6-qz4lm"}, {"PodNamespace", "ml"}})["Error"] == "");
+  CHECK(e.pod_count() == 0);
+  CHECK(post(e, "/filter", {{"Pod", q}, {"NodeNames", t4}})["NodeNames"] == json(t4));
+  CHECK(post(e, "/bind", {{"PodName", "ranker-2"}, {"PodNamespace", "ml"}, {"Node", "gpu-t4-0"}})["Error"] == "");
+  CHECK_THAT(post(e, "/pods/delete", {{"PodName", "nobody"}, {"PodNamespace", "ml"}})["Error"].get<std::string>(),
+             Catch::Contains("holds no devices"));
+  const auto m = e.handle("GET", "/metrics", "").body;
+  CHECK_THAT(m, Catch::Contains("gpusched_extender_bindings_total 2"));
+  CHECK_THAT(m, Catch::Contains("gpusched_extender_deletions_total 1"));
+  CHECK_THAT(m, Catch::Contains("gpusched_extender_pods 1"));
+  CHECK_THAT(m, Catch::Contains("gpusched_extender_request_duration_seconds_count{verb=\"filter\"} 3"));
+  CHECK_THAT(m, Catch::Contains("gpusched_extender_request_duration_seconds_bucket{verb=\"bind\",le=\"+Inf\"} 2"));
+}
+
+TEST_CASE("Extender: parallel requests are answered and never over-commit a node", "[scenario][extender]") {
+  // Eight threads each try to bind their own one-GPU pod to the T4 node (one GPU): exactly one
+  // binding succeeds, whatever the interleaving.
+  auto e = make("binpack", false);
+  auto base = pod("ranker-5f7c9d8b6-qz4lm");
+  base["spec"].erase("nodeName");
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(8);
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      auto p = base;
+      p["metadata"]["name"] = "r" + std::to_string(i);
+      e.handle("POST", "/filter", json{{"Pod", p}, {"NodeNames", kNodes}}.dump());
+      const auto r = e.handle("POST", "/bind", json{{"PodName", "r" + std::to_string(i)}, {"PodNamespace", "ml"}, {"Node", "gpu-t4-0"}}.dump());
+      errors[static_cast<std::size_t>(i)] = json::parse(r.body)["Error"].get<std::string>();
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(std::count(errors.begin(), errors.end(), "") == 1);
+  CHECK(e.pod_count() == 1);
+}
+
+TEST_CASE("Extender: a bad snapshot or profile is refused at start with the CLI's errors", "[scenario][extender]") {
+  ExtenderOptions o;
+  o.nodes = snapshot("bad-gpu-product.json");
+  CHECK_THROWS_WITH(Extender(o), Catch::Contains("gpusched.trace_error.105"));
+  o.nodes = snapshot("nodes.json");
+  o.profile = "no-such-profile";
+  CHECK_THROWS_WITH(Extender(o), Catch::Contains("gpusched.profile_error.306"));
+}
+
+TEST_CASE("Extender prioritize: among several feasible nodes the profile's choice gets 10 (binpack fills, spread spreads)",
+          "[scenario][extender]") {
+  // Three untainted copies of the snapshot's A100 node; the middle one already runs a 4-GPU pod.
+  // A new one-GPU pod: binpack (least free GPU memory) picks the busy node, spread (least
+  // allocated) the first empty one; `gpusched whatif`'s run of the same snapshot agrees.
+  t::TempDir dir;
+  const json src = json::parse(t::read_file(snapshot("nodes.json")));
+  json base;
+  for (const auto& n : src["items"]) {
+    if (n["metadata"]["name"] == "gpu-a100-0") base = n;
+  }
+  base["spec"].erase("taints");
+  json nodes = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
+  for (const char* name : {"a100-a", "a100-b", "a100-c"}) {
+    json n = base;
+    n["metadata"]["name"] = name;
+    n["metadata"]["labels"]["kubernetes.io/hostname"] = name;
+    nodes["items"].push_back(n);
+  }
+  json busy = pod("train-llama-0");
+  busy["kind"] = "Pod";
+  busy["spec"]["nodeName"] = "a100-b";
+  busy["status"] = {{"phase", "Running"}};
+  json newcomer = pod("ranker-5f7c9d8b6-qz4lm");
+  newcomer["metadata"]["name"] = "one-gpu";
+  newcomer["metadata"]["creationTimestamp"] = "2024-06-01T00:00:00Z";
+  newcomer["spec"].erase("nodeName");
+  json pending = newcomer;
+  pending["kind"] = "Pod";
+  pending["status"] = {{"phase", "Pending"}};
+  const json pods = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", {busy, pending}}};
+  const auto nodes_path = dir.path() / "nodes.json", pods_path = dir.path() / "pods.json";
+  std::ofstream(nodes_path) << nodes.dump();
+  std::ofstream(pods_path) << pods.dump();
+  const std::vector<std::string> names = {"a100-a", "a100-b", "a100-c"};
+  for (const auto& [profile, want] : std::vector<std::pair<std::string, std::string>>{{"binpack", "a100-b"}, {"spread", "a100-a"}}) {
+    INFO(profile);
+    WhatIfOptions w;
+    w.nodes = nodes_path;
+    w.pods = pods_path;
+    w.profiles = {profile};
+    const auto rows = whatif(w);
+    REQUIRE(rows.size() == 1);
+    REQUIRE(rows[0].pods.size() == 1);
+    CHECK(rows[0].pods[0].node == want);
+    ExtenderOptions o;
+    o.profile = profile;
+    o.nodes = nodes_path;
+    o.pods = pods_path;
+    Extender e(o);
+    CHECK(post(e, "/filter", {{"Pod", newcomer}, {"NodeNames", names}})["NodeNames"] == json(names));
+    const auto scores = post(e, "/prioritize", {{"Pod", newcomer}, {"NodeNames", names}});
+    for (const auto& h : scores) {
+      INFO(h.dump());
+      if (h["Host"] == want) CHECK(h["Score"] == 10);
+      else CHECK(h["Score"].get<int>() < 10);
+    }
+  }
+}
