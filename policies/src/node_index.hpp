@@ -142,16 +142,8 @@ class CapacityTree {
   }
 
   void pull(std::size_t at) {
-    const auto& l = tree_[2 * at];
-    const auto& r = tree_[2 * at + 1];
-    auto& t = tree_[at];
-    t.schedulable = l.schedulable || r.schedulable;
-    t.cpu_milli = std::max(l.cpu_milli, r.cpu_milli);
-    t.memory_mib = std::max(l.memory_mib, r.memory_mib);
-    t.gpu_memory_mib = std::max(l.gpu_memory_mib, r.gpu_memory_mib);
-    t.whole_units = std::max(l.whole_units, r.whole_units);
-    t.gpu_milli = std::max(l.gpu_milli, r.gpu_milli);
-    t.tpu_chips = std::max(l.tpu_chips, r.tpu_chips);
+    tree_[at] = tree_[2 * at];
+    tree_[at].merge(tree_[2 * at + 1]);   // the larger of each bound: the subtree's best capacity
   }
 
   std::uint64_t instance_ = 0;

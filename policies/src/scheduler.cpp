@@ -325,6 +325,7 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
       sampled = &c;
       cached = &c;
     } else if (c.feasible_count == 0) {
+      if (!diagnose_) return Status::unschedulable("scheduler", "no feasible node");   // nobody reads why
       index_->resolve_deferred(c, cluster, ctx);
       return diagnose_from_index(c);
     } else {
@@ -593,18 +594,32 @@ Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, 
   // Post-filters (preemption, reclaim) may make room by evicting running jobs. Kubernetes does
   // not preempt for a pod no node could ever take (UnschedulableAndUnresolvable).
   if (post_filters_.empty() || last_status_.code == StatusCode::kUnschedulableAndUnresolvable) return failed();
+  const bool may_help =
+      std::any_of(post_filters_.begin(), post_filters_.end(), [&](const PostFilterPlugin* pf) { return pf->may_help(job); });
   if (!only.empty()) {
     // The caller narrowed the search; never evict for a job that fits elsewhere as things are.
+    // When no post-filter could help, this search only looks for such a place: if there is none,
+    // the narrowed attempt's diagnosis stands (the engine keeps a narrowed job's last full reason
+    // anyway), and the node index skips counting every node's rejection (diagnose_).
+    const auto narrowed = may_help ? DiagnosisState{} : diagnosis_state();
     Statement st(cluster);
-    if (place_job(cluster, job, id, st, out, {}).ok() && bind_all(st).ok()) {
+    diagnose_ = may_help;
+    bool placed = false;
+    try {
+      placed = place_job(cluster, job, id, st, out, {}).ok() && bind_all(st).ok();
+    } catch (...) {
+      diagnose_ = true;
+      throw;
+    }
+    diagnose_ = true;
+    if (placed) {
       last_status_ = Status::success();
       return last_status_;
     }
     out.clear();
+    if (!may_help) restore(narrowed);
   }
-  if (std::none_of(post_filters_.begin(), post_filters_.end(), [&](const PostFilterPlugin* pf) { return pf->may_help(job); })) {
-    return failed();
-  }
+  if (!may_help) return failed();
   const auto saved = diagnosis_state();
   std::vector<TaskPlacement> probe_out;
   const FitsFn fits = [&](std::span<const NodeId> nodes) {

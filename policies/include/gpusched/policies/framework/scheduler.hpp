@@ -245,6 +245,7 @@ class Scheduler final : public SchedulingHook {
   const ClusterState* pools_for_ = nullptr;
   std::size_t pools_nodes_ = 0;
   bool use_index_ = true;
+  bool diagnose_ = true;          // false: a failed search need not say why (schedule()'s unnarrowed look)
   bool index_eligible_ = false;   // no batch filter, no opaque plugin (node-locality is asked per job)
   bool index_tree_ = false;       // every score plugin's normalize is the identity: a max tree
   [[nodiscard]] bool index_usable(const JobSpec& job) const;
