@@ -28,6 +28,7 @@
 #include <gpusched/scenario/scenario.hpp>
 #include <gpusched/scenario/serve.hpp>
 #include <cctype>
+#include <mutex>
 #include <system_error>
 #include <gpusched/scenario/whatif.hpp>
 #include <gpusched/scenario/k8s_objects.hpp>
@@ -483,6 +484,8 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
   serve_cmd->add_option("--max-body-bytes", serve_http_options.max_body_bytes, "larger request bodies are answered 413 (default 16 MiB)");
   serve_cmd->add_option("--read-timeout", serve_http_options.read_timeout_s, "seconds a request may take to arrive, else 408 (default 10)");
   serve_cmd->add_option("--threads", serve_http_options.threads, "threads serving connections (default 4; decisions are serialised)");
+  serve_cmd->add_flag("--shadow", serve_options.shadow,
+                      "compare each bind with the profile's own choice: one JSON line per bind on stdout, the summary at GET /shadow");
 
   std::string trace_format, convert_in, convert_out;
   auto* validate_cmd = app.add_subcommand("validate", "Check a scenario, profile, trace or node list (any supported format)");
@@ -600,6 +603,13 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
       if (!ok) throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--listen"}, "expected HOST:PORT (e.g. 127.0.0.1:8888), got \"" + serve_listen + "\"");
       serve_http_options.address = serve_listen.substr(0, colon);
       serve_http_options.port = static_cast<std::uint16_t>(port);
+      std::mutex log_mu;
+      if (serve_options.shadow) {
+        serve_options.log = [&log_mu](const std::string& line) {
+          const std::lock_guard lock(log_mu);
+          std::cout << line << std::endl;
+        };
+      }
       Extender extender(serve_options, registry);
       serve_http_options.on_listening = [&](std::uint16_t p) {
         std::cout << "gpusched serve: listening on " << serve_http_options.address << ":" << p << " (profile "

@@ -14,6 +14,7 @@
 
 #include <gpusched/error.hpp>
 #include <gpusched/json_input.hpp>
+#include <gpusched/policies/fgd/fragmentation.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
 #include <gpusched/scenario/scenario.hpp>
 #include <gpusched/sim/outputs.hpp>
@@ -89,6 +90,17 @@ struct Extender::Impl {
   std::size_t attached = 0;                       // jobs.size() when the scheduler was last attached
   std::size_t holding = 0;                        // pods bound now
 
+  // Shadow mode (ExtenderOptions::shadow).
+  bool shadow = false;
+  std::function<void(const std::string&)> log;
+  std::unique_ptr<ClusterState> counterfactual;            // every pod where the profile put it
+  std::vector<std::vector<TaskPlacement>> shadow_placed;   // per pod, on `counterfactual`
+  std::vector<policies::fgd::PodType> types;               // the snapshot's typical pod types
+  struct Compared {
+    std::string pod, kube_node, gpusched_node;
+  };
+  std::vector<Compared> compared;
+
   struct Verb {
     std::map<int, std::uint64_t> by_status;
     std::array<std::uint64_t, kBuckets.size() + 1> hist{};
@@ -139,6 +151,7 @@ struct Extender::Impl {
     by_pod[job.name] = id;
     jobs.push_back(std::move(job));
     placed.emplace_back();
+    shadow_placed.emplace_back();
     return id;
   }
 
@@ -331,12 +344,54 @@ struct Extender::Impl {
       return fail("pod " + key + " does not fit node " + node_name + ": " +
                   (!d.missing.empty() ? d.missing : d.status.ok() ? std::string("placed elsewhere") : sched->last_diagnosis()));
     }
+    std::string ours;   // shadow: where the profile would have put it, on the same cluster
+    if (shadow) {
+      std::vector<NodeId> all(cluster->node_count());
+      for (std::uint32_t n = 0; n < all.size(); ++n) all[n] = NodeId{n};
+      const Decision mine = decide(id, all);
+      if (mine.chosen) ours = cluster->spec(*mine.chosen).name;
+    }
     for (const auto& p : d.placements) cluster->allocate(jobs[id].request, p);
     placed[id] = d.placements;
     sched->job_started(jobs[id], JobId{id}, placed[id]);
     ++holding;
     ++bindings;
+    if (shadow) {
+      // The counterfactual cluster: the pod where the profile puts it there (a second scheduler
+      // would keep its own plugin state; the profile's answers here are node-local or drawn).
+      std::vector<TaskPlacement> there;
+      if (sched->what_if(*counterfactual, jobs[id], JobId{id}, there).ok()) shadow_placed[id] = std::move(there);
+      compared.push_back({key, node_name, ours});
+      if (log) {
+        log(nlohmann::json{{"pod", key}, {"kube_node", node_name}, {"gpusched_node", ours}, {"agree", ours == node_name}}.dump());
+      }
+    }
     return json_response(200, {{"Error", ""}});
+  }
+
+  static double gpu_alloc_pct(const ClusterState& c) {
+    const auto& t = c.totals();
+    return t.gpu_milli > 0 ? 100.0 * static_cast<double>(t.gpu_used_milli) / static_cast<double>(t.gpu_milli) : 0.0;
+  }
+  static double frag_pct(const ClusterState& c, std::span<const policies::fgd::PodType> types) {
+    const auto f = policies::fgd::cluster_fragmentation(c, types);
+    return f.capacity_milli > 0 ? 100.0 * f.fragment_milli / static_cast<double>(f.capacity_milli) : 0.0;
+  }
+
+  ExtenderResponse shadow_summary() const {
+    if (!shadow) refuse(404, "not in shadow mode (gpusched serve --shadow)", "");
+    std::size_t agree = 0;
+    nlohmann::json pods = nlohmann::json::array();
+    for (const auto& c : compared) {
+      agree += c.kube_node == c.gpusched_node ? 1 : 0;
+      pods.push_back({{"pod", c.pod}, {"kube_node", c.kube_node}, {"gpusched_node", c.gpusched_node}, {"agree", c.kube_node == c.gpusched_node}});
+    }
+    return json_response(200, {{"binds", compared.size()},
+                               {"agree", agree},
+                               {"agreement_pct", compared.empty() ? 0.0 : 100.0 * static_cast<double>(agree) / static_cast<double>(compared.size())},
+                               {"kube", {{"gpu_alloc_pct", gpu_alloc_pct(*cluster)}, {"frag_pct", frag_pct(*cluster, types)}}},
+                               {"gpusched", {{"gpu_alloc_pct", gpu_alloc_pct(*counterfactual)}, {"frag_pct", frag_pct(*counterfactual, types)}}},
+                               {"pods", pods}});
   }
 
   ExtenderResponse remove(const nlohmann::json& args) {
@@ -350,6 +405,8 @@ struct Extender::Impl {
     for (const auto& p : placed[id]) cluster->release(jobs[id].request, p);
     sched->job_stopped(jobs[id], JobId{id}, placed[id]);
     placed[id].clear();
+    for (const auto& p : shadow_placed[id]) counterfactual->release(jobs[id].request, p);
+    shadow_placed[id].clear();
     by_pod.erase(it);
     --holding;
     ++deletions;
@@ -429,6 +486,8 @@ Extender::Extender(const ExtenderOptions& o, const policies::Registry& registry)
   auto& m = *impl_;
   m.registry = &registry;
   m.seed = o.seed;
+  m.shadow = o.shadow;
+  m.log = o.log;
   m.catalog = GpuCatalog::builtin();
   auto nodes = traces::read_kube_nodes(o.nodes, m.catalog, m.resources);
   Workload pods;
@@ -449,6 +508,7 @@ Extender::Extender(const ExtenderOptions& o, const policies::Registry& registry)
     m.by_pod[p.name] = id;
     m.jobs.push_back(std::move(p));
     m.placed.emplace_back();
+    m.shadow_placed.emplace_back();
     if (!bound) continue;
     if (const auto name = m.unknown_resource(m.jobs[id]); !name.empty()) {
       throw_error(ErrorCode::kTraceUnplaceable, {o.pods.string(), m.jobs[id].source_line, ""},
@@ -464,6 +524,13 @@ Extender::Extender(const ExtenderOptions& o, const policies::Registry& registry)
     m.placed[id] = out;
     m.sched->job_started(m.jobs[id], JobId{id}, out);
     ++m.holding;
+  }
+  if (m.shadow) {
+    // Both clusters start from the snapshot as it is; the bound pods stay where they are in
+    // both (released from the counterfactual one too when deleted).
+    m.counterfactual = std::make_unique<ClusterState>(*m.cluster);
+    m.shadow_placed = m.placed;
+    m.types = policies::fgd::typical_pod_types(m.jobs);
   }
 }
 
@@ -494,20 +561,23 @@ ExtenderResponse Extender::handle(std::string_view method, std::string_view targ
                                    {"/prioritize", "prioritize", &Impl::prioritize},
                                    {"/bind", "bind", &Impl::bind},
                                    {"/pods/delete", "pods_delete", &Impl::remove}};
-    if (path == "/healthz" || path == "/metrics" || path == "/pods") {
+    if (path == "/healthz" || path == "/metrics" || path == "/pods" || path == "/shadow") {
       verb = std::string(path.substr(1));
       if (method != "GET") refuse(405, std::string(path) + " takes GET", "");
       if (path == "/healthz") {
         r = {200, "ok", "text/plain; charset=utf-8"};
       } else if (path == "/metrics") {
         r = {200, impl_->metrics(), "text/plain; version=0.0.4; charset=utf-8"};
+      } else if (path == "/shadow") {
+        std::lock_guard lock(impl_->mu);
+        r = impl_->shadow_summary();
       } else {
         std::lock_guard lock(impl_->mu);
         r = impl_->pods();
       }
     } else {
       const auto route = std::find_if(std::begin(routes), std::end(routes), [&](const Route& x) { return x.path == path; });
-      if (route == std::end(routes)) refuse(404, "no such path: " + std::string(path) + " (POST /filter, /prioritize, /bind, /pods/delete; GET /healthz, /metrics, /pods)", "");
+      if (route == std::end(routes)) refuse(404, "no such path: " + std::string(path) + " (POST /filter, /prioritize, /bind, /pods/delete; GET /healthz, /metrics, /pods, /shadow)", "");
       verb = std::string(route->verb);
       if (method != "POST") refuse(405, std::string(path) + " takes POST", "");
       const auto args = parse_json(body, "request body", kTraceJsonErrors);

@@ -194,3 +194,20 @@ def test_serve_refuses_a_bad_snapshot_or_address_with_the_cli_errors(tmp_path: P
     r = subprocess.run([sys.executable, "-m", "gpusched", "serve", "--nodes", str(SNAPSHOT / "nodes.json"), "--listen", "nowhere"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "--listen" in r.stderr
+
+
+def test_shadow_mode_prints_one_line_per_bind_and_summarises() -> None:
+    server = start("binpack", "--shadow")
+    try:
+        pod = next(p for p in pending_pods() if p["metadata"]["name"] == "notebook-ana")
+        pod = dict(pod)
+        pod.pop("status", None)
+        assert server.request("POST", "/filter", {"Pod": pod, "NodeNames": NODES})[0] == 200
+        assert server.request("POST", "/bind", {"PodName": "notebook-ana", "PodNamespace": "ml", "Node": "mig-a100-0"}) == (200, {"Error": ""})
+        line = json.loads(server.proc.stdout.readline())
+        assert line == {"pod": "ml/notebook-ana", "kube_node": "mig-a100-0", "gpusched_node": "mig-a100-0", "agree": True}
+        status, summary = server.request("GET", "/shadow")
+        assert status == 200 and summary["binds"] == 1 and summary["agreement_pct"] == 100.0
+        assert summary["kube"]["gpu_alloc_pct"] == summary["gpusched"]["gpu_alloc_pct"] > 0
+    finally:
+        stop(server)

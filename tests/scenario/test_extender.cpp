@@ -333,3 +333,60 @@ TEST_CASE("Extender prioritize: among several feasible nodes the profile's choic
     }
   }
 }
+
+TEST_CASE("Extender shadow mode: each bind goes where kube-scheduler asked, next to the profile's own choice, and "
+          "a counterfactual cluster takes the profile's placements",
+          "[scenario][extender]") {
+  // Three empty A100 nodes (untainted copies of the snapshot's) and binpack: the first pod may go
+  // anywhere (binpack's choice: a100-a, node order); kube-scheduler sends it to a100-c. The
+  // second pod: binpack now prefers a100-c (the fuller node), and kube-scheduler agrees.
+  t::TempDir dir;
+  const json src = json::parse(t::read_file(snapshot("nodes.json")));
+  json base;
+  for (const auto& n : src["items"]) {
+    if (n["metadata"]["name"] == "gpu-a100-0") base = n;
+  }
+  base["spec"].erase("taints");
+  json nodes = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
+  for (const char* name : {"a100-a", "a100-b", "a100-c"}) {
+    json n = base;
+    n["metadata"]["name"] = name;
+    n["metadata"]["labels"]["kubernetes.io/hostname"] = name;
+    nodes["items"].push_back(n);
+  }
+  const auto nodes_path = dir.path() / "nodes.json";
+  std::ofstream(nodes_path) << nodes.dump();
+  std::vector<std::string> lines;
+  ExtenderOptions o;
+  o.profile = "binpack";
+  o.nodes = nodes_path;
+  o.shadow = true;
+  o.log = [&](const std::string& line) { lines.push_back(line); };
+  Extender e(o);
+  json p = pod("ranker-5f7c9d8b6-qz4lm");
+  p["spec"].erase("nodeName");
+  const std::vector<std::string> names = {"a100-a", "a100-b", "a100-c"};
+  for (const auto& [name, kube] : std::vector<std::pair<std::string, std::string>>{{"one", "a100-c"}, {"two", "a100-c"}}) {
+    p["metadata"]["name"] = name;
+    post(e, "/filter", {{"Pod", p}, {"NodeNames", names}});
+    CHECK(post(e, "/bind", {{"PodName", name}, {"PodNamespace", "ml"}, {"Node", kube}})["Error"] == "");
+  }
+  REQUIRE(lines.size() == 2);
+  CHECK(json::parse(lines[0]) == json{{"pod", "ml/one"}, {"kube_node", "a100-c"}, {"gpusched_node", "a100-a"}, {"agree", false}});
+  CHECK(json::parse(lines[1]) == json{{"pod", "ml/two"}, {"kube_node", "a100-c"}, {"gpusched_node", "a100-c"}, {"agree", true}});
+  const auto s = json::parse(e.handle("GET", "/shadow", "").body);
+  CHECK(s["binds"] == 2);
+  CHECK(s["agree"] == 1);
+  CHECK(s["agreement_pct"] == 50.0);
+  // Both clusters hold two one-GPU pods of 24 GPUs: the same allocation, whatever the nodes.
+  CHECK(s["kube"]["gpu_alloc_pct"].get<double>() == Approx(100.0 * 2 / 24));
+  CHECK(s["gpusched"]["gpu_alloc_pct"].get<double>() == Approx(100.0 * 2 / 24));
+  // The real cluster holds both on a100-c, where kube-scheduler bound them.
+  const auto held = json::parse(e.handle("GET", "/pods", "").body);
+  for (const auto& h : held) CHECK(h["node"] == "a100-c");
+  CHECK(post(e, "/pods/delete", {{"PodName", "one"}, {"PodNamespace", "ml"}})["Error"] == "");
+  CHECK(json::parse(e.handle("GET", "/shadow", "").body)["gpusched"]["gpu_alloc_pct"].get<double>() == Approx(100.0 / 24));
+  // Without --shadow there is no such page.
+  auto plain = make("binpack");
+  CHECK(plain.handle("GET", "/shadow", "").status == 404);
+}

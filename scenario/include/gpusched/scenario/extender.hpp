@@ -30,6 +30,8 @@
 ///   POST /pods/delete {PodName, PodNamespace} -> {Error}: the pod is gone; its devices are free.
 ///   GET  /pods        every pod the extender holds: node, devices (jobs.csv's placement) and
 ///                     the device annotations a device plugin would read.
+///   GET  /shadow      shadow mode (ExtenderOptions::shadow): binds compared, agreement %, and
+///                     GPU allocation and fragmentation of the real and the counterfactual cluster.
 ///   GET  /healthz     "ok".
 ///   GET  /metrics     Prometheus text: requests per verb and status, latency histograms per
 ///                     verb, decisions, bindings, errors.
@@ -38,6 +40,7 @@
 /// path is a 404, a wrong method 405. The server never stops on a bad request.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -51,6 +54,14 @@ struct ExtenderOptions {
   std::filesystem::path nodes;            ///< kubectl get nodes -o json (required)
   std::filesystem::path pods;             ///< kubectl get pods -A -o json (optional): bound pods hold their devices
   std::uint64_t seed = 42;                ///< for profiles that draw (random tie-breaks)
+  /// Shadow mode: every bind is also compared with the profile's own choice. The pod is bound
+  /// where kube-scheduler asked (the extender's cluster follows the real one); the profile's
+  /// choice on that cluster is recorded next to it, and a second, counterfactual cluster takes
+  /// each pod where the profile would have put it. `GET /shadow` gives the agreement and the GPU
+  /// allocation and fragmentation (FGD's measure, the snapshot's typical pod types) of both.
+  bool shadow = false;
+  /// Shadow mode: called with one JSON line per bind ({"pod", "kube_node", "gpusched_node", "agree"}).
+  std::function<void(const std::string&)> log;
 };
 
 struct ExtenderResponse {
