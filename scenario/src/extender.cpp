@@ -86,6 +86,7 @@ struct Extender::Impl {
   std::mutex mu;                                  // the cluster, the scheduler and the pods
   std::vector<JobSpec> jobs;                      // every pod seen; index = JobId
   std::vector<std::vector<TaskPlacement>> placed; // per pod: its devices (empty: not bound)
+  std::vector<std::int64_t> assumed;              // per pod: when it was bound (Unix ns; 0: in the snapshot)
   std::map<std::string, std::uint32_t> by_pod;    // "namespace/name" -> latest JobId
   std::size_t attached = 0;                       // jobs.size() when the scheduler was last attached
   std::size_t holding = 0;                        // pods bound now
@@ -152,6 +153,7 @@ struct Extender::Impl {
     jobs.push_back(std::move(job));
     placed.emplace_back();
     shadow_placed.emplace_back();
+    assumed.push_back(0);
     return id;
   }
 
@@ -353,6 +355,7 @@ struct Extender::Impl {
     }
     for (const auto& p : d.placements) cluster->allocate(jobs[id].request, p);
     placed[id] = d.placements;
+    assumed[id] = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     sched->job_started(jobs[id], JobId{id}, placed[id]);
     ++holding;
     ++bindings;
@@ -424,9 +427,30 @@ struct Extender::Impl {
       out.push_back({{"pod", key},
                      {"node", cluster->spec(placed[id].front().node).name},
                      {"placement", sim::placement_string(*cluster, placed[id])},
-                     {"gpus", gpus}});
+                     {"gpus", gpus},
+                     {"annotations", annotations(id)}});
     }
     return json_response(200, out);
+  }
+
+  /// The annotations a device plugin reads to hand the pod its devices, in its peer's vocabulary
+  /// where it has one. A GPU-memory share (aliyun.com/gpu-mem, gpushare): gpushare-scheduler-
+  /// extender's (pkg/utils/pod.go PatchPodAnnotationSpec): the GPU index, the pod's and the GPU's
+  /// memory in GiB, assigned "false" for the device plugin to flip, and the assume time (ns).
+  nlohmann::json annotations(std::uint32_t id) const {
+    nlohmann::json a = nlohmann::json::object();
+    const auto& g = jobs[id].request.gpu;
+    const auto& p = placed[id];
+    if (g.mode == GpuMode::kShared && g.milli == 0 && g.memory_mib > 0 && g.count == 1 && p.size() == 1 && p[0].gpus.size() == 1) {
+      const auto& grant = p[0].gpus[0];
+      const auto& gpu = cluster->gpus(p[0].node)[grant.index];
+      a["ALIYUN_COM_GPU_MEM_IDX"] = std::to_string(grant.index);
+      a["ALIYUN_COM_GPU_MEM_POD"] = std::to_string(g.memory_mib / 1024);
+      a["ALIYUN_COM_GPU_MEM_DEV"] = std::to_string(cluster->catalog()[gpu.model].memory_mib / 1024);
+      a["ALIYUN_COM_GPU_MEM_ASSIGNED"] = "false";
+      a["ALIYUN_COM_GPU_MEM_ASSUME_TIME"] = std::to_string(assumed[id]);
+    }
+    return a;
   }
 
   std::string metrics() const {
@@ -509,6 +533,7 @@ Extender::Extender(const ExtenderOptions& o, const policies::Registry& registry)
     m.jobs.push_back(std::move(p));
     m.placed.emplace_back();
     m.shadow_placed.emplace_back();
+    m.assumed.push_back(0);
     if (!bound) continue;
     if (const auto name = m.unknown_resource(m.jobs[id]); !name.empty()) {
       throw_error(ErrorCode::kTraceUnplaceable, {o.pods.string(), m.jobs[id].source_line, ""},

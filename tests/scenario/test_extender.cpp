@@ -390,3 +390,30 @@ TEST_CASE("Extender shadow mode: each bind goes where kube-scheduler asked, next
   auto plain = make("binpack");
   CHECK(plain.handle("GET", "/shadow", "").status == 404);
 }
+
+TEST_CASE("Extender /pods: a GPU-memory share carries gpushare's annotations for its device plugin", "[scenario][extender]") {
+  // gpushare-scheduler-extender's PatchPodAnnotationSpec (pkg/utils/pod.go): ALIYUN_COM_GPU_MEM_IDX
+  // (the GPU), _POD and _DEV (the pod's and the GPU's memory, GiB), _ASSIGNED "false", _ASSUME_TIME.
+  auto e = make("gpushare-binpack", false);
+  auto p = pod("ranker-5f7c9d8b6-qz4lm");
+  p["spec"].erase("nodeName");
+  p["spec"]["containers"][0]["resources"] = {{"limits", {{"aliyun.com/gpu-mem", "6"}}}};
+  const std::vector<std::string> t4 = {"gpu-t4-0"};
+  CHECK(post(e, "/filter", {{"Pod", p}, {"NodeNames", t4}})["NodeNames"] == json(t4));
+  CHECK(post(e, "/bind", {{"PodName", "ranker-5f7c9d8b6-qz4lm"}, {"PodNamespace", "ml"}, {"Node", "gpu-t4-0"}})["Error"] == "");
+  const auto held = json::parse(e.handle("GET", "/pods", "").body);
+  REQUIRE(held.size() == 1);
+  const auto& a = held[0]["annotations"];
+  CHECK(a["ALIYUN_COM_GPU_MEM_IDX"] == "0");
+  CHECK(a["ALIYUN_COM_GPU_MEM_POD"] == "6");
+  CHECK(a["ALIYUN_COM_GPU_MEM_DEV"] == "16");   // Tesla T4: 16384 MiB in the catalog
+  CHECK(a["ALIYUN_COM_GPU_MEM_ASSIGNED"] == "false");
+  CHECK(std::stoll(a["ALIYUN_COM_GPU_MEM_ASSUME_TIME"].get<std::string>()) > 1'600'000'000'000'000'000LL);
+  // A whole-GPU pod has none (the NVIDIA device plugin picks the GPU itself).
+  auto e2 = make("gpushare-binpack", false);
+  auto q = pod("ranker-5f7c9d8b6-qz4lm");
+  q["spec"].erase("nodeName");
+  post(e2, "/filter", {{"Pod", q}, {"NodeNames", t4}});
+  CHECK(post(e2, "/bind", {{"PodName", "ranker-5f7c9d8b6-qz4lm"}, {"PodNamespace", "ml"}, {"Node", "gpu-t4-0"}})["Error"] == "");
+  CHECK(json::parse(e2.handle("GET", "/pods", "").body)[0]["annotations"].empty());
+}
