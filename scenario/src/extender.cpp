@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <fstream>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -88,6 +89,7 @@ struct Extender::Impl {
   std::vector<std::vector<TaskPlacement>> placed; // per pod: its devices (empty: not bound)
   std::vector<std::int64_t> assumed;              // per pod: when it was bound (Unix ns; 0: in the snapshot)
   std::map<std::string, std::uint32_t> by_pod;    // "namespace/name" -> latest JobId
+  std::map<std::string, std::uint32_t> by_uid;    // metadata.uid -> JobId (MetaVictims name pods by UID)
   std::size_t attached = 0;                       // jobs.size() when the scheduler was last attached
   std::size_t holding = 0;                        // pods bound now
 
@@ -150,6 +152,7 @@ struct Extender::Impl {
     if (it != by_pod.end()) refuse(400, "pod " + job.name + " is already bound (POST /pods/delete first)");
     const auto id = static_cast<std::uint32_t>(jobs.size());
     by_pod[job.name] = id;
+    if (const auto uid = optional_string(pod.value("metadata", nlohmann::json::object()), "uid"); !uid.empty()) by_uid[uid] = id;
     jobs.push_back(std::move(job));
     placed.emplace_back();
     shadow_placed.emplace_back();
@@ -165,7 +168,8 @@ struct Extender::Impl {
     return {};
   }
 
-  Decision decide(std::uint32_t id, std::span<const NodeId> candidates) {
+  /// On a copy of `base` (default: the cluster).
+  Decision decide(std::uint32_t id, std::span<const NodeId> candidates, const ClusterState* base = nullptr) {
     attach();
     Decision d;
     if (const auto name = unknown_resource(jobs[id]); !name.empty()) {
@@ -173,7 +177,7 @@ struct Extender::Impl {
       d.missing = "Insufficient " + name;
       return d;
     }
-    ClusterState scratch = *cluster;
+    ClusterState scratch = base != nullptr ? *base : *cluster;
     sched->set_explain([&](const policies::DecisionExplanation& e) {
       if (!d.explanation) d.explanation = e;
     });
@@ -397,6 +401,64 @@ struct Extender::Impl {
                                {"pods", pods}});
   }
 
+  /// ExtenderPreemptionArgs -> ExtenderPreemptionResult: of the nodes kube-scheduler's
+  /// preemption proposes, those where the pod fits the profile's filters once that node's
+  /// proposed victims are gone, with the same victims (as MetaVictims: UIDs). Victims gpusched
+  /// does not hold free nothing here; a node it does not know is dropped.
+  ExtenderResponse preempt(const nlohmann::json& args) {
+    const auto id = pod_job(member(args, "Pod", "ExtenderPreemptionArgs"));
+    const auto meta = args.find("NodeNameToMetaVictims");
+    const auto full = args.find("NodeNameToVictims");
+    const bool use_meta = meta != args.end() && !meta->is_null();
+    if (!use_meta && (full == args.end() || full->is_null())) {
+      refuse(400, "ExtenderPreemptionArgs: give 'NodeNameToMetaVictims' (nodeCacheCapable) or 'NodeNameToVictims'");
+    }
+    const auto& map = use_meta ? *meta : *full;
+    if (!map.is_object()) refuse(400, "ExtenderPreemptionArgs: the victims must be an object keyed by node name");
+    nlohmann::json kept = nlohmann::json::object();
+    for (const auto& [node_name, victims] : map.items()) {
+      const std::string where = "victims of node '" + node_name + "'";
+      const auto& pods = member(victims, "Pods", where);
+      if (!pods.is_array()) refuse(400, where + ": 'Pods' must be an array");
+      std::int64_t pdb = 0;
+      if (const auto it = victims.find("NumPDBViolations"); it != victims.end() && !it->is_null()) {
+        if (!it->is_number_integer()) refuse(400, where + ": 'NumPDBViolations' must be an integer");
+        pdb = it->get<std::int64_t>();
+      }
+      nlohmann::json uids = nlohmann::json::array();
+      std::vector<std::uint32_t> gone;
+      for (const auto& v : pods) {
+        std::string uid;
+        std::optional<std::uint32_t> job;
+        if (use_meta) {
+          uid = string_member(v, "UID", where);
+        } else {
+          const auto& m = member(v, "metadata", where);
+          uid = optional_string(m, "uid");
+          const auto ns = optional_string(m, "namespace");
+          const auto it = by_pod.find((ns.empty() ? "default" : ns) + "/" + string_member(m, "name", where));
+          if (it != by_pod.end()) job = it->second;
+        }
+        if (!job) {
+          const auto it = by_uid.find(uid);
+          if (it != by_uid.end()) job = it->second;
+        }
+        if (job && !placed[*job].empty()) gone.push_back(*job);
+        uids.push_back({{"UID", uid}});
+      }
+      const auto node = cluster->find_node(node_name);
+      if (!node) continue;
+      ClusterState without = *cluster;
+      for (const auto j : gone) {
+        for (const auto& p : placed[j]) without.release(jobs[j].request, p);
+      }
+      const NodeId only[] = {*node};
+      if (!decide(id, only, &without).chosen) continue;
+      kept[node_name] = {{"Pods", uids}, {"NumPDBViolations", pdb}};
+    }
+    return json_response(200, {{"NodeNameToMetaVictims", kept}});
+  }
+
   ExtenderResponse remove(const nlohmann::json& args) {
     const auto name = string_member(args, "PodName", "pod");
     const auto ns = optional_string(args, "PodNamespace");
@@ -550,6 +612,25 @@ Extender::Extender(const ExtenderOptions& o, const policies::Registry& registry)
     m.sched->job_started(m.jobs[id], JobId{id}, out);
     ++m.holding;
   }
+  if (!o.pods.empty()) {
+    // The importer keeps no UIDs: read them from the snapshot (it has checked the file).
+    std::ifstream in(o.pods, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto doc = parse_json(text.str(), o.pods.string(), kTraceJsonErrors);
+    auto add = [&](const nlohmann::json& item) {
+      if (!item.is_object() || !item.contains("metadata") || !item["metadata"].is_object()) return;
+      const auto& meta = item["metadata"];
+      const auto uid = optional_string(meta, "uid"), name = optional_string(meta, "name"), ns = optional_string(meta, "namespace");
+      const auto it = m.by_pod.find((ns.empty() ? "default" : ns) + "/" + name);
+      if (!uid.empty() && it != m.by_pod.end()) m.by_uid[uid] = it->second;
+    };
+    if (doc.contains("items") && doc["items"].is_array()) {
+      for (const auto& item : doc["items"]) add(item);
+    } else {
+      add(doc);
+    }
+  }
   if (m.shadow) {
     // Both clusters start from the snapshot as it is; the bound pods stay where they are in
     // both (released from the counterfactual one too when deleted).
@@ -585,6 +666,7 @@ ExtenderResponse Extender::handle(std::string_view method, std::string_view targ
     static const Route routes[] = {{"/filter", "filter", &Impl::filter},
                                    {"/prioritize", "prioritize", &Impl::prioritize},
                                    {"/bind", "bind", &Impl::bind},
+                                   {"/preempt", "preempt", &Impl::preempt},
                                    {"/pods/delete", "pods_delete", &Impl::remove}};
     if (path == "/healthz" || path == "/metrics" || path == "/pods" || path == "/shadow") {
       verb = std::string(path.substr(1));
@@ -602,7 +684,7 @@ ExtenderResponse Extender::handle(std::string_view method, std::string_view targ
       }
     } else {
       const auto route = std::find_if(std::begin(routes), std::end(routes), [&](const Route& x) { return x.path == path; });
-      if (route == std::end(routes)) refuse(404, "no such path: " + std::string(path) + " (POST /filter, /prioritize, /bind, /pods/delete; GET /healthz, /metrics, /pods, /shadow)", "");
+      if (route == std::end(routes)) refuse(404, "no such path: " + std::string(path) + " (POST /filter, /prioritize, /preempt, /bind, /pods/delete; GET /healthz, /metrics, /pods, /shadow)", "");
       verb = std::string(route->verb);
       if (method != "POST") refuse(405, std::string(path) + " takes POST", "");
       const auto args = parse_json(body, "request body", kTraceJsonErrors);
@@ -614,6 +696,8 @@ ExtenderResponse Extender::handle(std::string_view method, std::string_view targ
     r = refusal_response(e);
   } catch (const Error& e) {
     r = refusal_response({400, e.what(), e.id()});
+  } catch (const nlohmann::json::exception& e) {   // a value of the wrong type somewhere in the body
+    r = refusal_response({400, std::string("request body: ") + e.what(), error_id(ErrorCode::kTraceBadValue)});
   } catch (const std::exception& e) {
     r = refusal_response({500, std::string("internal error: ") + e.what(), ""});
   }

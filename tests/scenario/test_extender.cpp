@@ -417,3 +417,39 @@ TEST_CASE("Extender /pods: a GPU-memory share carries gpushare's annotations for
   CHECK(post(e2, "/bind", {{"PodName", "ranker-5f7c9d8b6-qz4lm"}, {"PodNamespace", "ml"}, {"Node", "gpu-t4-0"}})["Error"] == "");
   CHECK(json::parse(e2.handle("GET", "/pods", "").body)[0]["annotations"].empty());
 }
+
+TEST_CASE("Extender preempt: of the proposed nodes, those where the pod fits once their victims are gone", "[scenario][extender]") {
+  // gpu-a100-0 runs train-llama-0 (4 of its 8 GPUs) and the device-plugin pod (no GPU). An
+  // 8-GPU pod that tolerates the node's taints fits only once train-llama-0 is gone.
+  auto e = make("kube-default");
+  auto big = pod("finetune-7b");
+  big["metadata"]["name"] = "big";
+  big["metadata"]["uid"] = "uid-big";
+  big["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "8";
+  big["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "8";
+  big["spec"]["containers"][0]["resources"]["requests"]["memory"] = "64Gi";
+  const std::vector<std::string> a100 = {"gpu-a100-0"};
+  const auto f = post(e, "/filter", {{"Pod", big}, {"NodeNames", a100}});
+  REQUIRE(f["NodeNames"].empty());   // it needs preemption
+  const std::string llama = "a1f0c3d2-2222-4e5f-8a9b-0c1d2e3f4a02", plugin = "a1f0c3d2-1111-4e5f-8a9b-0c1d2e3f4a01";
+  const json meta = {{"gpu-a100-0", {{"Pods", {{{"UID", llama}}}}, {"NumPDBViolations", 1}}},
+                     {"gpu-t4-0", {{"Pods", {{{"UID", "a1f0c3d2-3333-4e5f-8a9b-0c1d2e3f4a03"}}}}, {"NumPDBViolations", 0}}},
+                     {"gpu-nowhere", {{"Pods", json::array()}, {"NumPDBViolations", 0}}}};
+  const auto r = post(e, "/preempt", {{"Pod", big}, {"NodeNameToMetaVictims", meta}});
+  // Kept: the A100 node with its victim; dropped: the T4 node (one GPU even when empty) and an unknown node.
+  CHECK(r == json{{"NodeNameToMetaVictims", {{"gpu-a100-0", {{"Pods", {{{"UID", llama}}}}, {"NumPDBViolations", 1}}}}}});
+  // Evicting only the device-plugin pod frees no GPU: the node is dropped.
+  const json wrong = {{"gpu-a100-0", {{"Pods", {{{"UID", plugin}}}}, {"NumPDBViolations", 0}}}};
+  CHECK(post(e, "/preempt", {{"Pod", big}, {"NodeNameToMetaVictims", wrong}})["NodeNameToMetaVictims"].empty());
+  // Victims as whole Pod objects (nodeCacheCapable false) are found by name.
+  json victim = pod("train-llama-0");
+  const json full = {{"gpu-a100-0", {{"Pods", {victim}}, {"NumPDBViolations", 0}}}};
+  CHECK(post(e, "/preempt", {{"Pod", big}, {"NodeNameToVictims", full}})["NodeNameToMetaVictims"]["gpu-a100-0"]["Pods"] ==
+        json{{{"UID", llama}}});
+  // Nothing was evicted for real: the pod still does not fit.
+  CHECK(post(e, "/filter", {{"Pod", big}, {"NodeNames", a100}})["NodeNames"].empty());
+  // Bad shapes are 400.
+  post(e, "/preempt", {{"Pod", big}}, 400);
+  post(e, "/preempt", {{"Pod", big}, {"NodeNameToMetaVictims", {{"gpu-a100-0", {{"Pods", 3}}}}}}, 400);
+  post(e, "/preempt", {{"Pod", big}, {"NodeNameToMetaVictims", {{"gpu-a100-0", {{"Pods", json::array()}, {"NumPDBViolations", "x"}}}}}}, 400);
+}

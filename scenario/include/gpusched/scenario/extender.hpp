@@ -27,6 +27,10 @@
 ///                     prioritize call, or pending in the snapshot) on that node, devices chosen
 ///                     by the profile, and keeps it. Error is set (HTTP 200, as kube-scheduler
 ///                     expects) when it does not fit there or the pod is unknown.
+///   POST /preempt     ExtenderPreemptionArgs {Pod, NodeNameToMetaVictims | NodeNameToVictims} ->
+///                     ExtenderPreemptionResult {NodeNameToMetaVictims}: the proposed nodes where
+///                     the pod fits the profile's filters once that node's victims are gone, with
+///                     the same victims (by UID); the others are dropped.
 ///   POST /pods/delete {PodName, PodNamespace} -> {Error}: the pod is gone; its devices are free.
 ///   GET  /pods        every pod the extender holds: node, devices (jobs.csv's placement) and
 ///                     the device annotations a device plugin would read.
