@@ -69,6 +69,13 @@ struct NodeIndexClass {
   std::size_t feasible_count = 0;
   std::vector<double> raw;          ///< [plugin x nodes + node]: raw score (feasible nodes only)
   std::vector<std::uint32_t> active;   ///< per idle-normalised plugin: feasible nodes with an active raw score
+  /// The last diagnosis counted from this class (Scheduler::diagnose_from_index), valid while
+  /// log_pos is still diag_pos: every reject signature with its node count, in the order the
+  /// scan notes them, and the nodes where preemption might help. Jobs of one request that fail
+  /// one after another with nothing changed in between read it instead of counting again.
+  std::uint64_t diag_pos = std::numeric_limits<std::uint64_t>::max();
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> diag_sigs;
+  std::vector<NodeId> diag_resolvable;
   // Max tree over totals (tree mode): leaves at [leaves, 2 leaves), root at 1.
   std::size_t leaves = 0;
   std::vector<double> top;          ///< highest total in the subtree
@@ -393,6 +400,7 @@ class NodeIndex {
     c.feasible.assign(n, 0);
     c.reject.assign(n, 0);
     c.deferred = 0;
+    c.diag_pos = std::numeric_limits<std::uint64_t>::max();
     c.active.assign(idle_.size(), 0);
     c.feasible_count = 0;
     c.raw.assign(n * scores_.size(), 0.0);

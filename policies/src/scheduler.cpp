@@ -467,28 +467,35 @@ Status Scheduler::finish(const ClusterState& cluster, const TaskContext& ctx, No
   return Status::success();
 }
 
-Status Scheduler::diagnose_from_index(const NodeIndexClass& c) {
+Status Scheduler::diagnose_from_index(NodeIndexClass& c) {
   // What the scan's note_filter_reject would have noted, node by node: counted per reject
-  // signature, then noted in the order of each signature's first node.
-  const std::size_t sigs = index_->signature_count();
-  sig_count_.assign(sigs, 0);
-  sig_first_.assign(sigs, 0);
-  for (std::uint32_t u = 0; u < c.nodes; ++u) {
-    const std::uint32_t sig = c.reject[u] - 1;
-    if (sig_count_[sig]++ == 0) sig_first_[sig] = u;
-    if (kube_preemption_ && index_->signature(sig).status.code != StatusCode::kUnschedulableAndUnresolvable) {
-      resolvable_nodes_.push_back(NodeId{u});
+  // signature, then noted in the order of each signature's first node. Kept in the class until
+  // it changes (NodeIndexClass::diag_pos).
+  if (c.diag_pos != c.log_pos) {
+    const std::size_t sigs = index_->signature_count();
+    sig_count_.assign(sigs, 0);
+    sig_first_.assign(sigs, 0);
+    c.diag_resolvable.clear();
+    for (std::uint32_t u = 0; u < c.nodes; ++u) {
+      const std::uint32_t sig = c.reject[u] - 1;
+      if (sig_count_[sig]++ == 0) sig_first_[sig] = u;
+      if (kube_preemption_ && index_->signature(sig).status.code != StatusCode::kUnschedulableAndUnresolvable) {
+        c.diag_resolvable.push_back(NodeId{u});
+      }
     }
+    sig_order_.clear();
+    for (std::uint32_t sig = 0; sig < sigs; ++sig) {
+      if (sig_count_[sig] != 0) sig_order_.push_back(sig);
+    }
+    std::sort(sig_order_.begin(), sig_order_.end(), [&](std::uint32_t a, std::uint32_t b) { return sig_first_[a] < sig_first_[b]; });
+    c.diag_sigs.clear();
+    for (const std::uint32_t sig : sig_order_) c.diag_sigs.emplace_back(sig, sig_count_[sig]);
+    c.diag_pos = c.log_pos;
   }
-  sig_order_.clear();
-  for (std::uint32_t sig = 0; sig < sigs; ++sig) {
-    if (sig_count_[sig] != 0) sig_order_.push_back(sig);
-  }
-  std::sort(sig_order_.begin(), sig_order_.end(), [&](std::uint32_t a, std::uint32_t b) { return sig_first_[a] < sig_first_[b]; });
+  resolvable_nodes_ = c.diag_resolvable;
   rejected_nodes_ = static_cast<std::uint32_t>(c.nodes);
-  for (const std::uint32_t sig : sig_order_) {
+  for (const auto& [sig, count] : c.diag_sigs) {
     const auto& g = index_->signature(sig);
-    const auto count = sig_count_[sig];
     if (g.status.code == StatusCode::kUnschedulableAndUnresolvable) unresolvable_nodes_ += count;
     note_reasons(g, count);
   }

@@ -252,7 +252,7 @@ class Scheduler final : public SchedulingHook {
   void note_reasons(const NodeIndexSignature& g, std::uint32_t count);
   void note_signature(const NodeIndexSignature& g, NodeId node, std::uint32_t count);
   Status finish(const ClusterState& cluster, const TaskContext& ctx, NodeId chosen, TaskPlacement& out);
-  Status diagnose_from_index(const NodeIndexClass& c);
+  Status diagnose_from_index(NodeIndexClass& c);
   std::vector<std::uint32_t> sig_count_, sig_first_, sig_order_;   // scratch of diagnose_from_index
   std::unique_ptr<NodeIndex> index_;
 };
