@@ -195,7 +195,7 @@ TEST_CASE("Extender: bad requests get 400/404/405 with a JSON error and the CLI'
   CHECK_THAT(post(e, "/bind", {{"PodName", "finetune-7b"}, {"PodNamespace", "ml"}, {"Node", "gpu-x"}})["Error"].get<std::string>(),
              Catch::Contains("node gpu-x is unknown"));
   CHECK_THAT(post(e, "/bind", {{"PodName", "finetune-7b"}, {"PodNamespace", "ml"}, {"Node", "gpu-t4-0"}})["Error"].get<std::string>(),
-             Catch::Contains("does not fit node gpu-t4-0"));
+             Catch::Contains("does not fit node gpu-t4-0: Insufficient cpu"));
   // Still serving, and every refusal counted.
   CHECK(e.handle("GET", "/healthz", "").body == "ok");
   const auto m = e.handle("GET", "/metrics", "").body;
