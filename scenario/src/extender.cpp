@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <fstream>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -20,6 +19,8 @@
 #include <gpusched/scenario/scenario.hpp>
 #include <gpusched/sim/outputs.hpp>
 #include <gpusched/traces/kubernetes.hpp>
+
+#include "kube_pod_objects.hpp"
 
 namespace gpusched::scenario {
 
@@ -75,8 +76,6 @@ std::string optional_string(const nlohmann::json& obj, const char* key) {
 }  // namespace
 
 struct Extender::Impl {
-  const policies::Registry* registry = nullptr;
-  std::uint64_t seed = 42;
   GpuCatalog catalog;
   ResourceTable resources;   // the importer's table: a pod may add names no node has
   std::size_t node_resources = 0;   // resources the cluster knows (ids below this)
@@ -379,10 +378,6 @@ struct Extender::Impl {
     return json_response(200, {{"Error", ""}});
   }
 
-  static double gpu_alloc_pct(const ClusterState& c) {
-    const auto& t = c.totals();
-    return t.gpu_milli > 0 ? 100.0 * static_cast<double>(t.gpu_used_milli) / static_cast<double>(t.gpu_milli) : 0.0;
-  }
   static double frag_pct(const ClusterState& c, std::span<const policies::fgd::PodType> types) {
     const auto f = policies::fgd::cluster_fragmentation(c, types);
     return f.capacity_milli > 0 ? 100.0 * f.fragment_milli / static_cast<double>(f.capacity_milli) : 0.0;
@@ -399,8 +394,8 @@ struct Extender::Impl {
     return json_response(200, {{"binds", compared.size()},
                                {"agree", agree},
                                {"agreement_pct", compared.empty() ? 0.0 : 100.0 * static_cast<double>(agree) / static_cast<double>(compared.size())},
-                               {"kube", {{"gpu_alloc_pct", gpu_alloc_pct(*cluster)}, {"frag_pct", frag_pct(*cluster, types)}}},
-                               {"gpusched", {{"gpu_alloc_pct", gpu_alloc_pct(*counterfactual)}, {"frag_pct", frag_pct(*counterfactual, types)}}},
+                               {"kube", {{"gpu_alloc_pct", allocated_gpu_pct(*cluster)}, {"frag_pct", frag_pct(*cluster, types)}}},
+                               {"gpusched", {{"gpu_alloc_pct", allocated_gpu_pct(*counterfactual)}, {"frag_pct", frag_pct(*counterfactual, types)}}},
                                {"pods", pods}});
   }
 
@@ -573,8 +568,6 @@ struct Extender::Impl {
 
 Extender::Extender(const ExtenderOptions& o, const policies::Registry& registry) : impl_(std::make_unique<Impl>()) {
   auto& m = *impl_;
-  m.registry = &registry;
-  m.seed = o.seed;
   m.shadow = o.shadow;
   m.log = o.log;
   m.catalog = GpuCatalog::builtin();
@@ -616,23 +609,12 @@ Extender::Extender(const ExtenderOptions& o, const policies::Registry& registry)
     ++m.holding;
   }
   if (!o.pods.empty()) {
-    // The importer keeps no UIDs: read them from the snapshot (it has checked the file).
-    std::ifstream in(o.pods, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    const auto doc = parse_json(text.str(), o.pods.string(), kTraceJsonErrors);
-    auto add = [&](const nlohmann::json& item) {
-      if (!item.is_object() || !item.contains("metadata") || !item["metadata"].is_object()) return;
-      const auto& meta = item["metadata"];
-      const auto uid = optional_string(meta, "uid"), name = optional_string(meta, "name"), ns = optional_string(meta, "namespace");
-      const auto it = m.by_pod.find((ns.empty() ? "default" : ns) + "/" + name);
+    // The importer keeps no UIDs: read them from the snapshot.
+    for_each_pod_object(o.pods, [&](const nlohmann::json& item, const std::string& key) {
+      const auto uid = optional_string(item["metadata"], "uid");
+      const auto it = m.by_pod.find(key);
       if (!uid.empty() && it != m.by_pod.end()) m.by_uid[uid] = it->second;
-    };
-    if (doc.contains("items") && doc["items"].is_array()) {
-      for (const auto& item : doc["items"]) add(item);
-    } else {
-      add(doc);
-    }
+    });
   }
   if (m.shadow) {
     // Both clusters start from the snapshot as it is; the bound pods stay where they are in

@@ -12,6 +12,8 @@
 #include <gpusched/sim/engine.hpp>
 #include <gpusched/sim/outputs.hpp>
 
+#include "kube_pod_objects.hpp"
+
 namespace gpusched::scenario {
 
 namespace {
@@ -37,20 +39,13 @@ Scenario snapshot_scenario(const WhatIfOptions& o, const policies::Registry& reg
 
 /// Replaces each one-whole-GPU request with a GPU-memory share (WhatIfOptions::as_gpu_mem).
 std::int64_t as_gpu_memory(const WhatIfOptions& o, Workload& jobs) {
-  // The importer has read and checked the file; annotations and images are read here by pod name.
-  std::ifstream in(o.pods, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  const auto doc = parse_json(text.str(), o.pods.string(), kTraceJsonErrors);
+  // The importer keeps neither annotations nor images: they are read here by pod name.
   struct Pod {
     std::string annotation, image;
   };
   std::map<std::string, Pod> pods;
-  const auto add = [&](const nlohmann::json& item) {
-    if (!item.is_object() || !item.contains("metadata") || !item["metadata"].is_object()) return;
+  for_each_pod_object(o.pods, [&](const nlohmann::json& item, const std::string& key) {
     const auto& meta = item["metadata"];
-    const std::string ns = meta.contains("namespace") && meta["namespace"].is_string() ? meta["namespace"].get<std::string>() : "default";
-    if (!meta.contains("name") || !meta["name"].is_string()) return;
     Pod p;
     if (meta.contains("annotations") && meta["annotations"].is_object()) {
       const auto& a = meta["annotations"];
@@ -61,13 +56,8 @@ std::int64_t as_gpu_memory(const WhatIfOptions& o, Workload& jobs) {
         item["spec"]["containers"][0].contains("image") && item["spec"]["containers"][0]["image"].is_string()) {
       p.image = item["spec"]["containers"][0]["image"].get<std::string>();
     }
-    pods[ns + "/" + meta["name"].get<std::string>()] = p;
-  };
-  if (doc.contains("items") && doc["items"].is_array()) {
-    for (const auto& item : doc["items"]) add(item);
-  } else {
-    add(doc);
-  }
+    pods[key] = p;
+  });
   std::int64_t converted = 0;
   for (auto& j : jobs) {
     auto& g = j.request.gpu;

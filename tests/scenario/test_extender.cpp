@@ -80,6 +80,24 @@ std::map<std::string, std::string> run_nodes(const std::string& profile) {
   return out;
 }
 
+/// A node list of three untainted copies of the snapshot's A100 node: a100-a, a100-b, a100-c.
+json three_a100_nodes() {
+  const json src = json::parse(t::read_file(snapshot("nodes.json")));
+  json base;
+  for (const auto& n : src["items"]) {
+    if (n["metadata"]["name"] == "gpu-a100-0") base = n;
+  }
+  base["spec"].erase("taints");
+  json nodes = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
+  for (const char* name : {"a100-a", "a100-b", "a100-c"}) {
+    json n = base;
+    n["metadata"]["name"] = name;
+    n["metadata"]["labels"]["kubernetes.io/hostname"] = name;
+    nodes["items"].push_back(n);
+  }
+  return nodes;
+}
+
 }  // namespace
 
 TEST_CASE("Extender: each pending pod through filter, prioritize and bind lands where gpusched run puts it",
@@ -280,19 +298,7 @@ TEST_CASE("Extender prioritize: among several feasible nodes the profile's choic
   // A new one-GPU pod: binpack (least free GPU memory) picks the busy node, spread (least
   // allocated) the first empty one; `gpusched whatif`'s run of the same snapshot agrees.
   t::TempDir dir;
-  const json src = json::parse(t::read_file(snapshot("nodes.json")));
-  json base;
-  for (const auto& n : src["items"]) {
-    if (n["metadata"]["name"] == "gpu-a100-0") base = n;
-  }
-  base["spec"].erase("taints");
-  json nodes = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
-  for (const char* name : {"a100-a", "a100-b", "a100-c"}) {
-    json n = base;
-    n["metadata"]["name"] = name;
-    n["metadata"]["labels"]["kubernetes.io/hostname"] = name;
-    nodes["items"].push_back(n);
-  }
+  const auto nodes = three_a100_nodes();
   json busy = pod("train-llama-0");
   busy["kind"] = "Pod";
   busy["spec"]["nodeName"] = "a100-b";
@@ -341,21 +347,8 @@ TEST_CASE("Extender shadow mode: each bind goes where kube-scheduler asked, next
   // anywhere (binpack's choice: a100-a, node order); kube-scheduler sends it to a100-c. The
   // second pod: binpack now prefers a100-c (the fuller node), and kube-scheduler agrees.
   t::TempDir dir;
-  const json src = json::parse(t::read_file(snapshot("nodes.json")));
-  json base;
-  for (const auto& n : src["items"]) {
-    if (n["metadata"]["name"] == "gpu-a100-0") base = n;
-  }
-  base["spec"].erase("taints");
-  json nodes = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
-  for (const char* name : {"a100-a", "a100-b", "a100-c"}) {
-    json n = base;
-    n["metadata"]["name"] = name;
-    n["metadata"]["labels"]["kubernetes.io/hostname"] = name;
-    nodes["items"].push_back(n);
-  }
   const auto nodes_path = dir.path() / "nodes.json";
-  std::ofstream(nodes_path) << nodes.dump();
+  std::ofstream(nodes_path) << three_a100_nodes().dump();
   std::vector<std::string> lines;
   ExtenderOptions o;
   o.profile = "binpack";
