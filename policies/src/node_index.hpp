@@ -32,6 +32,7 @@
 /// classes than fit rebuilds classes over and over, each rebuild as dear as a full scan, so large
 /// clusters get room for ~96 of them (100,000 nodes: ~6 MB a class).
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <limits>
@@ -158,6 +159,243 @@ class CapacityTree {
   std::size_t n_ = 0;
   std::size_t leaves_ = 0;
   std::vector<CapacityNeed> tree_;
+};
+
+/// Every node in one score plugin's order (ScorePlugin::order_key): per group, a treap ordered
+/// by key (highest first), then fingerprint, then node index, whose subtrees keep the largest
+/// free capacity of each kind (CapacityNeed), so a walk in score order skips every subtree whose
+/// nodes all fall below a task's bounds. One structure serves every request; it is brought up to
+/// date from the cluster's change log (each changed node leaves its group and enters again:
+/// O(log nodes)), rebuilt for another cluster object or when order_epoch() changes.
+class ScoreOrder {
+ public:
+  static constexpr std::uint32_t kNil = std::numeric_limits<std::uint32_t>::max();
+  using Key = ScorePlugin::OrderKey;
+
+  void refresh(const ClusterState& cluster, const ScorePlugin& plugin) {
+    const std::size_t n = cluster.node_count();
+    const std::uint64_t epoch = plugin.order_epoch(cluster);
+    if (instance_ != cluster.instance() || items_.size() != n || epoch_ != epoch) {
+      rebuild(cluster, plugin, epoch);
+      return;
+    }
+    if (cluster.change_count() == log_pos_) return;
+    const auto changed = cluster.changed_since(log_pos_);
+    if (!changed || changed->size() * 8 >= n) {
+      rebuild(cluster, plugin, epoch);
+      return;
+    }
+    const auto nodes = cluster.nodes();
+    for (const std::uint32_t u : *changed) {
+      if (generation_[u] == nodes[u].generation) continue;   // listed twice
+      generation_[u] = nodes[u].generation;
+      std::uint32_t& root = roots_[items_[u].slot];
+      root = erase(root, u);
+      place(cluster, plugin, u);
+    }
+    log_pos_ = cluster.change_count();
+  }
+
+  [[nodiscard]] std::uint64_t instance() const { return instance_; }
+  [[nodiscard]] std::size_t groups() const { return roots_.size(); }
+  [[nodiscard]] std::uint32_t group(std::size_t slot) const { return group_ids_[slot]; }
+  [[nodiscard]] double key(std::uint32_t u) const { return items_[u].key; }
+
+  /// Walking group `slot` best first: the first node after node `u` (kNil: from the start) whose
+  /// free capacity meets `need`, or kNil. past_run: after every node of u's key and fingerprint.
+  [[nodiscard]] std::uint32_t next(std::size_t slot, const CapacityNeed& need, std::uint32_t u, bool past_run = false) const {
+    const Cap bounds = Cap::of(need);
+    if (u == kNil) return first_after(roots_[slot], bounds, nullptr);
+    const Pos pos{items_[u].key, items_[u].fingerprint, u, past_run};
+    return first_after(roots_[slot], bounds, &pos);
+  }
+  /// Walking group `slot` worst first: the first node before node `u` (kNil: from the end) whose
+  /// free capacity meets `need`, or kNil. past_run: before every node of u's key and fingerprint.
+  [[nodiscard]] std::uint32_t prev(std::size_t slot, const CapacityNeed& need, std::uint32_t u, bool past_run = false) const {
+    const Cap bounds = Cap::of(need);
+    if (u == kNil) return last_before(roots_[slot], bounds, nullptr);
+    const Pos pos{items_[u].key, items_[u].fingerprint, u, past_run};
+    return last_before(roots_[slot], bounds, &pos);
+  }
+
+ private:
+  /// Free capacity as CapacityNeed holds it, in eight 32-bit lanes (schedulable, CPU, memory, GPU
+  /// memory, whole units, GPU compute, TPU chips, unused), saturated: the largest of two and the
+  /// test against a task's bounds are a few vector instructions. Saturating both sides keeps
+  /// every node that meets the bounds; a saturated bound may let more through (the filters decide).
+  struct Cap {
+    std::array<std::int32_t, 8> v{};
+    static std::int32_t sat(std::int64_t x) {
+      return static_cast<std::int32_t>(std::clamp<std::int64_t>(x, 0, std::numeric_limits<std::int32_t>::max()));
+    }
+    static Cap of(const CapacityNeed& c) {
+      return Cap{{c.schedulable ? 1 : 0, sat(c.cpu_milli), sat(c.memory_mib), sat(c.gpu_memory_mib), sat(c.whole_units),
+                  sat(c.gpu_milli), sat(c.tpu_chips), 0}};
+    }
+    void merge(const Cap& o) {
+      for (std::size_t i = 0; i < 8; ++i) v[i] = std::max(v[i], o.v[i]);
+    }
+    [[nodiscard]] bool admits(const Cap& have) const {
+      bool ok = true;
+      for (std::size_t i = 0; i < 8; ++i) ok &= have.v[i] >= v[i];
+      return ok;
+    }
+  };
+  /// One node: its place in the order, its treap links and the largest free capacity over its
+  /// subtree, in one cache line (a step of a walk reads one node's line).
+  struct alignas(64) Item {
+    double key = 0.0;
+    std::uint64_t fingerprint = 0;
+    std::uint32_t left = kNil, right = kNil;
+    std::uint32_t priority = 0;
+    std::uint32_t slot = 0;   // its group's index in roots_
+    Cap agg;
+  };
+  /// A place in the walk: node `node` of (key, fingerprint), or the whole run of them.
+  struct Pos {
+    double key;
+    std::uint64_t fingerprint;
+    std::uint32_t node;
+    bool run;
+  };
+  /// -1: node u comes before p in the walk (highest key first), 0: u is p (or in p's run), 1: after.
+  [[nodiscard]] int compare(std::uint32_t u, const Pos& p) const {
+    const Item& it = items_[u];
+    if (it.key != p.key) return it.key > p.key ? -1 : 1;
+    if (it.fingerprint != p.fingerprint) return it.fingerprint < p.fingerprint ? -1 : 1;
+    if (p.run || u == p.node) return 0;
+    return u < p.node ? -1 : 1;
+  }
+  [[nodiscard]] bool before(std::uint32_t a, std::uint32_t b) const {
+    return compare(a, Pos{items_[b].key, items_[b].fingerprint, b, false}) < 0;
+  }
+
+  std::uint32_t first_after(std::uint32_t t, const Cap& need, const Pos* pos) const {
+    if (t == kNil) return kNil;
+    const Item& it = items_[t];
+    if (!need.admits(it.agg)) return kNil;
+    if (pos != nullptr && compare(t, *pos) <= 0) return first_after(it.right, need, pos);   // t and its left: not after
+    const std::uint32_t l = first_after(it.left, need, pos);
+    if (l != kNil) return l;
+    if (need.admits(caps_[t])) return t;
+    return first_after(it.right, need, nullptr);   // everything right of t is after pos
+  }
+  std::uint32_t last_before(std::uint32_t t, const Cap& need, const Pos* pos) const {
+    if (t == kNil) return kNil;
+    const Item& it = items_[t];
+    if (!need.admits(it.agg)) return kNil;
+    if (pos != nullptr && compare(t, *pos) >= 0) return last_before(it.left, need, pos);   // t and its right: not before
+    const std::uint32_t r = last_before(it.right, need, pos);
+    if (r != kNil) return r;
+    if (need.admits(caps_[t])) return t;
+    return last_before(it.left, need, nullptr);
+  }
+
+  void pull(std::uint32_t t) {
+    Item& it = items_[t];
+    it.agg = caps_[t];
+    if (it.left != kNil) it.agg.merge(items_[it.left].agg);
+    if (it.right != kNil) it.agg.merge(items_[it.right].agg);
+  }
+  /// Splits t into the nodes before u and the rest.
+  void split(std::uint32_t t, std::uint32_t u, std::uint32_t& l, std::uint32_t& r) {
+    if (t == kNil) {
+      l = r = kNil;
+      return;
+    }
+    if (before(t, u)) {
+      split(items_[t].right, u, items_[t].right, r);
+      l = t;
+    } else {
+      split(items_[t].left, u, l, items_[t].left);
+      r = t;
+    }
+    pull(t);
+  }
+  std::uint32_t merge(std::uint32_t a, std::uint32_t b) {   // every node of a before every node of b
+    if (a == kNil) return b;
+    if (b == kNil) return a;
+    if (items_[a].priority > items_[b].priority) {
+      items_[a].right = merge(items_[a].right, b);
+      pull(a);
+      return a;
+    }
+    items_[b].left = merge(a, items_[b].left);
+    pull(b);
+    return b;
+  }
+  std::uint32_t insert(std::uint32_t t, std::uint32_t u) {
+    if (t == kNil) return u;
+    if (items_[u].priority > items_[t].priority) {
+      split(t, u, items_[u].left, items_[u].right);
+      pull(u);
+      return u;
+    }
+    if (before(u, t)) items_[t].left = insert(items_[t].left, u);
+    else items_[t].right = insert(items_[t].right, u);
+    pull(t);
+    return t;
+  }
+  std::uint32_t erase(std::uint32_t t, std::uint32_t u) {
+    GPUSCHED_ASSERT(t != kNil, "score order: node not in its group");
+    if (t == u) {
+      const std::uint32_t m = merge(items_[u].left, items_[u].right);
+      items_[u].left = items_[u].right = kNil;
+      return m;
+    }
+    if (before(u, t)) items_[t].left = erase(items_[t].left, u);
+    else items_[t].right = erase(items_[t].right, u);
+    pull(t);
+    return t;
+  }
+
+  /// Node u's key and capacity from its state, into its group's tree.
+  void place(const ClusterState& cluster, const ScorePlugin& plugin, std::uint32_t u) {
+    const Key k = plugin.order_key(cluster, NodeId{u});
+    Item& it = items_[u];
+    it.key = k.key;
+    it.fingerprint = k.fingerprint;
+    caps_[u] = Cap::of(CapacityNeed::of(cluster.nodes()[u]));
+    it.agg = caps_[u];
+    it.left = it.right = kNil;
+    std::size_t slot = 0;
+    while (slot < group_ids_.size() && group_ids_[slot] != k.group) ++slot;
+    if (slot == group_ids_.size()) {
+      group_ids_.push_back(k.group);
+      roots_.push_back(kNil);
+    }
+    it.slot = static_cast<std::uint32_t>(slot);
+    roots_[slot] = insert(roots_[slot], u);
+  }
+
+  void rebuild(const ClusterState& cluster, const ScorePlugin& plugin, std::uint64_t epoch) {
+    const std::size_t n = cluster.node_count();
+    instance_ = cluster.instance();
+    epoch_ = epoch;
+    log_pos_ = cluster.change_count();
+    items_.assign(n, Item{});
+    caps_.assign(n, Cap{});
+    generation_.assign(n, 0);
+    group_ids_.clear();
+    roots_.clear();
+    const auto nodes = cluster.nodes();
+    for (std::uint32_t u = 0; u < n; ++u) {
+      std::uint64_t z = u + 0x9e3779b97f4a7c15ULL;   // splitmix64: a fixed shape for a given node count
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      items_[u].priority = static_cast<std::uint32_t>(z ^ (z >> 31));
+      generation_[u] = nodes[u].generation;
+      place(cluster, plugin, u);
+    }
+  }
+
+  std::uint64_t instance_ = 0;
+  std::uint64_t epoch_ = 0;
+  std::uint64_t log_pos_ = 0;
+  std::vector<Item> items_;
+  std::vector<Cap> caps_;                  // per node: its own free capacity
+  std::vector<std::uint64_t> generation_;  // per node: the generation its place is for
+  std::vector<std::uint32_t> group_ids_, roots_;
 };
 
 class NodeIndex {
@@ -295,6 +533,99 @@ class NodeIndex {
     return std::nullopt;
   }
 
+  /// The node a scan would choose when the profile's one score plugin orders the nodes
+  /// (ScorePlugin::orders_nodes, order_bound kBounded), ties to node order; nothing when no node
+  /// is feasible. The nodes are walked in score order, group by group, from the shared score
+  /// order, skipping those below the filters' bounds; the filters and the plugin run only on the
+  /// nodes walked. A walk stops once score_range() says no node left in the group can reach the
+  /// best total found (or, min-max normalised, its normalised score), so every node that could tie
+  /// with the best has been seen; of a run of equal key and fingerprint (equal scores) only the
+  /// first feasible node, the lowest index, is kept. `min_max`: the plugin's normalize is
+  /// normalize_min_max(); the lowest raw score over the feasible nodes is found first, by the same
+  /// walk from the other end.
+  [[nodiscard]] std::optional<std::uint32_t> ordered_best(const ClusterState& cluster, const TaskContext& ctx, bool min_max) {
+    ScorePlugin& plugin = *scores_[0].first;
+    const double weight = scores_[0].second;
+    ScoreOrder& o = order_for(cluster, plugin);
+    const CapacityNeed need = need_of(cluster, ctx);
+    auto feasible = [&](std::uint32_t u) {
+      ++stats.node_updates;
+      return std::all_of(filters_.begin(), filters_.end(),
+                         [&](const FilterPlugin* f) { return f->filter(cluster, ctx, NodeId{u}).ok(); });
+    };
+    auto range = [&](std::size_t slot, std::uint32_t u) {
+      return plugin.score_range(cluster, ctx, o.group(slot), o.key(u));
+    };
+    double lo = 0.0;
+    if (min_max) {
+      lo = std::numeric_limits<double>::infinity();
+      for (std::size_t slot = 0; slot < o.groups(); ++slot) {
+        for (std::uint32_t u = o.prev(slot, need, ScoreOrder::kNil); u != ScoreOrder::kNil;) {
+          if (range(slot, u).first > lo) break;
+          if (feasible(u)) {
+            lo = std::min(lo, plugin.score(cluster, ctx, NodeId{u}));
+            u = o.prev(slot, need, u, true);
+          } else {
+            u = o.prev(slot, need, u);
+          }
+        }
+      }
+      if (lo == std::numeric_limits<double>::infinity()) return std::nullopt;
+    }
+    // Groups whose first node can score highest first: the best total rises fastest.
+    order_slots_.clear();
+    for (std::size_t slot = 0; slot < o.groups(); ++slot) {
+      const std::uint32_t u = o.next(slot, need, ScoreOrder::kNil);
+      if (u != ScoreOrder::kNil) order_slots_.push_back({range(slot, u).second, slot, u});
+    }
+    std::sort(order_slots_.begin(), order_slots_.end(), [](const auto& a, const auto& b) {
+      return std::tie(b.top, a.slot) < std::tie(a.top, b.slot);
+    });
+    const double target = 0.0 + weight * 100.0;   // min-max: the top node's normalised total
+    double hi = -std::numeric_limits<double>::infinity();   // min-max: highest raw score seen
+    double best_total = -std::numeric_limits<double>::infinity();
+    std::uint32_t best = ScoreOrder::kNil;
+    candidates_.clear();
+    for (const auto& start : order_slots_) {
+      for (std::uint32_t u = start.node; u != ScoreOrder::kNil;) {
+        const double top = range(start.slot, u).second;
+        if (min_max) {
+          if (top < lo) break;   // below every feasible node's score: none of these is feasible
+          if (hi > lo && 0.0 + weight * min_max_score(top, lo, hi) < target) break;
+        } else if (0.0 + weight * top < best_total) {
+          break;
+        }
+        if (!feasible(u)) {
+          u = o.next(start.slot, need, u);
+          continue;
+        }
+        const double raw = plugin.score(cluster, ctx, NodeId{u});
+        if (min_max) {
+          hi = std::max(hi, raw);
+          candidates_.push_back({raw, u});
+        } else {
+          const double total = 0.0 + weight * raw;
+          if (total > best_total || (total == best_total && u < best)) {
+            best_total = total;
+            best = u;
+          }
+        }
+        u = o.next(start.slot, need, u, true);
+      }
+    }
+    if (!min_max) {
+      if (best == ScoreOrder::kNil) return std::nullopt;
+      return best;
+    }
+    // Every feasible node scores lo: all tie, and the lowest-index feasible node wins.
+    if (!(hi > lo)) return first_feasible(cluster, ctx);
+    for (const auto& [raw, u] : candidates_) {
+      if (0.0 + weight * min_max_score(raw, lo, hi) == target && (best == ScoreOrder::kNil || u < best)) best = u;
+    }
+    GPUSCHED_ASSERT(best != ScoreOrder::kNil, "score order: the highest raw score was not among the nodes walked");
+    return best;
+  }
+
   /// Sets the signature of every node whose rejection was decided by the capacity bounds alone
   /// (filters not called): before the rejects are counted or read. `c` is up to date.
   void resolve_deferred(Class& c, const ClusterState& cluster, const TaskContext& ctx) {
@@ -345,6 +676,7 @@ class NodeIndex {
     classes_.clear();
     by_hash_.clear();
     trees_[0] = trees_[1] = CapacityTree{};
+    orders_[0] = orders_[1] = ScoreOrder{};
   }
 
   Scheduler::IndexStats stats;
@@ -377,6 +709,17 @@ class NodeIndex {
     }
     t->refresh(cluster);
     return t;
+  }
+
+  /// The score order of `cluster`, up to date (two kept, as the capacity trees).
+  ScoreOrder& order_for(const ClusterState& cluster, const ScorePlugin& plugin) {
+    ScoreOrder* o = &orders_[0];
+    if (orders_[0].instance() != cluster.instance()) {
+      if (orders_[1].instance() != cluster.instance()) std::swap(orders_[0], orders_[1]);
+      else o = &orders_[1];
+    }
+    o->refresh(cluster, plugin);
+    return *o;
   }
 
   void resolve(Class& c, const ClusterState& cluster, const TaskContext& ctx, std::uint32_t u) {
@@ -616,6 +959,14 @@ class NodeIndex {
   };
   std::vector<Idle> idle_;             // totals mode: the score plugins whose normalize is not the identity
   CapacityTree trees_[2];
+  ScoreOrder orders_[2];
+  struct SlotStart {
+    double top;            // the highest score the group's first node can get
+    std::size_t slot;
+    std::uint32_t node;
+  };
+  std::vector<SlotStart> order_slots_;
+  std::vector<std::pair<double, std::uint32_t>> candidates_;   // min-max: feasible nodes walked, raw score
 };
 
 }  // namespace gpusched::policies

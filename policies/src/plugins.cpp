@@ -305,6 +305,42 @@ double BestFitScore::score(const ClusterState& cluster, const TaskContext& ctx, 
   return std::clamp(100.0 * (1.0 - (w_cpu_ * cpu_left + w_gpu_ * gpu_left)), 0.0, 100.0);
 }
 
+ScorePlugin::OrderKey BestFitScore::order_key(const ClusterState& cluster, NodeId node) const {
+  const auto& s = cluster.node(node);
+  const auto& max = cluster.max_capacity();
+  const double max_cpu = std::max<double>(1.0, static_cast<double>(max.cpu_free_milli));
+  const double max_gpu = std::max<double>(1.0, static_cast<double>(max.gpu_milli_free));
+  OrderKey k;
+  k.key = -(w_cpu_ * (static_cast<double>(s.cpu_free_milli) / max_cpu) + w_gpu_ * (static_cast<double>(s.gpu_milli_free) / max_gpu));
+  // score() reads these two numbers only: packed exactly, or the node itself.
+  const bool packs = s.cpu_free_milli >= 0 && s.cpu_free_milli < (std::int64_t{1} << 39) && s.gpu_milli_free >= 0 &&
+                     s.gpu_milli_free < (1 << 24);
+  k.fingerprint = packs ? (static_cast<std::uint64_t>(s.cpu_free_milli) << 24) | static_cast<std::uint64_t>(s.gpu_milli_free)
+                        : (std::uint64_t{1} << 63) | node.value;
+  return k;
+}
+
+std::uint64_t BestFitScore::order_epoch(const ClusterState& cluster) const {
+  const auto& max = cluster.max_capacity();
+  return (static_cast<std::uint64_t>(max.cpu_free_milli) << 24) ^ static_cast<std::uint64_t>(max.gpu_milli_free);
+}
+
+std::pair<double, double> BestFitScore::score_range(const ClusterState& cluster, const TaskContext& ctx,
+                                                    std::uint32_t /*group*/, double key) const {
+  const auto& r = ctx.request();
+  const auto& max = cluster.max_capacity();
+  const double max_cpu = std::max<double>(1.0, static_cast<double>(max.cpu_free_milli));
+  const double max_gpu = std::max<double>(1.0, static_cast<double>(max.gpu_milli_free));
+  const double taken = w_cpu_ * (static_cast<double>(r.cpu_milli) / max_cpu) +
+                       w_gpu_ * (static_cast<double>(r.gpu.total_milli()) / max_gpu);
+  // score() = 100 (1 - (w_cpu (cpu - r_cpu) / max_cpu + w_gpu (gpu - r_gpu) / max_gpu)) = 100 (1 + key + taken)
+  // in real numbers; the two roundings differ by far less than the slack (magnitudes below
+  // 1 + |w_cpu| + |w_gpu|, relative error 1e-15).
+  const double exact = 100.0 * (1.0 + key + taken);
+  const double slack = 1e-9 * 100.0 * (1.0 + std::abs(w_cpu_) + std::abs(w_gpu_) + std::abs(key) + std::abs(taken));
+  return {std::clamp(exact - slack, 0.0, 100.0), std::clamp(exact + slack, 0.0, 100.0)};
+}
+
 // ---------------------------------------------------------------- devices
 
 namespace {
@@ -412,6 +448,33 @@ double GpuBinpack::score(const ClusterState& cluster, const TaskContext& ctx, No
       return -static_cast<double>(cluster.node(node).gpu_memory_free);
   }
   return 0.0;
+}
+
+ScorePlugin::OrderKey GpuBinpack::order_key(const ClusterState& cluster, NodeId node) const {
+  const auto& s = cluster.node(node);
+  OrderKey k;
+  k.group = s.gpu_count == 0 ? 0 : static_cast<std::uint32_t>(cluster.gpus(node).front().memory_mib);
+  k.key = -static_cast<double>(s.gpu_memory_free);   // exact: an integer below 2^53
+  return k;   // the score is a function of group and key: equal keys score the same
+}
+
+ScorePlugin::OrderBound GpuBinpack::order_bound(const ClusterState& /*cluster*/, const TaskContext& ctx) const {
+  switch (ctx.request().gpu.mode) {
+    case GpuMode::kNone: return OrderBound::kConstant;
+    case GpuMode::kShared: return OrderBound::kNone;
+    default: return OrderBound::kBounded;
+  }
+}
+
+std::pair<double, double> GpuBinpack::score_range(const ClusterState& /*cluster*/, const TaskContext& ctx,
+                                                  std::uint32_t group, double key) const {
+  const auto& r = ctx.request();
+  // score(): -(free - per_gpu x count) for whole GPUs, -free for partitioned units; in integers,
+  // so the key plus what the GPUs take is the score exactly.
+  const double s = r.gpu.mode == GpuMode::kWhole
+                       ? -static_cast<double>(static_cast<std::int64_t>(-key) - static_cast<std::int64_t>(group) * r.gpu.count)
+                       : key;
+  return {s, s};
 }
 
 bool GpuBinpack::select(const ClusterState& cluster, const TaskContext& ctx, NodeId node, TaskPlacement& out) const {

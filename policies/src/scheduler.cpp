@@ -166,6 +166,9 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
   index_tree_ = NodeIndex::tree_serves(scores_);
   first_feasible_wins_ = batch_filters_.empty() && profile.tie_break == TieBreak::kNodeOrder &&
                          (scores_.empty() || (scores_.size() == 1 && scores_[0].first->orders_by_node_index()));
+  ordered_ = batch_filters_.empty() && profile.tie_break == TieBreak::kNodeOrder && scores_.size() == 1 &&
+             scores_[0].first->orders_nodes() && scores_[0].second > 0.0 &&
+             (scores_[0].first->normalize_is_identity() || scores_[0].first->normalize_is_min_max());
 }
 
 Scheduler::~Scheduler() = default;
@@ -307,13 +310,23 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
   }
   if (index_ && !local) ++index_->stats.fallbacks;
   NodeIndexClass* sampled = nullptr;   // answers for the sampled search
-  if (local && first_feasible_wins_ && only.empty() && nodes_to_find(n) >= n) {
+  if (local && (first_feasible_wins_ || ordered_) && only.empty() && nodes_to_find(n) >= n) {
     // First-fit: the lowest-index feasible node, from the capacity tree shared by all requests
-    // (no class to bring up to date). When none is feasible the class below gives the diagnosis.
-    if (const auto u = index_->first_feasible(cluster, ctx)) {
+    // (no class to bring up to date). A score plugin that orders the nodes (ScorePlugin::
+    // orders_nodes): a walk of its node order, shared by all requests, from the best node down.
+    // When no node is feasible the class below gives the diagnosis.
+    const auto bound = ordered_ ? scores_[0].first->order_bound(cluster, ctx) : ScorePlugin::OrderBound::kConstant;
+    if (bound != ScorePlugin::OrderBound::kNone) {
+      const auto u = bound == ScorePlugin::OrderBound::kConstant
+                         ? index_->first_feasible(cluster, ctx)
+                         : index_->ordered_best(cluster, ctx, scores_[0].first->normalize_is_min_max());
       ++index_->stats.decisions;
-      ++index_->stats.first_feasible;
-      return finish(cluster, ctx, NodeId{*u}, out);
+      if (u) {
+        ++(bound == ScorePlugin::OrderBound::kConstant ? index_->stats.first_feasible : index_->stats.ordered);
+        return finish(cluster, ctx, NodeId{*u}, out);
+      }
+      if (!diagnose_) return Status::unschedulable("scheduler", "no feasible node");   // nobody reads why
+      --index_->stats.decisions;   // counted again by the class below
     }
   }
   if (local) {

@@ -516,6 +516,7 @@ TEST_CASE("The node index decides exactly like scanning every node, for every pr
       u.rebuilds += indexed.stats.rebuilds;
       u.pruned += indexed.stats.pruned;
       u.first_feasible += indexed.stats.first_feasible;
+      u.ordered += indexed.stats.ordered;
       ++compared;
     }
   }
@@ -536,7 +537,8 @@ TEST_CASE("The node index decides exactly like scanning every node, for every pr
     total += u.decisions;
     table += p + ": " + std::to_string(u.decisions) + " decisions, " + std::to_string(u.fallbacks) + " fallbacks, " +
              std::to_string(u.node_updates) + " node updates, " + std::to_string(u.pruned) + " pruned, " +
-             std::to_string(u.first_feasible) + " first-feasible, " + std::to_string(u.rebuilds) + " rebuilds\n";
+             std::to_string(u.first_feasible) + " first-feasible, " + std::to_string(u.ordered) + " ordered, " +
+             std::to_string(u.rebuilds) + " rebuilds\n";
   }
   INFO(table);
   if constexpr (!kNodeIndexLanded) {
@@ -553,7 +555,67 @@ TEST_CASE("The node index decides exactly like scanning every node, for every pr
     // first-fit's decisions come from the shared capacity tree (no per-request class).
     CHECK(used["first-fit"].first_feasible > 0);
     CHECK(used["kube-default"].first_feasible == 0);   // random ties: not a first-feasible profile
+    // best-fit's and binpack's decisions come from walking their score order (ScorePlugin::orders_nodes).
+    CHECK(used["best-fit"].ordered > 0);
+    CHECK(used["binpack"].ordered > 0);
+    CHECK(used["kube-default"].ordered == 0);
   }
+}
+
+TEST_CASE("Score-ordered walks (best-fit, binpack): many identical nodes, several GPU memories, weights that tie "
+          "whole classes of nodes; the walk decides exactly like the plain scan",
+          "[sim][property][node-index]") {
+  // ScorePlugin::orders_nodes: best-fit and gpu-binpack keep one node order for every request and
+  // the index walks it best first, stopping on score_range() (NodeIndex::ordered_best). Clusters
+  // of a few node types repeated make long runs of equal keys and fingerprints (only the first
+  // feasible node of a run may win its ties) and, for binpack, several groups (GPU memories).
+  // best-fit's weights 0/1 and 1/0 make every node with the same free GPU (or CPU) tie on the key
+  // while their fingerprints differ. Filters the bounds do not see (GPU models, rdma/hca, node
+  // failures, gangs) reject nodes the walk has to step over.
+  auto weighted = [](double cpu, double gpu) {
+    policies::Profile p = policies::builtin_profile("best-fit");
+    p.name = "best-fit-" + std::to_string(cpu) + "-" + std::to_string(gpu);
+    p.score[0].args = {{"cpu_weight", cpu}, {"gpu_weight", gpu}};
+    return p;
+  };
+  const std::vector<std::pair<policies::Profile, QueuePolicy>> configs = {
+      {policies::builtin_profile("best-fit"), QueuePolicy::kGreedy},
+      {policies::builtin_profile("binpack"), QueuePolicy::kGreedy},
+      {policies::builtin_profile("binpack"), QueuePolicy::kEasyBackfill},
+      {weighted(0.0, 1.0), QueuePolicy::kGreedy},
+      {weighted(1.0, 0.0), QueuePolicy::kGreedy},
+      {weighted(0.3, 2.0), QueuePolicy::kStrictFifo}};
+  std::uint64_t ordered = 0, first_feasible = 0, fallbacks = 0;
+  for (std::uint64_t seed = 440; seed < 446; ++seed) {
+    Rng rng = RngStreams(seed).stream("test.cluster");
+    ResourceTable res;
+    const auto types = random_nodes(rng, res);
+    std::vector<NodeSpec> nodes;
+    for (int i = 0; i < 36; ++i) {
+      nodes.push_back(types[rng.below(std::min<std::size_t>(types.size(), 4))]);
+      nodes.back().name = t::numbered("node-", i);
+    }
+    const auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
+    const auto jobs = random_jobs(rng, cluster, res, 400);
+    EngineConfig base;
+    base.node_events = random_failures(rng, nodes.size(), jobs.back().submit.seconds());
+    base.horizon = SimTime::from_seconds(30'000);
+    for (const auto& [profile, queueing] : configs) {
+      INFO("seed " << seed << ", profile " << profile.name << ", queueing " << to_string(queueing));
+      EngineConfig cfg = base;
+      cfg.queue_policy = queueing;
+      const auto indexed = logged_run(nodes, res, jobs, profile, seed, cfg, true);
+      const auto scanned = logged_run(nodes, res, jobs, profile, seed, cfg, false);
+      require_same_run(indexed, scanned);
+      ordered += indexed.stats.ordered;
+      first_feasible += indexed.stats.first_feasible;
+      fallbacks += indexed.stats.fallbacks;
+    }
+  }
+  INFO(ordered << " decisions from the walk, " << first_feasible << " first-feasible (binpack, CPU-only tasks), "
+               << fallbacks << " scanned");
+  CHECK(ordered > 1000);
+  CHECK(first_feasible > 0);
 }
 
 TEST_CASE("PreferNoSchedule taints: kube-scheduler's normalised scores come from the totals tree while no feasible "

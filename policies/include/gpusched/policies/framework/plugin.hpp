@@ -3,6 +3,8 @@
 /// holds every combination rule. Plugins never loop over the cluster themselves.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <utility>
 #include <span>
 #include <string>
 #include <string_view>
@@ -149,11 +151,7 @@ struct CapacityNeed {
            have.gpu_memory_mib >= gpu_memory_mib && have.whole_units >= whole_units && have.gpu_milli >= gpu_milli &&
            have.tpu_chips >= tpu_chips;
   }
-  [[nodiscard]] bool admits(const NodeState& s) const {
-    return (!schedulable || s.schedulable) && s.cpu_free_milli >= cpu_milli && s.memory_free_mib >= memory_mib &&
-           s.gpu_memory_free_max >= gpu_memory_mib && s.whole_units_free >= whole_units &&
-           s.gpu_milli_free_max >= gpu_milli && s.tpu_chips_free >= tpu_chips;
-  }
+  [[nodiscard]] bool admits(const NodeState& s) const { return admits(of(s)); }
 };
 
 /// Per node: can the task run there? All filters must say yes (AND).
@@ -228,6 +226,37 @@ class ScorePlugin : public virtual Plugin {
   /// True when the plugin prefers nodes purely by their order (first-fit): lets the runner
   /// stop at the first feasible node when it is the only score plugin.
   [[nodiscard]] virtual bool orders_by_node_index() const { return false; }
+
+  /// A score-ordered search (the node index, issue 14). A plugin that can bound its raw score
+  /// through one number per node, computed from the node's state alone, lets the index keep the
+  /// nodes in that order for every request at once and visit them best first, stopping once no
+  /// node left can reach the best score found, instead of bringing a per-request class up to date.
+  ///  - order_key(): the node's group, key and fingerprint, from NodeState and cluster-wide
+  ///    constants only (order_epoch() changes when those do). Nodes of equal group and fingerprint
+  ///    must get the same raw score for every request (fingerprint: the state the score reads,
+  ///    packed exactly, or something unique per node).
+  ///  - order_bound(): for this task, whether every node's raw score is the same (kConstant:
+  ///    the first feasible node in node order wins), bounded by score_range() (kBounded), or
+  ///    neither (kNone: the index answers as it would without the order).
+  ///  - score_range(): lowest and highest raw score any node of `group` whose key is `key` can
+  ///    get for this task; both non-decreasing in `key`. Include rounding slack: a range that
+  ///    misses a score changes decisions (the node-index property test compares with the scan).
+  struct OrderKey {
+    std::uint32_t group = 0;
+    double key = 0.0;
+    std::uint64_t fingerprint = 0;
+  };
+  enum class OrderBound : std::uint8_t { kNone, kConstant, kBounded };
+  [[nodiscard]] virtual bool orders_nodes() const { return false; }
+  [[nodiscard]] virtual OrderKey order_key(const ClusterState& /*cluster*/, NodeId /*node*/) const { return {}; }
+  [[nodiscard]] virtual std::uint64_t order_epoch(const ClusterState& /*cluster*/) const { return 0; }
+  [[nodiscard]] virtual OrderBound order_bound(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/) const {
+    return OrderBound::kNone;
+  }
+  [[nodiscard]] virtual std::pair<double, double> score_range(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/,
+                                                              std::uint32_t /*group*/, double /*key*/) const {
+    return {-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+  }
 };
 
 /// Chooses the devices (GPUs) inside the chosen node. Exactly one per profile.

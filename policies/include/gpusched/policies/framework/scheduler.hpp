@@ -124,6 +124,7 @@ class Scheduler final : public SchedulingHook {
     std::uint64_t first_feasible = 0; ///< decisions answered by the capacity tree (first feasible node wins)
     std::uint64_t tree = 0;           ///< decisions answered by a class's tree (top total or min-max)
     std::uint64_t normalized = 0;     ///< decisions answered by normalising the cached raw scores of every feasible node
+    std::uint64_t ordered = 0;        ///< decisions answered by walking the score plugin's node order (ScorePlugin::orders_nodes)
   };
   [[nodiscard]] IndexStats index_stats() const;
 
@@ -210,6 +211,7 @@ class Scheduler final : public SchedulingHook {
   bool priorities_fed_ = false;   // job events arrived (else the JobsView is scanned)
   std::vector<JobId> victims_;
   bool first_feasible_wins_ = false;
+  bool ordered_ = false;          // one score plugin that orders the nodes, ties to node order (NodeIndex::ordered_best)
   RngStreams streams_;
   Rng tie_rng_;
 

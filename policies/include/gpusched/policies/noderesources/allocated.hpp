@@ -84,6 +84,16 @@ class BestFitScore final : public ScorePlugin {
   [[nodiscard]] bool node_local_answers() const override { return true; }
   [[nodiscard]] bool normalize_is_identity() const override { return true; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
+  /// One order for every request: the score is 100 x (1 - weighted free left), and what a request
+  /// takes away is the same on every node, so nodes with less weighted free CPU and GPU score higher.
+  [[nodiscard]] bool orders_nodes() const override { return true; }
+  [[nodiscard]] OrderKey order_key(const ClusterState& cluster, NodeId node) const override;
+  [[nodiscard]] std::uint64_t order_epoch(const ClusterState& cluster) const override;
+  [[nodiscard]] OrderBound order_bound(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/) const override {
+    return OrderBound::kBounded;
+  }
+  [[nodiscard]] std::pair<double, double> score_range(const ClusterState& cluster, const TaskContext& ctx,
+                                                      std::uint32_t group, double key) const override;
 
  private:
   double w_cpu_, w_gpu_;
