@@ -161,68 +161,19 @@ class CapacityTree {
   std::vector<CapacityNeed> tree_;
 };
 
-/// Every node in one score plugin's order (ScorePlugin::order_key): per group, a treap ordered
-/// by key (highest first), then fingerprint, then node index, whose subtrees keep the largest
-/// free capacity of each kind (CapacityNeed), so a walk in score order skips every subtree whose
-/// nodes all fall below a task's bounds. One structure serves every request; it is brought up to
-/// date from the cluster's change log (each changed node leaves its group and enters again:
-/// O(log nodes)), rebuilt for another cluster object or when order_epoch() changes.
-class ScoreOrder {
+/// Items (nodes, or GPUs) in a score order: per group, a treap ordered by key (highest first),
+/// then fingerprint, then item index, whose subtrees keep the largest free capacity of each kind
+/// (Cap), so a walk in score order skips every subtree whose items all fall below a task's
+/// bounds. The owner (ScoreOrder, GpuOrder) keeps it up to date.
+class OrderTreap {
  public:
   static constexpr std::uint32_t kNil = std::numeric_limits<std::uint32_t>::max();
-  using Key = ScorePlugin::OrderKey;
 
-  void refresh(const ClusterState& cluster, const ScorePlugin& plugin) {
-    const std::size_t n = cluster.node_count();
-    const std::uint64_t epoch = plugin.order_epoch(cluster);
-    if (instance_ != cluster.instance() || items_.size() != n || epoch_ != epoch) {
-      rebuild(cluster, plugin, epoch);
-      return;
-    }
-    if (cluster.change_count() == log_pos_) return;
-    const auto changed = cluster.changed_since(log_pos_);
-    if (!changed || changed->size() * 8 >= n) {
-      rebuild(cluster, plugin, epoch);
-      return;
-    }
-    const auto nodes = cluster.nodes();
-    for (const std::uint32_t u : *changed) {
-      if (generation_[u] == nodes[u].generation) continue;   // listed twice
-      generation_[u] = nodes[u].generation;
-      std::uint32_t& root = roots_[items_[u].slot];
-      root = erase(root, u);
-      place(cluster, plugin, u);
-    }
-    log_pos_ = cluster.change_count();
-  }
-
-  [[nodiscard]] std::uint64_t instance() const { return instance_; }
-  [[nodiscard]] std::size_t groups() const { return roots_.size(); }
-  [[nodiscard]] std::uint32_t group(std::size_t slot) const { return group_ids_[slot]; }
-  [[nodiscard]] double key(std::uint32_t u) const { return items_[u].key; }
-
-  /// Walking group `slot` best first: the first node after node `u` (kNil: from the start) whose
-  /// free capacity meets `need`, or kNil. past_run: after every node of u's key and fingerprint.
-  [[nodiscard]] std::uint32_t next(std::size_t slot, const CapacityNeed& need, std::uint32_t u, bool past_run = false) const {
-    const Cap bounds = Cap::of(need);
-    if (u == kNil) return first_after(roots_[slot], bounds, nullptr);
-    const Pos pos{items_[u].key, items_[u].fingerprint, u, past_run};
-    return first_after(roots_[slot], bounds, &pos);
-  }
-  /// Walking group `slot` worst first: the first node before node `u` (kNil: from the end) whose
-  /// free capacity meets `need`, or kNil. past_run: before every node of u's key and fingerprint.
-  [[nodiscard]] std::uint32_t prev(std::size_t slot, const CapacityNeed& need, std::uint32_t u, bool past_run = false) const {
-    const Cap bounds = Cap::of(need);
-    if (u == kNil) return last_before(roots_[slot], bounds, nullptr);
-    const Pos pos{items_[u].key, items_[u].fingerprint, u, past_run};
-    return last_before(roots_[slot], bounds, &pos);
-  }
-
- private:
-  /// Free capacity as CapacityNeed holds it, in eight 32-bit lanes (schedulable, CPU, memory, GPU
-  /// memory, whole units, GPU compute, TPU chips, unused), saturated: the largest of two and the
-  /// test against a task's bounds are a few vector instructions. Saturating both sides keeps
-  /// every node that meets the bounds; a saturated bound may let more through (the filters decide).
+  /// Free capacity in eight 32-bit lanes, saturated at 0 and 2^31-1 (for nodes: CapacityNeed's
+  /// schedulable, CPU, memory, GPU memory, whole units, GPU compute, TPU chips; unused), so the
+  /// largest of two and the test against a task's bounds are a few vector instructions.
+  /// Saturating both sides keeps every item that meets the bounds; a saturated bound may let
+  /// more through (the filters decide). A lane of -1 meets no bound.
   struct Cap {
     std::array<std::int32_t, 8> v{};
     static std::int32_t sat(std::int64_t x) {
@@ -240,31 +191,90 @@ class ScoreOrder {
       for (std::size_t i = 0; i < 8; ++i) ok &= have.v[i] >= v[i];
       return ok;
     }
+    bool operator==(const Cap&) const = default;
   };
-  /// One node: its place in the order, its treap links and the largest free capacity over its
-  /// subtree, in one cache line (a step of a walk reads one node's line).
+
+  /// Forgets everything: n items, none placed.
+  void reset(std::size_t n) {
+    items_.assign(n, Item{});
+    caps_.assign(n, Cap{});
+    group_ids_.clear();
+    roots_.clear();
+    for (std::uint32_t u = 0; u < n; ++u) {
+      std::uint64_t z = u + 0x9e3779b97f4a7c15ULL;   // splitmix64: a fixed shape for a given count
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      items_[u].priority = static_cast<std::uint32_t>(z ^ (z >> 31));
+    }
+  }
+  [[nodiscard]] std::size_t size() const { return items_.size(); }
+  [[nodiscard]] bool placed(std::uint32_t u) const { return items_[u].slot != kNil; }
+  /// Puts item u (not placed) into `group` at (key, fingerprint) with capacity `cap`.
+  void place(std::uint32_t u, std::uint32_t group, double key, std::uint64_t fingerprint, const Cap& cap) {
+    Item& it = items_[u];
+    it.key = key;
+    it.fingerprint = fingerprint;
+    caps_[u] = cap;
+    it.agg = cap;
+    it.left = it.right = kNil;
+    std::size_t slot = 0;
+    while (slot < group_ids_.size() && group_ids_[slot] != group) ++slot;
+    if (slot == group_ids_.size()) {
+      group_ids_.push_back(group);
+      roots_.push_back(kNil);
+    }
+    it.slot = static_cast<std::uint32_t>(slot);
+    roots_[slot] = insert(roots_[slot], u);
+  }
+  /// Takes item u out of its group.
+  void remove(std::uint32_t u) {
+    std::uint32_t& root = roots_[items_[u].slot];
+    root = erase(root, u);
+    items_[u].slot = kNil;
+  }
+  /// Whether item u is placed at (group, key, fingerprint) with capacity `cap` already.
+  [[nodiscard]] bool same(std::uint32_t u, std::uint32_t group, double key, std::uint64_t fingerprint, const Cap& cap) const {
+    const Item& it = items_[u];
+    return it.slot != kNil && group_ids_[it.slot] == group && it.key == key && it.fingerprint == fingerprint && caps_[u] == cap;
+  }
+
+  [[nodiscard]] std::size_t groups() const { return roots_.size(); }
+  [[nodiscard]] std::uint32_t group(std::size_t slot) const { return group_ids_[slot]; }
+  [[nodiscard]] double key(std::uint32_t u) const { return items_[u].key; }
+
+  /// Walking group `slot` best first: the first item after item `u` (kNil: from the start) whose
+  /// capacity meets `need`, or kNil. past_run: after every item of u's key and fingerprint.
+  [[nodiscard]] std::uint32_t next(std::size_t slot, const Cap& need, std::uint32_t u, bool past_run = false) const {
+    if (u == kNil) return first_after(roots_[slot], need, nullptr);
+    const Pos pos{items_[u].key, items_[u].fingerprint, u, past_run};
+    return first_after(roots_[slot], need, &pos);
+  }
+
+ private:
+  /// One item: its place in the order, its treap links and the largest capacity over its
+  /// subtree, in one cache line (a step of a walk reads one item's line).
   struct alignas(64) Item {
     double key = 0.0;
     std::uint64_t fingerprint = 0;
     std::uint32_t left = kNil, right = kNil;
     std::uint32_t priority = 0;
-    std::uint32_t slot = 0;   // its group's index in roots_
+    std::uint32_t slot = kNil;   // its group's index in roots_ (kNil: not placed)
     Cap agg;
   };
-  /// A place in the walk: node `node` of (key, fingerprint), or the whole run of them.
+  /// A place in the walk: item `item` of (key, fingerprint), or the whole run of them.
   struct Pos {
     double key;
     std::uint64_t fingerprint;
-    std::uint32_t node;
+    std::uint32_t item;
     bool run;
   };
-  /// -1: node u comes before p in the walk (highest key first), 0: u is p (or in p's run), 1: after.
+  /// -1: item u comes before p in the walk (highest key first), 0: u is p (or in p's run), 1: after.
   [[nodiscard]] int compare(std::uint32_t u, const Pos& p) const {
     const Item& it = items_[u];
     if (it.key != p.key) return it.key > p.key ? -1 : 1;
     if (it.fingerprint != p.fingerprint) return it.fingerprint < p.fingerprint ? -1 : 1;
-    if (p.run || u == p.node) return 0;
-    return u < p.node ? -1 : 1;
+    if (p.run || u == p.item) return 0;
+    return u < p.item ? -1 : 1;
   }
   [[nodiscard]] bool before(std::uint32_t a, std::uint32_t b) const {
     return compare(a, Pos{items_[b].key, items_[b].fingerprint, b, false}) < 0;
@@ -280,16 +290,6 @@ class ScoreOrder {
     if (need.admits(caps_[t])) return t;
     return first_after(it.right, need, nullptr);   // everything right of t is after pos
   }
-  std::uint32_t last_before(std::uint32_t t, const Cap& need, const Pos* pos) const {
-    if (t == kNil) return kNil;
-    const Item& it = items_[t];
-    if (!need.admits(it.agg)) return kNil;
-    if (pos != nullptr && compare(t, *pos) >= 0) return last_before(it.left, need, pos);   // t and its right: not before
-    const std::uint32_t r = last_before(it.right, need, pos);
-    if (r != kNil) return r;
-    if (need.admits(caps_[t])) return t;
-    return last_before(it.left, need, nullptr);
-  }
 
   void pull(std::uint32_t t) {
     Item& it = items_[t];
@@ -297,7 +297,7 @@ class ScoreOrder {
     if (it.left != kNil) it.agg.merge(items_[it.left].agg);
     if (it.right != kNil) it.agg.merge(items_[it.right].agg);
   }
-  /// Splits t into the nodes before u and the rest.
+  /// Splits t into the items before u and the rest.
   void split(std::uint32_t t, std::uint32_t u, std::uint32_t& l, std::uint32_t& r) {
     if (t == kNil) {
       l = r = kNil;
@@ -312,7 +312,7 @@ class ScoreOrder {
     }
     pull(t);
   }
-  std::uint32_t merge(std::uint32_t a, std::uint32_t b) {   // every node of a before every node of b
+  std::uint32_t merge(std::uint32_t a, std::uint32_t b) {   // every item of a before every item of b
     if (a == kNil) return b;
     if (b == kNil) return a;
     if (items_[a].priority > items_[b].priority) {
@@ -337,7 +337,7 @@ class ScoreOrder {
     return t;
   }
   std::uint32_t erase(std::uint32_t t, std::uint32_t u) {
-    GPUSCHED_ASSERT(t != kNil, "score order: node not in its group");
+    GPUSCHED_ASSERT(t != kNil, "score order: item not in its group");
     if (t == u) {
       const std::uint32_t m = merge(items_[u].left, items_[u].right);
       items_[u].left = items_[u].right = kNil;
@@ -349,53 +349,118 @@ class ScoreOrder {
     return t;
   }
 
-  /// Node u's key and capacity from its state, into its group's tree.
-  void place(const ClusterState& cluster, const ScorePlugin& plugin, std::uint32_t u) {
-    const Key k = plugin.order_key(cluster, NodeId{u});
-    Item& it = items_[u];
-    it.key = k.key;
-    it.fingerprint = k.fingerprint;
-    caps_[u] = Cap::of(CapacityNeed::of(cluster.nodes()[u]));
-    it.agg = caps_[u];
-    it.left = it.right = kNil;
-    std::size_t slot = 0;
-    while (slot < group_ids_.size() && group_ids_[slot] != k.group) ++slot;
-    if (slot == group_ids_.size()) {
-      group_ids_.push_back(k.group);
-      roots_.push_back(kNil);
+  std::vector<Item> items_;
+  std::vector<Cap> caps_;   // per item: its own capacity
+  std::vector<std::uint32_t> group_ids_, roots_;
+};
+
+/// Every node in one score plugin's order (ScorePlugin::order_key), with its free capacity as
+/// bounds (CapacityNeed::of), shared by every request: brought up to date from the cluster's
+/// change log (a changed node leaves its group and enters again: O(log nodes)), rebuilt for
+/// another cluster object or when order_epoch() changes.
+class ScoreOrder {
+ public:
+  static constexpr std::uint32_t kNil = OrderTreap::kNil;
+
+  void refresh(const ClusterState& cluster, const ScorePlugin& plugin) {
+    const std::size_t n = cluster.node_count();
+    const std::uint64_t epoch = plugin.order_epoch(cluster);
+    const auto nodes = cluster.nodes();
+    if (instance_ != cluster.instance() || treap_.size() != n || epoch_ != epoch) {
+      instance_ = cluster.instance();
+      epoch_ = epoch;
+      treap_.reset(n);
+      generation_.resize(n);
+      for (std::uint32_t u = 0; u < n; ++u) place(cluster, plugin, u);
+    } else if (cluster.change_count() != log_pos_) {
+      const auto changed = cluster.changed_since(log_pos_);   // none: the log moved on, look at every node
+      const std::size_t k = changed ? changed->size() : n;
+      for (std::size_t j = 0; j < k; ++j) {
+        const std::uint32_t v = changed ? (*changed)[j] : static_cast<std::uint32_t>(j);
+        if (generation_[v] == nodes[v].generation) continue;   // listed twice, or unchanged
+        treap_.remove(v);
+        place(cluster, plugin, v);
+      }
     }
-    it.slot = static_cast<std::uint32_t>(slot);
-    roots_[slot] = insert(roots_[slot], u);
+    log_pos_ = cluster.change_count();
   }
 
-  void rebuild(const ClusterState& cluster, const ScorePlugin& plugin, std::uint64_t epoch) {
-    const std::size_t n = cluster.node_count();
-    instance_ = cluster.instance();
-    epoch_ = epoch;
-    log_pos_ = cluster.change_count();
-    items_.assign(n, Item{});
-    caps_.assign(n, Cap{});
-    generation_.assign(n, 0);
-    group_ids_.clear();
-    roots_.clear();
-    const auto nodes = cluster.nodes();
-    for (std::uint32_t u = 0; u < n; ++u) {
-      std::uint64_t z = u + 0x9e3779b97f4a7c15ULL;   // splitmix64: a fixed shape for a given node count
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-      items_[u].priority = static_cast<std::uint32_t>(z ^ (z >> 31));
-      generation_[u] = nodes[u].generation;
-      place(cluster, plugin, u);
-    }
+  [[nodiscard]] std::uint64_t instance() const { return instance_; }
+  [[nodiscard]] const OrderTreap& treap() const { return treap_; }
+
+ private:
+  void place(const ClusterState& cluster, const ScorePlugin& plugin, std::uint32_t u) {
+    const auto k = plugin.order_key(cluster, NodeId{u});
+    const auto& s = cluster.nodes()[u];
+    generation_[u] = s.generation;
+    treap_.place(u, k.group, k.key, k.fingerprint, OrderTreap::Cap::of(CapacityNeed::of(s)));
   }
 
   std::uint64_t instance_ = 0;
   std::uint64_t epoch_ = 0;
   std::uint64_t log_pos_ = 0;
-  std::vector<Item> items_;
-  std::vector<Cap> caps_;                  // per node: its own free capacity
-  std::vector<std::uint64_t> generation_;  // per node: the generation its place is for
-  std::vector<std::uint32_t> group_ids_, roots_;
+  OrderTreap treap_;
+  std::vector<std::uint64_t> generation_;   // per node: the generation its place is for
+};
+
+/// Every GPU of the cluster in one score plugin's GPU order (ScorePlugin::gpu_order), one group,
+/// GPUs of equal key in node order (their index in ClusterState::all_gpus()), with the lanes the
+/// plugin gives as capacity. GPUs that fit nothing (a lane of -1: for gpu-binpack, no free
+/// compute) are left out, so whole GPUs taken and given back leave or enter without moving. Kept
+/// up to date like ScoreOrder: a changed node's GPUs whose key or lanes changed move.
+class GpuOrder {
+ public:
+  void refresh(const ClusterState& cluster, const ScorePlugin& plugin) {
+    const std::size_t n = cluster.node_count();
+    const auto nodes = cluster.nodes();
+    if (instance_ != cluster.instance() || generation_.size() != n) {
+      instance_ = cluster.instance();
+      treap_.reset(cluster.all_gpus().size());
+      node_of_.assign(cluster.all_gpus().size(), 0);
+      generation_.resize(n);
+      for (std::uint32_t u = 0; u < n; ++u) {
+        for (std::uint32_t i = nodes[u].gpu_begin; i < nodes[u].gpu_begin + nodes[u].gpu_count; ++i) node_of_[i] = u;
+        place(cluster, plugin, u);
+      }
+    } else if (cluster.change_count() != log_pos_) {
+      const auto changed = cluster.changed_since(log_pos_);
+      const std::size_t k = changed ? changed->size() : n;
+      for (std::size_t j = 0; j < k; ++j) {
+        const std::uint32_t v = changed ? (*changed)[j] : static_cast<std::uint32_t>(j);
+        if (generation_[v] != nodes[v].generation) place(cluster, plugin, v);
+      }
+    }
+    log_pos_ = cluster.change_count();
+  }
+
+  [[nodiscard]] std::uint64_t instance() const { return instance_; }
+  [[nodiscard]] const OrderTreap& treap() const { return treap_; }
+  [[nodiscard]] std::uint32_t node_of(std::uint32_t gpu) const { return node_of_[gpu]; }
+
+ private:
+  /// Node u's GPUs, placed again where their key or lanes changed.
+  void place(const ClusterState& cluster, const ScorePlugin& plugin, std::uint32_t u) {
+    const auto& s = cluster.nodes()[u];
+    generation_[u] = s.generation;
+    const auto gpus = cluster.all_gpus();
+    for (std::uint32_t i = s.gpu_begin; i < s.gpu_begin + s.gpu_count; ++i) {
+      const auto g = plugin.gpu_order(gpus[i]);
+      OrderTreap::Cap cap;
+      cap.v.fill(std::numeric_limits<std::int32_t>::max());
+      cap.v[0] = g.memory_lane;
+      cap.v[1] = g.milli_lane;
+      const bool fits_nothing = g.memory_lane < 0 || g.milli_lane < 0;   // (a GPU whose compute is all given)
+      if (fits_nothing ? !treap_.placed(i) : treap_.same(i, 0, g.key, g.fingerprint, cap)) continue;
+      if (treap_.placed(i)) treap_.remove(i);
+      if (!fits_nothing) treap_.place(i, 0, g.key, g.fingerprint, cap);
+    }
+  }
+
+  std::uint64_t instance_ = 0;
+  std::uint64_t log_pos_ = 0;
+  OrderTreap treap_;
+  std::vector<std::uint32_t> node_of_;      // per GPU: its node
+  std::vector<std::uint64_t> generation_;   // per node: the generation its GPUs' places are for
 };
 
 class NodeIndex {
@@ -538,92 +603,81 @@ class NodeIndex {
   /// is feasible. The nodes are walked in score order, group by group, from the shared score
   /// order, skipping those below the filters' bounds; the filters and the plugin run only on the
   /// nodes walked. A walk stops once score_range() says no node left in the group can reach the
-  /// best total found (or, min-max normalised, its normalised score), so every node that could tie
-  /// with the best has been seen; of a run of equal key and fingerprint (equal scores) only the
-  /// first feasible node, the lowest index, is kept. `min_max`: the plugin's normalize is
-  /// normalize_min_max(); the lowest raw score over the feasible nodes is found first, by the same
-  /// walk from the other end.
+  /// best found, so every node that could tie with it has been seen; of a run of equal key and
+  /// fingerprint (equal scores) only the first feasible node, the lowest index, is kept.
+  /// `min_max`: the plugin's normalize is normalize_min_max() and its raw scores are integers
+  /// below 2^40 in magnitude (what kBounded promises then), so the top normalised score is
+  /// reached by the highest raw score alone: the walk compares raw scores.
   [[nodiscard]] std::optional<std::uint32_t> ordered_best(const ClusterState& cluster, const TaskContext& ctx, bool min_max) {
     ScorePlugin& plugin = *scores_[0].first;
     const double weight = scores_[0].second;
-    ScoreOrder& o = order_for(cluster, plugin);
-    const CapacityNeed need = need_of(cluster, ctx);
-    auto feasible = [&](std::uint32_t u) {
-      ++stats.node_updates;
-      return std::all_of(filters_.begin(), filters_.end(),
-                         [&](const FilterPlugin* f) { return f->filter(cluster, ctx, NodeId{u}).ok(); });
+    const OrderTreap& o = order_for(cluster, plugin).treap();
+    const auto need = OrderTreap::Cap::of(need_of(cluster, ctx));
+    auto value = [&](double raw) { return min_max ? raw : 0.0 + weight * raw; };   // what the scan compares
+    auto top = [&](std::size_t slot, std::uint32_t u) {
+      return value(plugin.score_range(cluster, ctx, o.group(slot), o.key(u)).second);
     };
-    auto range = [&](std::size_t slot, std::uint32_t u) {
-      return plugin.score_range(cluster, ctx, o.group(slot), o.key(u));
-    };
-    double lo = 0.0;
-    if (min_max) {
-      lo = std::numeric_limits<double>::infinity();
-      for (std::size_t slot = 0; slot < o.groups(); ++slot) {
-        for (std::uint32_t u = o.prev(slot, need, ScoreOrder::kNil); u != ScoreOrder::kNil;) {
-          if (range(slot, u).first > lo) break;
-          if (feasible(u)) {
-            lo = std::min(lo, plugin.score(cluster, ctx, NodeId{u}));
-            u = o.prev(slot, need, u, true);
-          } else {
-            u = o.prev(slot, need, u);
-          }
-        }
-      }
-      if (lo == std::numeric_limits<double>::infinity()) return std::nullopt;
-    }
-    // Groups whose first node can score highest first: the best total rises fastest.
+    // Groups whose first node can score highest first: the best found rises fastest.
     order_slots_.clear();
     for (std::size_t slot = 0; slot < o.groups(); ++slot) {
-      const std::uint32_t u = o.next(slot, need, ScoreOrder::kNil);
-      if (u != ScoreOrder::kNil) order_slots_.push_back({range(slot, u).second, slot, u});
+      const std::uint32_t u = o.next(slot, need, OrderTreap::kNil);
+      if (u != OrderTreap::kNil) order_slots_.push_back({top(slot, u), slot, u});
     }
     std::sort(order_slots_.begin(), order_slots_.end(), [](const auto& a, const auto& b) {
       return std::tie(b.top, a.slot) < std::tie(a.top, b.slot);
     });
-    const double target = 0.0 + weight * 100.0;   // min-max: the top node's normalised total
-    double hi = -std::numeric_limits<double>::infinity();   // min-max: highest raw score seen
-    double best_total = -std::numeric_limits<double>::infinity();
-    std::uint32_t best = ScoreOrder::kNil;
-    candidates_.clear();
+    double best_value = -std::numeric_limits<double>::infinity();
+    std::uint32_t best = OrderTreap::kNil;
     for (const auto& start : order_slots_) {
-      for (std::uint32_t u = start.node; u != ScoreOrder::kNil;) {
-        const double top = range(start.slot, u).second;
-        if (min_max) {
-          if (top < lo) break;   // below every feasible node's score: none of these is feasible
-          if (hi > lo && 0.0 + weight * min_max_score(top, lo, hi) < target) break;
-        } else if (0.0 + weight * top < best_total) {
-          break;
-        }
-        if (!feasible(u)) {
+      for (std::uint32_t u = start.node; u != OrderTreap::kNil;) {
+        if (top(start.slot, u) < best_value) break;
+        if (!feasible(cluster, ctx, u)) {
           u = o.next(start.slot, need, u);
           continue;
         }
-        const double raw = plugin.score(cluster, ctx, NodeId{u});
-        if (min_max) {
-          hi = std::max(hi, raw);
-          candidates_.push_back({raw, u});
-        } else {
-          const double total = 0.0 + weight * raw;
-          if (total > best_total || (total == best_total && u < best)) {
-            best_total = total;
-            best = u;
-          }
+        const double v = value(plugin.score(cluster, ctx, NodeId{u}));
+        if (v > best_value || (v == best_value && u < best)) {
+          best_value = v;
+          best = u;
         }
         u = o.next(start.slot, need, u, true);
       }
     }
-    if (!min_max) {
-      if (best == ScoreOrder::kNil) return std::nullopt;
-      return best;
-    }
-    // Every feasible node scores lo: all tie, and the lowest-index feasible node wins.
-    if (!(hi > lo)) return first_feasible(cluster, ctx);
-    for (const auto& [raw, u] : candidates_) {
-      if (0.0 + weight * min_max_score(raw, lo, hi) == target && (best == ScoreOrder::kNil || u < best)) best = u;
-    }
-    GPUSCHED_ASSERT(best != ScoreOrder::kNil, "score order: the highest raw score was not among the nodes walked");
+    if (best == OrderTreap::kNil) return std::nullopt;
     return best;
+  }
+
+  /// The node a scan would choose when the score plugin ranks nodes by their best GPU for the
+  /// task (order_bound kByGpu; its normalize is min-max, ties to node order, node-resources-fit
+  /// among the filters): the node of the first GPU in the shared GPU order that fits the task
+  /// (gpu_fits) on a node every filter accepts. Every feasible node has a GPU that fits, and its
+  /// raw score is an integer set by its best one, so the highest raw score, alone at the top
+  /// normalised score, belongs to the first such GPU, and GPUs of one key come in node order.
+  [[nodiscard]] std::optional<std::uint32_t> gpu_ordered_best(const ClusterState& cluster, const TaskContext& ctx) {
+    ScorePlugin& plugin = *scores_[0].first;
+    GpuOrder& o = gpu_order_for(cluster, plugin);
+    const OrderTreap& t = o.treap();
+    const auto [memory, milli] = plugin.gpu_need(ctx);
+    OrderTreap::Cap need;
+    need.v[0] = memory;
+    need.v[1] = milli;
+    const CapacityNeed node_need = need_of(cluster, ctx);
+    const auto nodes = cluster.nodes();
+    const auto gpus = cluster.all_gpus();
+    if (seen_.size() != nodes.size()) seen_.assign(nodes.size(), 0);
+    if (++stamp_ == 0) {   // wrapped: forget every mark
+      std::fill(seen_.begin(), seen_.end(), 0);
+      stamp_ = 1;
+    }
+    if (t.groups() == 0) return std::nullopt;
+    for (std::uint32_t g = t.next(0, need, OrderTreap::kNil); g != OrderTreap::kNil; g = t.next(0, need, g)) {
+      if (!plugin.gpu_fits(ctx, gpus[g])) continue;
+      const std::uint32_t u = o.node_of(g);
+      if (seen_[u] == stamp_) continue;   // rejected earlier in this walk
+      seen_[u] = stamp_;
+      if (node_need.admits(nodes[u]) && feasible(cluster, ctx, u)) return u;
+    }
+    return std::nullopt;
   }
 
   /// Sets the signature of every node whose rejection was decided by the capacity bounds alone
@@ -677,6 +731,7 @@ class NodeIndex {
     by_hash_.clear();
     trees_[0] = trees_[1] = CapacityTree{};
     orders_[0] = orders_[1] = ScoreOrder{};
+    gpu_orders_[0] = gpu_orders_[1] = GpuOrder{};
   }
 
   Scheduler::IndexStats stats;
@@ -709,6 +764,23 @@ class NodeIndex {
     }
     t->refresh(cluster);
     return t;
+  }
+
+  bool feasible(const ClusterState& cluster, const TaskContext& ctx, std::uint32_t u) {
+    ++stats.node_updates;
+    return std::all_of(filters_.begin(), filters_.end(),
+                       [&](const FilterPlugin* f) { return f->filter(cluster, ctx, NodeId{u}).ok(); });
+  }
+
+  /// The GPU order of `cluster`, up to date (two kept, as the capacity trees).
+  GpuOrder& gpu_order_for(const ClusterState& cluster, const ScorePlugin& plugin) {
+    GpuOrder* o = &gpu_orders_[0];
+    if (gpu_orders_[0].instance() != cluster.instance()) {
+      if (gpu_orders_[1].instance() != cluster.instance()) std::swap(gpu_orders_[0], gpu_orders_[1]);
+      else o = &gpu_orders_[1];
+    }
+    o->refresh(cluster, plugin);
+    return *o;
   }
 
   /// The score order of `cluster`, up to date (two kept, as the capacity trees).
@@ -960,13 +1032,15 @@ class NodeIndex {
   std::vector<Idle> idle_;             // totals mode: the score plugins whose normalize is not the identity
   CapacityTree trees_[2];
   ScoreOrder orders_[2];
+  GpuOrder gpu_orders_[2];
+  std::vector<std::uint32_t> seen_;   // per node: the GPU walk that last rejected it
+  std::uint32_t stamp_ = 0;
   struct SlotStart {
     double top;            // the highest score the group's first node can get
     std::size_t slot;
     std::uint32_t node;
   };
   std::vector<SlotStart> order_slots_;
-  std::vector<std::pair<double, std::uint32_t>> candidates_;   // min-max: feasible nodes walked, raw score
 };
 
 }  // namespace gpusched::policies

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include <gpusched/assert.hpp>
 #include <gpusched/policies/devices/device_select.hpp>
 #include <gpusched/policies/gpubinpack/gpu_binpack.hpp>
 #include <gpusched/policies/noderesources/allocated.hpp>
@@ -461,9 +462,39 @@ ScorePlugin::OrderKey GpuBinpack::order_key(const ClusterState& cluster, NodeId 
 ScorePlugin::OrderBound GpuBinpack::order_bound(const ClusterState& /*cluster*/, const TaskContext& ctx) const {
   switch (ctx.request().gpu.mode) {
     case GpuMode::kNone: return OrderBound::kConstant;
-    case GpuMode::kShared: return OrderBound::kNone;
+    case GpuMode::kShared: return ctx.request().gpu.memory_mib == kAllGpuMemory ? OrderBound::kNone : OrderBound::kByGpu;
     default: return OrderBound::kBounded;
   }
+}
+
+ScorePlugin::GpuOrderKey GpuBinpack::gpu_order(const GpuState& g) const {
+  // tightest_gpu()'s order: least free memory, then least free compute. The score,
+  // -((free memory - asked) x 1024 + free compute - asked), is lower for every later GPU as
+  // long as free compute stays below 1024 milli (a GPU has 1000).
+  GPUSCHED_ASSERT(g.milli_free >= 0 && g.milli_free < 1024, "gpu-binpack: free GPU compute outside [0, 1024) milli");
+  GpuOrderKey k;
+  k.key = -static_cast<double>(g.memory_free_mib);
+  k.fingerprint = static_cast<std::uint64_t>(g.milli_free);
+  // ClusterState::gpu_fits_shared: a bare GPU needs the free compute and memory asked; an MPS GPU
+  // counts its clients instead; any other partition takes no share.
+  if (g.partition == GpuPartition::kWhole && g.milli_free > 0) {   // none free: share_fits takes no share
+    k.memory_lane = static_cast<std::int32_t>(std::clamp<std::int64_t>(g.memory_free_mib, 0, std::numeric_limits<std::int32_t>::max()));
+    k.milli_lane = g.milli_free;
+  } else if (g.partition == GpuPartition::kMps) {
+    k.memory_lane = k.milli_lane = std::numeric_limits<std::int32_t>::max();
+  }
+  return k;
+}
+
+std::pair<std::int32_t, std::int32_t> GpuBinpack::gpu_need(const TaskContext& ctx) const {
+  const auto& r = ctx.request().gpu;
+  return {static_cast<std::int32_t>(std::clamp<std::int64_t>(r.memory_mib, 0, std::numeric_limits<std::int32_t>::max())),
+          std::max(0, r.milli)};
+}
+
+bool GpuBinpack::gpu_fits(const TaskContext& ctx, const GpuState& g) const {
+  const auto& r = ctx.request();
+  return ClusterState::gpu_fits_shared(g, r.gpu) && r.model_allowed(g.model);   // as tightest_gpu()
 }
 
 std::pair<double, double> GpuBinpack::score_range(const ClusterState& /*cluster*/, const TaskContext& ctx,

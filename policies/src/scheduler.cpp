@@ -315,14 +315,17 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
     // (no class to bring up to date). A score plugin that orders the nodes (ScorePlugin::
     // orders_nodes): a walk of its node order, shared by all requests, from the best node down.
     // When no node is feasible the class below gives the diagnosis.
-    const auto bound = ordered_ ? scores_[0].first->order_bound(cluster, ctx) : ScorePlugin::OrderBound::kConstant;
-    if (bound != ScorePlugin::OrderBound::kNone) {
-      const auto u = bound == ScorePlugin::OrderBound::kConstant
-                         ? index_->first_feasible(cluster, ctx)
-                         : index_->ordered_best(cluster, ctx, scores_[0].first->normalize_is_min_max());
+    // kByGpu needs node-resources-fit: it guarantees every feasible node a GPU that fits.
+    using Bound = ScorePlugin::OrderBound;
+    auto bound = ordered_ ? scores_[0].first->order_bound(cluster, ctx) : Bound::kConstant;
+    if (bound == Bound::kByGpu && (fit_pre_filter_ == nullptr || !scores_[0].first->normalize_is_min_max())) bound = Bound::kNone;
+    if (bound != Bound::kNone) {
+      const auto u = bound == Bound::kConstant ? index_->first_feasible(cluster, ctx)
+                     : bound == Bound::kByGpu  ? index_->gpu_ordered_best(cluster, ctx)
+                                               : index_->ordered_best(cluster, ctx, scores_[0].first->normalize_is_min_max());
       ++index_->stats.decisions;
       if (u) {
-        ++(bound == ScorePlugin::OrderBound::kConstant ? index_->stats.first_feasible : index_->stats.ordered);
+        ++(bound == Bound::kConstant ? index_->stats.first_feasible : index_->stats.ordered);
         return finish(cluster, ctx, NodeId{*u}, out);
       }
       if (!diagnose_) return Status::unschedulable("scheduler", "no feasible node");   // nobody reads why

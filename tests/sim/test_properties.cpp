@@ -570,8 +570,9 @@ TEST_CASE("Score-ordered walks (best-fit, binpack): many identical nodes, severa
   // of a few node types repeated make long runs of equal keys and fingerprints (only the first
   // feasible node of a run may win its ties) and, for binpack, several groups (GPU memories).
   // best-fit's weights 0/1 and 1/0 make every node with the same free GPU (or CPU) tie on the key
-  // while their fingerprints differ. Filters the bounds do not see (GPU models, rdma/hca, node
-  // failures, gangs) reject nodes the walk has to step over.
+  // while their fingerprints differ. binpack's shares walk the GPU order (kByGpu), with MPS GPUs
+  // among bare ones. Filters the bounds do not see (GPU models, rdma/hca, node failures, gangs)
+  // reject nodes the walk has to step over.
   auto weighted = [](double cpu, double gpu) {
     policies::Profile p = policies::builtin_profile("best-fit");
     p.name = "best-fit-" + std::to_string(cpu) + "-" + std::to_string(gpu);
@@ -589,7 +590,15 @@ TEST_CASE("Score-ordered walks (best-fit, binpack): many identical nodes, severa
   for (std::uint64_t seed = 440; seed < 446; ++seed) {
     Rng rng = RngStreams(seed).stream("test.cluster");
     ResourceTable res;
-    const auto types = random_nodes(rng, res);
+    auto types = random_nodes(rng, res);
+    for (auto& type : types) {   // some GPUs shared by MPS: a share fits by client count there, not by free memory
+      if (type.gpus.size() >= 2 && rng.below(3) == 0) {
+        for (std::size_t g = 0; g < type.gpus.size(); g += 2) {
+          type.gpus[g].partition = GpuPartition::kMps;
+          type.gpus[g].replicas = 3;
+        }
+      }
+    }
     std::vector<NodeSpec> nodes;
     for (int i = 0; i < 36; ++i) {
       nodes.push_back(types[rng.below(std::min<std::size_t>(types.size(), 4))]);

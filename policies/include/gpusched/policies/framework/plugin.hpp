@@ -236,17 +236,32 @@ class ScorePlugin : public virtual Plugin {
   ///    must get the same raw score for every request (fingerprint: the state the score reads,
   ///    packed exactly, or something unique per node).
   ///  - order_bound(): for this task, whether every node's raw score is the same (kConstant:
-  ///    the first feasible node in node order wins), bounded by score_range() (kBounded), or
-  ///    neither (kNone: the index answers as it would without the order).
+  ///    the first feasible node in node order wins), bounded by score_range() (kBounded), set by
+  ///    the node's best GPU (kByGpu, below), or none of these (kNone: the index answers as it
+  ///    would without the order). A plugin whose normalize is normalize_min_max() may answer
+  ///    kBounded or kByGpu only when every feasible node's raw score is an integer below 2^40 in
+  ///    magnitude: then the top normalised score belongs to the highest raw score alone.
   ///  - score_range(): lowest and highest raw score any node of `group` whose key is `key` can
   ///    get for this task; both non-decreasing in `key`. Include rounding slack: a range that
   ///    misses a score changes decisions (the node-index property test compares with the scan).
+  ///  - kByGpu: a node's raw score is that of its best GPU for the task, the one that fits
+  ///    (gpu_fits) and comes first in the GPU order (gpu_order: highest key first, then lowest
+  ///    fingerprint); GPUs of equal key and fingerprint give equal scores, later GPUs lower ones,
+  ///    and every node the filters accept has a GPU that fits. gpu_order's lanes and gpu_need():
+  ///    every GPU that fits has memory_lane >= the need's memory and milli_lane >= its milli
+  ///    (-1: fits nothing).
   struct OrderKey {
     std::uint32_t group = 0;
     double key = 0.0;
     std::uint64_t fingerprint = 0;
   };
-  enum class OrderBound : std::uint8_t { kNone, kConstant, kBounded };
+  enum class OrderBound : std::uint8_t { kNone, kConstant, kBounded, kByGpu };
+  struct GpuOrderKey {
+    double key = 0.0;
+    std::uint64_t fingerprint = 0;
+    std::int32_t memory_lane = -1;
+    std::int32_t milli_lane = -1;
+  };
   [[nodiscard]] virtual bool orders_nodes() const { return false; }
   [[nodiscard]] virtual OrderKey order_key(const ClusterState& /*cluster*/, NodeId /*node*/) const { return {}; }
   [[nodiscard]] virtual std::uint64_t order_epoch(const ClusterState& /*cluster*/) const { return 0; }
@@ -257,6 +272,9 @@ class ScorePlugin : public virtual Plugin {
                                                               std::uint32_t /*group*/, double /*key*/) const {
     return {-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
   }
+  [[nodiscard]] virtual GpuOrderKey gpu_order(const GpuState& /*gpu*/) const { return {}; }
+  [[nodiscard]] virtual std::pair<std::int32_t, std::int32_t> gpu_need(const TaskContext& /*ctx*/) const { return {0, 0}; }
+  [[nodiscard]] virtual bool gpu_fits(const TaskContext& /*ctx*/, const GpuState& /*gpu*/) const { return false; }
 };
 
 /// Chooses the devices (GPUs) inside the chosen node. Exactly one per profile.
