@@ -128,6 +128,10 @@ class CapacityTree {
   }
 
   [[nodiscard]] std::uint64_t instance() const { return instance_; }
+  [[nodiscard]] std::uint64_t log_pos() const { return log_pos_; }
+  /// Now kept for cluster object `instance`, a copy of the one it was kept for (see kept_for).
+  void adopt(std::uint64_t instance) { instance_ = instance; }
+  std::uint64_t used = 0;   ///< NodeIndex::kept_for's clock when last used
 
  private:
   std::uint32_t find(std::size_t at, std::size_t lo, std::size_t hi, const CapacityNeed& need, std::uint32_t from) const {
@@ -386,6 +390,9 @@ class ScoreOrder {
   }
 
   [[nodiscard]] std::uint64_t instance() const { return instance_; }
+  [[nodiscard]] std::uint64_t log_pos() const { return log_pos_; }
+  void adopt(std::uint64_t instance) { instance_ = instance; }
+  std::uint64_t used = 0;
   [[nodiscard]] const OrderTreap& treap() const { return treap_; }
 
  private:
@@ -434,6 +441,9 @@ class GpuOrder {
   }
 
   [[nodiscard]] std::uint64_t instance() const { return instance_; }
+  [[nodiscard]] std::uint64_t log_pos() const { return log_pos_; }
+  void adopt(std::uint64_t instance) { instance_ = instance; }
+  std::uint64_t used = 0;
   [[nodiscard]] const OrderTreap& treap() const { return treap_; }
   [[nodiscard]] std::uint32_t node_of(std::uint32_t gpu) const { return node_of_[gpu]; }
 
@@ -754,14 +764,38 @@ class NodeIndex {
     return need;
   }
 
-  /// The capacity tree of `cluster`, up to date (two kept: EASY backfill alternates between the
-  /// cluster and its scratch copy).
-  CapacityTree* tree_for(const ClusterState& cluster) {
-    CapacityTree* t = &trees_[0];
-    if (trees_[0].instance() != cluster.instance()) {
-      if (trees_[1].instance() != cluster.instance()) std::swap(trees_[0], trees_[1]);   // [0] is replaced
-      else t = &trees_[1];
+  /// Of the two structures kept (one per cluster object: EASY backfill alternates between the
+  /// cluster and its scratch copy), the one for `cluster`, not yet up to date. A new object takes
+  /// the place of the one used less recently. When it is a copy of the object the other one is
+  /// kept for, made no earlier than that one's position (ClusterState::copied_from), it starts
+  /// from a copy of it and is brought up to date from its own change log, which holds the same
+  /// history up to the copy: no rebuild per backfill reservation. Otherwise its refresh rebuilds it.
+  template <class T>
+  T& kept_for(T (&kept)[2], const ClusterState& cluster) {
+    ++use_clock_;
+    for (auto& k : kept) {
+      if (k.instance() == cluster.instance()) {
+        k.used = use_clock_;
+        return k;
+      }
     }
+    int src = -1;
+    for (int k = 0; k < 2; ++k) {
+      if (kept[k].instance() != 0 && kept[k].instance() == cluster.copied_from() && kept[k].log_pos() <= cluster.copied_at()) src = k;
+    }
+    T& dst = src >= 0 ? kept[1 - src] : kept[kept[0].used <= kept[1].used ? 0 : 1];
+    if (src >= 0) {
+      dst = kept[src];
+      dst.adopt(cluster.instance());
+      ++stats.inherited;
+    }
+    dst.used = use_clock_;
+    return dst;
+  }
+
+  /// The capacity tree of `cluster`, up to date.
+  CapacityTree* tree_for(const ClusterState& cluster) {
+    CapacityTree* t = &kept_for(trees_, cluster);
     t->refresh(cluster);
     return t;
   }
@@ -774,24 +808,16 @@ class NodeIndex {
 
   /// The GPU order of `cluster`, up to date (two kept, as the capacity trees).
   GpuOrder& gpu_order_for(const ClusterState& cluster, const ScorePlugin& plugin) {
-    GpuOrder* o = &gpu_orders_[0];
-    if (gpu_orders_[0].instance() != cluster.instance()) {
-      if (gpu_orders_[1].instance() != cluster.instance()) std::swap(gpu_orders_[0], gpu_orders_[1]);
-      else o = &gpu_orders_[1];
-    }
-    o->refresh(cluster, plugin);
-    return *o;
+    GpuOrder& o = kept_for(gpu_orders_, cluster);
+    o.refresh(cluster, plugin);
+    return o;
   }
 
   /// The score order of `cluster`, up to date (two kept, as the capacity trees).
   ScoreOrder& order_for(const ClusterState& cluster, const ScorePlugin& plugin) {
-    ScoreOrder* o = &orders_[0];
-    if (orders_[0].instance() != cluster.instance()) {
-      if (orders_[1].instance() != cluster.instance()) std::swap(orders_[0], orders_[1]);
-      else o = &orders_[1];
-    }
-    o->refresh(cluster, plugin);
-    return *o;
+    ScoreOrder& o = kept_for(orders_, cluster);
+    o.refresh(cluster, plugin);
+    return o;
   }
 
   void resolve(Class& c, const ClusterState& cluster, const TaskContext& ctx, std::uint32_t u) {
@@ -1030,6 +1056,7 @@ class NodeIndex {
     ScorePlugin::IdleNormalize idle;
   };
   std::vector<Idle> idle_;             // totals mode: the score plugins whose normalize is not the identity
+  std::uint64_t use_clock_ = 0;   // kept_for: which of two kept structures was used last
   CapacityTree trees_[2];
   ScoreOrder orders_[2];
   GpuOrder gpu_orders_[2];

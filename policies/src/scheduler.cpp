@@ -669,10 +669,20 @@ Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, 
 Status Scheduler::what_if(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out) {
   const auto saved = diagnosis_state();
   Statement st(cluster);
-  const Status s = place_job(cluster, job, id, st, out, {});
+  // The diagnosis stays that of the last real attempt (restored below), so a failed what-if need
+  // not count why every node refused (EASY backfill's reservation search fails many of them).
+  diagnose_ = false;
+  Status s;
+  try {
+    s = place_job(cluster, job, id, st, out, {});
+  } catch (...) {
+    diagnose_ = true;
+    throw;
+  }
+  diagnose_ = true;
   if (s.ok()) st.commit();
   else out.clear();
-  restore(saved);   // the diagnosis stays that of the last real attempt
+  restore(saved);
   return s;
 }
 

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 #include <gpusched/cluster.hpp>
 
 #include "support/support.hpp"
@@ -63,6 +65,40 @@ TEST_CASE("Allocating whole GPUs updates the node aggregates, totals and generat
   CHECK(n.generation > node_gen);
   CHECK(c.node(NodeId{1}).generation == 0);
   CHECK(t::cluster_violation(c).empty());
+}
+
+TEST_CASE("A copy knows which cluster it was copied from and at which change, and keeps the change log",
+          "[core][cluster]") {
+  // What the node index relies on to start a copy's structures from the original's
+  // (ClusterState::copied_from / copied_at): the copy's log holds the same changes up to then.
+  auto c = two_nodes();
+  CHECK(c.copied_from() == 0);   // built from specs
+  const auto r = t::request({{"cpu", "8"}, {"memory", "64Gi"}, {"nvidia.com/gpu", "1"}});
+  const TaskPlacement p{NodeId{0}, {{1, 1000, 81920}}};
+  c.allocate(r, p);
+  const auto at = c.change_count();
+  REQUIRE(at > 0);
+  ClusterState copy = c;
+  CHECK(copy.instance() != c.instance());
+  CHECK(copy.copied_from() == c.instance());
+  CHECK(copy.copied_at() == at);
+  CHECK(copy.change_count() == at);
+  REQUIRE(copy.changed_since(0));
+  CHECK(std::vector<std::uint32_t>(copy.changed_since(0)->begin(), copy.changed_since(0)->end()) ==
+        std::vector<std::uint32_t>(c.changed_since(0)->begin(), c.changed_since(0)->end()));
+  // The copy moves on alone; its copied_at stays where it was copied.
+  copy.release(r, p);
+  CHECK(copy.copied_at() == at);
+  CHECK(copy.change_count() > at);
+  CHECK(c.change_count() == at);
+  // Assigning over an older copy (EASY backfill's scratch cluster) records the new origin.
+  c.release(r, p);
+  ClusterState third = two_nodes();
+  third = c;
+  CHECK(third.copied_from() == c.instance());
+  CHECK(third.copied_at() == c.change_count());
+  copy = third;
+  CHECK(copy.copied_from() == third.instance());
 }
 
 TEST_CASE("Releasing gives back exactly what allocating took", "[core][cluster]") {

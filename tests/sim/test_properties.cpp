@@ -517,6 +517,7 @@ TEST_CASE("The node index decides exactly like scanning every node, for every pr
       u.pruned += indexed.stats.pruned;
       u.first_feasible += indexed.stats.first_feasible;
       u.ordered += indexed.stats.ordered;
+      u.inherited += indexed.stats.inherited;
       ++compared;
     }
   }
@@ -559,6 +560,10 @@ TEST_CASE("The node index decides exactly like scanning every node, for every pr
     CHECK(used["best-fit"].ordered > 0);
     CHECK(used["binpack"].ordered > 0);
     CHECK(used["kube-default"].ordered == 0);
+    // EASY backfill's scratch cluster starts its capacity tree (first-fit) and score order
+    // (binpack) from the real cluster's instead of rebuilding them (ClusterState::copied_from).
+    CHECK(used["slurm-backfill"].inherited > 0);
+    CHECK(used["binpack"].inherited > 0);
   }
 }
 

@@ -314,15 +314,22 @@ class ClusterState {
   /// Identifies this cluster object: a copy (a what-if or backfill scratch cluster) gets a new
   /// one, so caches keyed by node generations never mix two clusters whose generations agree.
   [[nodiscard]] std::uint64_t instance() const { return instance_.value; }
+  /// The object this one was copied (or moved) from: its instance(), 0 for a cluster built from
+  /// specs, and change_count() at that moment. Up to that position the two share their history
+  /// and change log, so a structure kept for the original at a position no later than
+  /// copied_at() holds for this copy too and can be brought up to date from its change log
+  /// (the node index does so for EASY backfill's scratch cluster).
+  [[nodiscard]] std::uint64_t copied_from() const { return instance_.origin; }
+  [[nodiscard]] std::uint64_t copied_at() const { return log_.copied_at; }
   /// The change log: the node of every change (each bump of a node's generation), in order.
   /// Positions count every change since the cluster was built; the oldest entries are dropped
   /// once the log holds more than 2 x nodes + 4,096 of them. changed_since(pos) gives the nodes
   /// changed at or after `pos` (repeats possible), or nothing when entries since `pos` were dropped
   /// (the caller then looks at every node).
-  [[nodiscard]] std::uint64_t change_count() const { return changes_base_ + changes_.size(); }
+  [[nodiscard]] std::uint64_t change_count() const { return log_.base + log_.entries.size(); }
   [[nodiscard]] std::optional<std::span<const std::uint32_t>> changed_since(std::uint64_t pos) const {
-    if (pos < changes_base_ || pos > change_count()) return std::nullopt;
-    return std::span<const std::uint32_t>(changes_).subspan(static_cast<std::size_t>(pos - changes_base_));
+    if (pos < log_.base || pos > change_count()) return std::nullopt;
+    return std::span<const std::uint32_t>(log_.entries).subspan(static_cast<std::size_t>(pos - log_.base));
   }
   /// The cluster's capacity per node, as built (free = capacity when empty).
   [[nodiscard]] std::int64_t cpu_capacity(NodeId n) const { return specs_[n.value].cpu_milli; }
@@ -359,21 +366,44 @@ class ClusterState {
   void changed(std::uint32_t n) {
     ++nodes_[n].generation;
     ++generation_;
-    if (changes_.size() >= 2 * nodes_.size() + 4096) {
-      changes_base_ += changes_.size();
-      changes_.clear();
+    if (log_.entries.size() >= 2 * nodes_.size() + 4096) {
+      log_.base += log_.entries.size();
+      log_.entries.clear();
     }
-    changes_.push_back(n);
+    log_.entries.push_back(n);
   }
-  std::vector<std::uint32_t> changes_;
-  std::uint64_t changes_base_ = 0;
-  /// A fresh number per object, constructed or copied.
+  /// The change log; a copy records where it was copied (copied_at()).
+  struct ChangeLog {
+    std::vector<std::uint32_t> entries;
+    std::uint64_t base = 0;        ///< position of entries[0]
+    std::uint64_t copied_at = 0;
+    ChangeLog() = default;
+    ChangeLog(const ChangeLog& o) : entries(o.entries), base(o.base), copied_at(o.base + o.entries.size()) {}
+    ChangeLog(ChangeLog&& o) noexcept : base(o.base), copied_at(o.base + o.entries.size()) { entries = std::move(o.entries); }
+    ChangeLog& operator=(const ChangeLog& o) {
+      entries = o.entries;
+      base = o.base;
+      copied_at = o.base + o.entries.size();
+      return *this;
+    }
+    ChangeLog& operator=(ChangeLog&& o) noexcept {
+      copied_at = o.base + o.entries.size();
+      base = o.base;
+      entries = std::move(o.entries);
+      return *this;
+    }
+  };
+  ChangeLog log_;
+  /// A fresh number per object, constructed or copied, and the number of the object it was
+  /// copied from.
   struct InstanceId {
     std::uint64_t value = next();
+    std::uint64_t origin = 0;
     InstanceId() = default;
-    InstanceId(const InstanceId&) : value(next()) {}
-    InstanceId& operator=(const InstanceId&) {
+    InstanceId(const InstanceId& o) : value(next()), origin(o.value) {}
+    InstanceId& operator=(const InstanceId& o) {
       value = next();
+      origin = o.value;
       return *this;
     }
     static std::uint64_t next();

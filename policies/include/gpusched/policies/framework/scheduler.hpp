@@ -63,6 +63,8 @@ class Scheduler final : public SchedulingHook {
   Status schedule(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out,
                   std::span<const NodeId> only) override;
   [[nodiscard]] std::string last_diagnosis() const override;
+  /// SchedulingHook::what_if. A failure's status says only that the job does not fit: why is not
+  /// worked out (the diagnosis stays that of the last schedule()).
   Status what_if(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out) override;
   void attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) override;
   void job_started(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
@@ -125,6 +127,7 @@ class Scheduler final : public SchedulingHook {
     std::uint64_t tree = 0;           ///< decisions answered by a class's tree (top total or min-max)
     std::uint64_t normalized = 0;     ///< decisions answered by normalising the cached raw scores of every feasible node
     std::uint64_t ordered = 0;        ///< decisions answered by walking the score plugin's node order (ScorePlugin::orders_nodes)
+    std::uint64_t inherited = 0;      ///< capacity trees and score orders a cluster copy took from its original (no rebuild)
   };
   [[nodiscard]] IndexStats index_stats() const;
 
