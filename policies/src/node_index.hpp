@@ -91,11 +91,27 @@ struct NodeIndexSignature {
   std::vector<std::string_view> reasons;
 };
 
+/// What NodeIndex::kept_for needs of a structure it keeps per cluster object: the object it is
+/// for (ClusterState::instance()), the change-log position it is up to date with, and when it
+/// was last used.
+class PerCluster {
+ public:
+  [[nodiscard]] std::uint64_t instance() const { return instance_; }
+  [[nodiscard]] std::uint64_t log_pos() const { return log_pos_; }
+  /// Now kept for cluster object `instance`, a copy of the one it was kept for (see kept_for).
+  void adopt(std::uint64_t instance) { instance_ = instance; }
+  std::uint64_t used = 0;   ///< kept_for's clock when last used
+
+ protected:
+  std::uint64_t instance_ = 0;
+  std::uint64_t log_pos_ = 0;
+};
+
 /// Every node's free capacity (CapacityNeed::of) in node order, with the largest of each over
 /// every subtree: one tree for all request classes, brought up to date from the cluster's change
 /// log (a few leaf-to-root paths per decision). first() finds the lowest-index node meeting a
 /// task's bounds in O(log nodes) per subtree it has to open.
-class CapacityTree {
+class CapacityTree : public PerCluster {
  public:
   static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
@@ -127,11 +143,6 @@ class CapacityTree {
     return find(1, 0, leaves_, need, from);
   }
 
-  [[nodiscard]] std::uint64_t instance() const { return instance_; }
-  [[nodiscard]] std::uint64_t log_pos() const { return log_pos_; }
-  /// Now kept for cluster object `instance`, a copy of the one it was kept for (see kept_for).
-  void adopt(std::uint64_t instance) { instance_ = instance; }
-  std::uint64_t used = 0;   ///< NodeIndex::kept_for's clock when last used
 
  private:
   std::uint32_t find(std::size_t at, std::size_t lo, std::size_t hi, const CapacityNeed& need, std::uint32_t from) const {
@@ -158,8 +169,7 @@ class CapacityTree {
     tree_[at].merge(tree_[2 * at + 1]);   // the larger of each bound: the subtree's best capacity
   }
 
-  std::uint64_t instance_ = 0;
-  std::uint64_t log_pos_ = 0;
+
   std::size_t n_ = 0;
   std::size_t leaves_ = 0;
   std::vector<CapacityNeed> tree_;
@@ -362,7 +372,7 @@ class OrderTreap {
 /// bounds (CapacityNeed::of), shared by every request: brought up to date from the cluster's
 /// change log (a changed node leaves its group and enters again: O(log nodes)), rebuilt for
 /// another cluster object or when order_epoch() changes.
-class ScoreOrder {
+class ScoreOrder : public PerCluster {
  public:
   static constexpr std::uint32_t kNil = OrderTreap::kNil;
 
@@ -389,10 +399,6 @@ class ScoreOrder {
     log_pos_ = cluster.change_count();
   }
 
-  [[nodiscard]] std::uint64_t instance() const { return instance_; }
-  [[nodiscard]] std::uint64_t log_pos() const { return log_pos_; }
-  void adopt(std::uint64_t instance) { instance_ = instance; }
-  std::uint64_t used = 0;
   [[nodiscard]] const OrderTreap& treap() const { return treap_; }
 
  private:
@@ -403,9 +409,7 @@ class ScoreOrder {
     treap_.place(u, k.group, k.key, k.fingerprint, OrderTreap::Cap::of(CapacityNeed::of(s)));
   }
 
-  std::uint64_t instance_ = 0;
   std::uint64_t epoch_ = 0;
-  std::uint64_t log_pos_ = 0;
   OrderTreap treap_;
   std::vector<std::uint64_t> generation_;   // per node: the generation its place is for
 };
@@ -415,7 +419,7 @@ class ScoreOrder {
 /// plugin gives as capacity. GPUs that fit nothing (a lane of -1: for gpu-binpack, no free
 /// compute) are left out, so whole GPUs taken and given back leave or enter without moving. Kept
 /// up to date like ScoreOrder: a changed node's GPUs whose key or lanes changed move.
-class GpuOrder {
+class GpuOrder : public PerCluster {
  public:
   void refresh(const ClusterState& cluster, const ScorePlugin& plugin) {
     const std::size_t n = cluster.node_count();
@@ -440,10 +444,6 @@ class GpuOrder {
     log_pos_ = cluster.change_count();
   }
 
-  [[nodiscard]] std::uint64_t instance() const { return instance_; }
-  [[nodiscard]] std::uint64_t log_pos() const { return log_pos_; }
-  void adopt(std::uint64_t instance) { instance_ = instance; }
-  std::uint64_t used = 0;
   [[nodiscard]] const OrderTreap& treap() const { return treap_; }
   [[nodiscard]] std::uint32_t node_of(std::uint32_t gpu) const { return node_of_[gpu]; }
 
@@ -466,8 +466,6 @@ class GpuOrder {
     }
   }
 
-  std::uint64_t instance_ = 0;
-  std::uint64_t log_pos_ = 0;
   OrderTreap treap_;
   std::vector<std::uint32_t> node_of_;      // per GPU: its node
   std::vector<std::uint64_t> generation_;   // per node: the generation its GPUs' places are for
