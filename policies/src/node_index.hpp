@@ -471,6 +471,15 @@ class GpuOrder : public PerCluster {
   std::vector<std::uint64_t> generation_;   // per node: the generation its GPUs' places are for
 };
 
+/// What a walk of a score order (NodeIndex::ordered_best, gpu_ordered_best) found: the node the
+/// scan would choose, that no node is feasible, or nothing, having walked past its budget (the
+/// request class answers instead, exactly: a walk is a shortcut, never the only way).
+struct OrderWalk {
+  enum class Kind : std::uint8_t { kFound, kNone, kGaveUp };
+  Kind kind = Kind::kNone;
+  std::uint32_t node = 0;
+};
+
 class NodeIndex {
  public:
   static constexpr double kInfeasible = -std::numeric_limits<double>::infinity();
@@ -616,7 +625,12 @@ class NodeIndex {
   /// `min_max`: the plugin's normalize is normalize_min_max() and its raw scores are integers
   /// below 2^40 in magnitude (what kBounded promises then), so the top normalised score is
   /// reached by the highest raw score alone: the walk compares raw scores.
-  [[nodiscard]] std::optional<std::uint32_t> ordered_best(const ClusterState& cluster, const TaskContext& ctx, bool min_max) {
+  /// A walk gives up after this many nodes (or GPUs) checked: when many nodes tie at the bound
+  /// (best-fit weights that clamp most scores to 0) or fail a filter the bounds cannot see, the
+  /// walk would cost a scan per decision, which the request class avoids by remembering answers.
+  [[nodiscard]] static std::size_t walk_budget(std::size_t nodes) { return 64 + nodes / 32; }
+
+  [[nodiscard]] OrderWalk ordered_best(const ClusterState& cluster, const TaskContext& ctx, bool min_max) {
     ScorePlugin& plugin = *scores_[0].first;
     const double weight = scores_[0].second;
     const OrderTreap& o = order_for(cluster, plugin).treap();
@@ -636,9 +650,11 @@ class NodeIndex {
     });
     double best_value = -std::numeric_limits<double>::infinity();
     std::uint32_t best = OrderTreap::kNil;
+    std::size_t budget = walk_budget(cluster.node_count());
     for (const auto& start : order_slots_) {
       for (std::uint32_t u = start.node; u != OrderTreap::kNil;) {
         if (top(start.slot, u) < best_value) break;
+        if (budget-- == 0) return {OrderWalk::Kind::kGaveUp};
         if (!feasible(cluster, ctx, u)) {
           u = o.next(start.slot, need, u);
           continue;
@@ -651,8 +667,8 @@ class NodeIndex {
         u = o.next(start.slot, need, u, true);
       }
     }
-    if (best == OrderTreap::kNil) return std::nullopt;
-    return best;
+    if (best == OrderTreap::kNil) return {OrderWalk::Kind::kNone};
+    return {OrderWalk::Kind::kFound, best};
   }
 
   /// The node a scan would choose when the score plugin ranks nodes by their best GPU for the
@@ -661,7 +677,7 @@ class NodeIndex {
   /// (gpu_fits) on a node every filter accepts. Every feasible node has a GPU that fits, and its
   /// raw score is an integer set by its best one, so the highest raw score, alone at the top
   /// normalised score, belongs to the first such GPU, and GPUs of one key come in node order.
-  [[nodiscard]] std::optional<std::uint32_t> gpu_ordered_best(const ClusterState& cluster, const TaskContext& ctx) {
+  [[nodiscard]] OrderWalk gpu_ordered_best(const ClusterState& cluster, const TaskContext& ctx) {
     ScorePlugin& plugin = *scores_[0].first;
     GpuOrder& o = gpu_order_for(cluster, plugin);
     const OrderTreap& t = o.treap();
@@ -677,15 +693,17 @@ class NodeIndex {
       std::fill(seen_.begin(), seen_.end(), 0);
       stamp_ = 1;
     }
-    if (t.groups() == 0) return std::nullopt;
+    if (t.groups() == 0) return {OrderWalk::Kind::kNone};
+    std::size_t budget = walk_budget(nodes.size());
     for (std::uint32_t g = t.next(0, need, OrderTreap::kNil); g != OrderTreap::kNil; g = t.next(0, need, g)) {
+      if (budget-- == 0) return {OrderWalk::Kind::kGaveUp};
       if (!plugin.gpu_fits(ctx, gpus[g])) continue;
       const std::uint32_t u = o.node_of(g);
       if (seen_[u] == stamp_) continue;   // rejected earlier in this walk
       seen_[u] = stamp_;
-      if (node_need.admits(nodes[u]) && feasible(cluster, ctx, u)) return u;
+      if (node_need.admits(nodes[u]) && feasible(cluster, ctx, u)) return {OrderWalk::Kind::kFound, u};
     }
-    return std::nullopt;
+    return {OrderWalk::Kind::kNone};
   }
 
   /// Sets the signature of every node whose rejection was decided by the capacity bounds alone

@@ -320,16 +320,25 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
     auto bound = ordered_ ? scores_[0].first->order_bound(cluster, ctx) : Bound::kConstant;
     if (bound == Bound::kByGpu && (fit_pre_filter_ == nullptr || !scores_[0].first->normalize_is_min_max())) bound = Bound::kNone;
     if (bound != Bound::kNone) {
-      const auto u = bound == Bound::kConstant ? index_->first_feasible(cluster, ctx)
-                     : bound == Bound::kByGpu  ? index_->gpu_ordered_best(cluster, ctx)
-                                               : index_->ordered_best(cluster, ctx, scores_[0].first->normalize_is_min_max());
-      ++index_->stats.decisions;
-      if (u) {
-        ++(bound == Bound::kConstant ? index_->stats.first_feasible : index_->stats.ordered);
-        return finish(cluster, ctx, NodeId{*u}, out);
+      OrderWalk walk;
+      if (bound == Bound::kConstant) {
+        const auto u = index_->first_feasible(cluster, ctx);
+        walk = u ? OrderWalk{OrderWalk::Kind::kFound, *u} : OrderWalk{OrderWalk::Kind::kNone};
+      } else {
+        walk = bound == Bound::kByGpu ? index_->gpu_ordered_best(cluster, ctx)
+                                      : index_->ordered_best(cluster, ctx, scores_[0].first->normalize_is_min_max());
       }
-      if (!diagnose_) return Status::unschedulable("scheduler", "no feasible node");   // nobody reads why
-      --index_->stats.decisions;   // counted again by the class below
+      if (walk.kind == OrderWalk::Kind::kFound) {
+        ++index_->stats.decisions;
+        ++(bound == Bound::kConstant ? index_->stats.first_feasible : index_->stats.ordered);
+        return finish(cluster, ctx, NodeId{walk.node}, out);
+      }
+      if (walk.kind == OrderWalk::Kind::kGaveUp) {
+        ++index_->stats.gave_up;   // the class below answers
+      } else if (!diagnose_) {
+        ++index_->stats.decisions;
+        return Status::unschedulable("scheduler", "no feasible node");   // nobody reads why
+      }
     }
   }
   if (local) {
@@ -671,15 +680,19 @@ Status Scheduler::what_if(ClusterState& cluster, const JobSpec& job, JobId id, s
   Statement st(cluster);
   // The diagnosis stays that of the last real attempt (restored below), so a failed what-if need
   // not count why every node refused (EASY backfill's reservation search fails many of them).
-  diagnose_ = false;
+  struct Quiet {   // diagnose_ off for the what-if, put back as it was however it ends
+    bool& flag;
+    bool was;
+    explicit Quiet(bool& f) : flag(f), was(f) { flag = false; }
+    ~Quiet() { flag = was; }
+    Quiet(const Quiet&) = delete;
+    Quiet& operator=(const Quiet&) = delete;
+  };
   Status s;
-  try {
+  {
+    const Quiet quiet(diagnose_);
     s = place_job(cluster, job, id, st, out, {});
-  } catch (...) {
-    diagnose_ = true;
-    throw;
   }
-  diagnose_ = true;
   if (s.ok()) st.commit();
   else out.clear();
   restore(saved);

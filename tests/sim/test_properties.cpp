@@ -632,6 +632,36 @@ TEST_CASE("Score-ordered walks (best-fit, binpack): many identical nodes, severa
   CHECK(first_feasible > 0);
 }
 
+TEST_CASE("A score-order walk that steps over too many nodes gives up, and the request class decides exactly like "
+          "the scan",
+          "[sim][property][node-index]") {
+  // best-fit ranks the small T4 nodes (less free CPU and GPU) above the large A100 ones, and the
+  // capacity bounds do not see GPU models: a job that may run only on an A100 walks past every
+  // T4 node the model filter rejects. Past NodeIndex::walk_budget the walk leaves the decision to
+  // the request class, which remembers those rejections; other jobs are answered by the walk.
+  std::uint64_t gave_up = 0, ordered = 0;
+  for (std::uint64_t seed = 460; seed < 463; ++seed) {
+    INFO("seed " << seed);
+    Rng rng = RngStreams(seed).stream("test.cluster");
+    ResourceTable res;
+    std::vector<NodeSpec> nodes;
+    for (int i = 0; i < 200; ++i) nodes.push_back(t::node(t::numbered("t4-", i), 32, 256, 4, "T4"));
+    for (int i = 0; i < 40; ++i) nodes.push_back(t::node(t::numbered("a100-", i), 64, 512, 8, "A100-80GB"));
+    const auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
+    const auto jobs = random_jobs(rng, cluster, res, 300);
+    EngineConfig cfg;
+    cfg.horizon = SimTime::from_seconds(30'000);
+    const auto indexed = logged_run(nodes, res, jobs, "best-fit", seed, cfg, true);
+    const auto scanned = logged_run(nodes, res, jobs, "best-fit", seed, cfg, false);
+    require_same_run(indexed, scanned);
+    gave_up += indexed.stats.gave_up;
+    ordered += indexed.stats.ordered;
+  }
+  INFO(gave_up << " walks gave up, " << ordered << " decisions from a walk");
+  CHECK(gave_up > 0);
+  CHECK(ordered > 0);
+}
+
 TEST_CASE("PreferNoSchedule taints: kube-scheduler's normalised scores come from the totals tree while no feasible "
           "node has an untolerated taint, from the cached raw scores otherwise, and decide exactly like the scan",
           "[sim][property][node-index]") {

@@ -127,6 +127,7 @@ class Scheduler final : public SchedulingHook {
     std::uint64_t tree = 0;           ///< decisions answered by a class's tree (top total or min-max)
     std::uint64_t normalized = 0;     ///< decisions answered by normalising the cached raw scores of every feasible node
     std::uint64_t ordered = 0;        ///< decisions answered by walking the score plugin's node order (ScorePlugin::orders_nodes)
+    std::uint64_t gave_up = 0;        ///< score-order walks past their budget (NodeIndex::walk_budget): the request class answered
     std::uint64_t inherited = 0;      ///< capacity trees and score orders a cluster copy took from its original (no rebuild)
   };
   [[nodiscard]] IndexStats index_stats() const;
