@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -629,6 +630,9 @@ class NodeIndex {
   /// (best-fit weights that clamp most scores to 0) or fail a filter the bounds cannot see, the
   /// walk would cost a scan per decision, which the request class avoids by remembering answers.
   [[nodiscard]] static std::size_t walk_budget(std::size_t nodes) { return 64 + nodes / 32; }
+  /// An integer below 2^40 in magnitude: a min-max normalised plugin's raw scores must be, for
+  /// the top normalised score to belong to the highest raw score alone (ScorePlugin::order_bound).
+  [[nodiscard]] static bool integral(double raw) { return std::abs(raw) < 0x1p40 && std::floor(raw) == raw; }
 
   [[nodiscard]] OrderWalk ordered_best(const ClusterState& cluster, const TaskContext& ctx, bool min_max) {
     ScorePlugin& plugin = *scores_[0].first;
@@ -659,7 +663,9 @@ class NodeIndex {
           u = o.next(start.slot, need, u);
           continue;
         }
-        const double v = value(plugin.score(cluster, ctx, NodeId{u}));
+        const double raw = plugin.score(cluster, ctx, NodeId{u});
+        if (min_max && !integral(raw)) return {OrderWalk::Kind::kGaveUp};   // not what kBounded promised
+        const double v = value(raw);
         if (v > best_value || (v == best_value && u < best)) {
           best_value = v;
           best = u;
@@ -701,7 +707,11 @@ class NodeIndex {
       const std::uint32_t u = o.node_of(g);
       if (seen_[u] == stamp_) continue;   // rejected earlier in this walk
       seen_[u] = stamp_;
-      if (node_need.admits(nodes[u]) && feasible(cluster, ctx, u)) return {OrderWalk::Kind::kFound, u};
+      if (node_need.admits(nodes[u]) && feasible(cluster, ctx, u)) {
+        // kByGpu promised integer scores (see ordered_best): else the class decides.
+        if (!integral(plugin.score(cluster, ctx, NodeId{u}))) return {OrderWalk::Kind::kGaveUp};
+        return {OrderWalk::Kind::kFound, u};
+      }
     }
     return {OrderWalk::Kind::kNone};
   }

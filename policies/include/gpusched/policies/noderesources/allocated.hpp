@@ -25,6 +25,7 @@
 ///   {"score": [{"name": "most-allocated", "args": {"resources": [{"name": "cpu", "weight": 1},
 ///      {"name": "memory", "weight": 1}, {"name": "nvidia.com/gpu", "weight": 3}]}}]}
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -86,7 +87,7 @@ class BestFitScore final : public ScorePlugin {
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
   /// One order for every request: the score is 100 x (1 - weighted free left), and what a request
   /// takes away is the same on every node, so nodes with less weighted free CPU and GPU score higher.
-  [[nodiscard]] bool orders_nodes() const override { return true; }
+  [[nodiscard]] bool orders_nodes() const override { return std::isfinite(w_cpu_) && std::isfinite(w_gpu_); }   // NaN: no order
   [[nodiscard]] OrderKey order_key(const ClusterState& cluster, NodeId node) const override;
   [[nodiscard]] std::uint64_t order_epoch(const ClusterState& cluster) const override;
   [[nodiscard]] OrderBound order_bound(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/) const override {
