@@ -430,6 +430,17 @@ void require_same_run(const LoggedRun& indexed, const LoggedRun& scanned) {
   REQUIRE(indexed.jobs_csv == scanned.jobs_csv);
 }
 
+/// Runs `profile` with the node index and with the plain scan, requires the same event log and
+/// jobs.csv, and returns the indexed run's index counters.
+policies::Scheduler::IndexStats same_as_scan(const std::vector<NodeSpec>& nodes, const ResourceTable& res,
+                                             const Workload& jobs, const policies::Profile& profile, std::uint64_t seed,
+                                             const EngineConfig& cfg) {
+  const auto indexed = logged_run(nodes, res, jobs, profile, seed, cfg, true);
+  const auto scanned = logged_run(nodes, res, jobs, profile, seed, cfg, false);
+  require_same_run(indexed, scanned);
+  return indexed.stats;
+}
+
 }  // namespace
 
 TEST_CASE("Retrying waiting jobs only on nodes that gained capacity decides exactly like retrying everywhere",
@@ -618,12 +629,10 @@ TEST_CASE("Score-ordered walks (best-fit, binpack): many identical nodes, severa
       INFO("seed " << seed << ", profile " << profile.name << ", queueing " << to_string(queueing));
       EngineConfig cfg = base;
       cfg.queue_policy = queueing;
-      const auto indexed = logged_run(nodes, res, jobs, profile, seed, cfg, true);
-      const auto scanned = logged_run(nodes, res, jobs, profile, seed, cfg, false);
-      require_same_run(indexed, scanned);
-      ordered += indexed.stats.ordered;
-      first_feasible += indexed.stats.first_feasible;
-      fallbacks += indexed.stats.fallbacks;
+      const auto stats = same_as_scan(nodes, res, jobs, profile, seed, cfg);
+      ordered += stats.ordered;
+      first_feasible += stats.first_feasible;
+      fallbacks += stats.fallbacks;
     }
   }
   INFO(ordered << " decisions from the walk, " << first_feasible << " first-feasible (binpack, CPU-only tasks), "
@@ -651,11 +660,9 @@ TEST_CASE("A score-order walk that steps over too many nodes gives up, and the r
     const auto jobs = random_jobs(rng, cluster, res, 300);
     EngineConfig cfg;
     cfg.horizon = SimTime::from_seconds(30'000);
-    const auto indexed = logged_run(nodes, res, jobs, "best-fit", seed, cfg, true);
-    const auto scanned = logged_run(nodes, res, jobs, "best-fit", seed, cfg, false);
-    require_same_run(indexed, scanned);
-    gave_up += indexed.stats.gave_up;
-    ordered += indexed.stats.ordered;
+    const auto stats = same_as_scan(nodes, res, jobs, policies::builtin_profile("best-fit"), seed, cfg);
+    gave_up += stats.gave_up;
+    ordered += stats.ordered;
   }
   INFO(gave_up << " walks gave up, " << ordered << " decisions from a walk");
   CHECK(gave_up > 0);
@@ -682,11 +689,9 @@ TEST_CASE("PreferNoSchedule taints: kube-scheduler's normalised scores come from
     cfg.horizon = SimTime::from_seconds(40'000);
     for (const char* profile : {"kube-default", "gpushare-binpack"}) {
       INFO("seed " << seed << ", profile " << profile << ", " << nodes.size() << " nodes");
-      const auto indexed = logged_run(nodes, res, jobs, profile, seed, cfg, true);
-      const auto scanned = logged_run(nodes, res, jobs, profile, seed, cfg, false);
-      require_same_run(indexed, scanned);
-      normalized += indexed.stats.normalized;
-      tree += indexed.stats.tree;
+      const auto stats = same_as_scan(nodes, res, jobs, policies::builtin_profile(profile), seed, cfg);
+      normalized += stats.normalized;
+      tree += stats.tree;
     }
   }
   INFO("tree answers " << tree << ", normalised answers " << normalized);
@@ -734,11 +739,9 @@ TEST_CASE("Kueue with GPU-model flavors: the node index, keyed by the assigned f
     EngineConfig cfg;
     cfg.node_events = random_failures(rng, nodes.size(), jobs.back().submit.seconds());
     cfg.horizon = SimTime::from_seconds(40'000);
-    const auto indexed = logged_run(nodes, res, jobs, profile, seed, cfg, true);
-    const auto scanned = logged_run(nodes, res, jobs, profile, seed, cfg, false);
-    require_same_run(indexed, scanned);
-    stats.decisions += indexed.stats.decisions;
-    stats.fallbacks += indexed.stats.fallbacks;
+    const auto run = same_as_scan(nodes, res, jobs, profile, seed, cfg);
+    stats.decisions += run.decisions;
+    stats.fallbacks += run.fallbacks;
   }
   INFO(stats.decisions << " decisions from the index, " << stats.fallbacks << " scanned");
   CHECK(stats.decisions > 0);
