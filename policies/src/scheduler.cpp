@@ -598,6 +598,21 @@ Status Scheduler::place_job(ClusterState& cluster, const JobSpec& job, JobId id,
   return Status::success();
 }
 
+namespace {
+/// Sets a flag for a scope and puts back what it was, however the scope ends.
+class Setting {
+ public:
+  Setting(bool& flag, bool value) : flag_(flag), was_(flag) { flag_ = value; }
+  ~Setting() { flag_ = was_; }
+  Setting(const Setting&) = delete;
+  Setting& operator=(const Setting&) = delete;
+
+ private:
+  bool& flag_;
+  bool was_;
+};
+}  // namespace
+
 Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out,
                            std::span<const NodeId> only) {
   victims_.clear();
@@ -635,15 +650,11 @@ Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, 
     // anyway), and the node index skips counting every node's rejection (diagnose_).
     const auto narrowed = may_help ? DiagnosisState{} : diagnosis_state();
     Statement st(cluster);
-    diagnose_ = may_help;
     bool placed = false;
-    try {
+    {
+      const Setting diagnose(diagnose_, may_help);
       placed = place_job(cluster, job, id, st, out, {}).ok() && bind_all(st).ok();
-    } catch (...) {
-      diagnose_ = true;
-      throw;
     }
-    diagnose_ = true;
     if (placed) {
       last_status_ = Status::success();
       return last_status_;
@@ -680,17 +691,9 @@ Status Scheduler::what_if(ClusterState& cluster, const JobSpec& job, JobId id, s
   Statement st(cluster);
   // The diagnosis stays that of the last real attempt (restored below), so a failed what-if need
   // not count why every node refused (EASY backfill's reservation search fails many of them).
-  struct Quiet {   // diagnose_ off for the what-if, put back as it was however it ends
-    bool& flag;
-    bool was;
-    explicit Quiet(bool& f) : flag(f), was(f) { flag = false; }
-    ~Quiet() { flag = was; }
-    Quiet(const Quiet&) = delete;
-    Quiet& operator=(const Quiet&) = delete;
-  };
   Status s;
   {
-    const Quiet quiet(diagnose_);
+    const Setting quiet(diagnose_, false);
     s = place_job(cluster, job, id, st, out, {});
   }
   if (s.ok()) st.commit();

@@ -348,9 +348,9 @@ struct Extender::Impl {
     if (!d.status.ok() || !d.chosen) {
       // Why, in the words of the filter that rejected that node (as /filter gives them).
       const auto why = failures(d, only);
-      const auto it = why.find(node->value);
+      const auto reason = why.find(node->value);
       return fail("pod " + key + " does not fit node " + node_name + ": " +
-                  (it != why.end() ? it->second.first : d.status.ok() ? std::string("rejected there") : sched->last_diagnosis()));
+                  (reason != why.end() ? reason->second.first : d.status.ok() ? std::string("rejected there") : sched->last_diagnosis()));
     }
     std::string ours;   // shadow: where the profile would have put it, on the same cluster
     if (shadow) {
