@@ -242,13 +242,20 @@ void Scheduler::apply_batch_filters(const ClusterState& cluster, const TaskConte
 Status Scheduler::place_task(const ClusterState& cluster, TaskContext& ctx, TaskPlacement& out,
                              std::span<const NodeId> only) {
   if (!explain_ || !rotate_) return place_task_scan(cluster, ctx, out, only);
-  explanation_ = DecisionExplanation{};
+  // The explanation's storage is kept from one decision to the next (explain_verdicts reuses
+  // each node's vectors): an extender explains every request, and 1,000 nodes' verdicts would
+  // otherwise cost thousands of allocations each time.
   explanation_.job = ctx.job_id;
   explanation_.task = ctx.task_index;
+  explanation_.pre_filter = Status::success();
   explanation_.narrowed = !only.empty();
-  for (const auto& [plugin, weight] : scores_) {
-    explanation_.score_plugins.emplace_back(plugin->name());
-    explanation_.weights.push_back(weight);
+  if (explanation_.score_plugins.size() != scores_.size()) {   // the profile's, fixed: named once
+    explanation_.score_plugins.clear();
+    explanation_.weights.clear();
+    for (const auto& [plugin, weight] : scores_) {
+      explanation_.score_plugins.emplace_back(plugin->name());
+      explanation_.weights.push_back(weight);
+    }
   }
   explaining_ = true;
   Status s = Status::success();
@@ -283,14 +290,16 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
       too_big = s;
       continue;
     }
-    if (explaining_) explanation_.pre_filter = s;
+    if (explaining_) {
+      explanation_.pre_filter = s;
+      explanation_.nodes.clear();
+    }
     rejects_.push_back({s.plugin, s.reason, static_cast<std::uint32_t>(n)});
     rejected_nodes_ = static_cast<std::uint32_t>(n);
     pre_filter_rejected_ = true;
     if (s.code == StatusCode::kUnschedulableAndUnresolvable) unresolvable_nodes_ = static_cast<std::uint32_t>(n);
     return s;
   }
-  if (explaining_) explain_verdicts(cluster, ctx, only);
   feasible_.clear();
   NodeIndex::Class* cached = nullptr;   // the node index's answers, when it serves this task
   // The node index serves the task when every filter and score is node-local for it. With
@@ -299,7 +308,10 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
   // and raw scores from the index instead of calling the plugins.
   // A narrowed search (`only`: the engine's retry on the nodes that gained capacity, a
   // preemption what-if) walks its nodes the same way.
-  const bool local = too_big.ok() && !explaining_ && index_usable(ctx.job);
+  // An explained decision reads every verdict from the class too (explain_verdicts) and takes
+  // the scoring pass below, which records each node's scores: none of the shortcuts that skip it.
+  const bool local = too_big.ok() && index_usable(ctx.job);
+  if (explaining_ && !local) explain_verdicts(cluster, ctx, only);
   if (use_index_ && index_eligible_ && !index_) {
     const auto mode = index_tree_ ? NodeIndex::Mode::kTotals
                       : (scores_.size() == 1 && scores_[0].first->normalize_is_min_max() &&
@@ -310,7 +322,7 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
   }
   if (index_ && !local) ++index_->stats.fallbacks;
   NodeIndexClass* sampled = nullptr;   // answers for the sampled search
-  if (local && (first_feasible_wins_ || ordered_) && only.empty() && nodes_to_find(n) >= n) {
+  if (local && !explaining_ && (first_feasible_wins_ || ordered_) && only.empty() && nodes_to_find(n) >= n) {
     // First-fit: the lowest-index feasible node, from the capacity tree shared by all requests
     // (no class to bring up to date). A score plugin that orders the nodes (ScorePlugin::
     // orders_nodes): a walk of its node order, shared by all requests, from the best node down.
@@ -345,8 +357,10 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
     index_key_.clear();
     for (const auto* f : filters_) f->index_key(index_key_);
     auto& c = index_->refresh(cluster, ctx, index_key_);
+    if (explaining_) explain_verdicts(cluster, ctx, only, &c);
     ++index_->stats.decisions;
-    if (!only.empty() || nodes_to_find(n) < n) {
+    if (!only.empty() || nodes_to_find(n) < n || (explaining_ && first_feasible_wins_)) {
+      // (An explained first-fit walks the class like the scan: scored nodes are the scan's.)
       sampled = &c;
       cached = &c;
     } else if (c.feasible_count == 0) {
@@ -354,7 +368,7 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
       index_->resolve_deferred(c, cluster, ctx);
       return diagnose_from_index(c);
     } else {
-      if (index_tree_ && NodeIndex::idle(c)) {
+      if (index_tree_ && NodeIndex::idle(c) && !explaining_) {
         std::uint32_t pick = 0;
         if (c.feasible_count > 1 && profile_.tie_break == TieBreak::kRandom) {
           pick = static_cast<std::uint32_t>(tie_rng_.below(c.ties[1]));
@@ -362,7 +376,7 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
         ++index_->stats.tree;
         return finish(cluster, ctx, NodeId{NodeIndex::best(c, pick)}, out);
       }
-      if (index_->mode() == NodeIndex::Mode::kMinMax) {
+      if (index_->mode() == NodeIndex::Mode::kMinMax && !explaining_) {
         ++index_->stats.tree;
         return finish(cluster, ctx, NodeId{NodeIndex::best_min_max(c, scores_[0].second)}, out);
       }
@@ -462,22 +476,39 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
   return finish(cluster, ctx, feasible_[best], out);
 }
 
-void Scheduler::explain_verdicts(const ClusterState& cluster, const TaskContext& ctx, std::span<const NodeId> only) {
+void Scheduler::explain_verdicts(const ClusterState& cluster, const TaskContext& ctx, std::span<const NodeId> only,
+                                 NodeIndexClass* from) {
   const std::size_t n = only.empty() ? cluster.node_count() : only.size();
   verdict_of_.assign(cluster.node_count(), 0);
+  explanation_.nodes.resize(n);   // each verdict's vectors keep their capacity (place_task)
   for (std::size_t i = 0; i < n; ++i) {
-    NodeVerdict v;
+    NodeVerdict& v = explanation_.nodes[i];
     v.node = only.empty() ? NodeId{static_cast<std::uint32_t>(i)} : only[i];
-    for (const auto* f : filters_) {
-      const Status st = f->filter(cluster, ctx, v.node);
-      if (!st.ok()) {
-        v.rejected = st;
-        f->reasons(cluster, ctx, v.node, st, v.reasons);
-        break;
+    v.rejected = Status::success();
+    v.reasons.clear();
+    v.raw.clear();
+    v.normalized.clear();
+    v.total = 0;
+    const std::uint32_t sig = from != nullptr ? index_->reject_of(*from, cluster, ctx, v.node.value) : 0;
+    if (from != nullptr && (sig == 0 || kube_diagnosis_)) {
+      // A feasible node, or a rejected one whose signature holds the filter's reasons (the index
+      // keeps them in kube wording only; otherwise the filters are asked, as below).
+      if (sig != 0) {
+        const auto& why = index_->signature(sig - 1);
+        v.rejected = why.status;
+        v.reasons.assign(why.reasons.begin(), why.reasons.end());
+      }
+    } else {
+      for (const auto* f : filters_) {
+        const Status st = f->filter(cluster, ctx, v.node);
+        if (!st.ok()) {
+          v.rejected = st;
+          f->reasons(cluster, ctx, v.node, st, v.reasons);
+          break;
+        }
       }
     }
-    verdict_of_[v.node.value] = explanation_.nodes.size();
-    explanation_.nodes.push_back(std::move(v));
+    verdict_of_[v.node.value] = i;
   }
 }
 
@@ -684,6 +715,24 @@ Status Scheduler::schedule(ClusterState& cluster, const JobSpec& job, JobId id, 
   }
   restore(saved);
   return failed();
+}
+
+Status Scheduler::probe(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out,
+                        std::span<const NodeId> only, bool keep) {
+  victims_.clear();
+  preemption_msg_.clear();
+  out.clear();
+  Statement st(cluster);   // rolled back unless kept
+  {
+    const Setting real(rotate_, true);   // explained, and sampling moves on, as schedule() does
+    last_status_ = place_job(cluster, job, id, st, out, only);
+  }
+  if (keep && last_status_.ok()) {
+    for (std::size_t b = 0; b < binds_.size() && last_status_.ok(); ++b) last_status_ = binds_[b]->bind(cluster, job, id, out);
+    if (last_status_.ok()) st.commit();
+  }
+  if (!last_status_.ok()) out.clear();
+  return last_status_;
 }
 
 Status Scheduler::what_if(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out) {

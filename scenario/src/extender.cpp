@@ -9,8 +9,11 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 #include <gpusched/error.hpp>
 #include <gpusched/json_input.hpp>
@@ -73,6 +76,74 @@ std::string optional_string(const nlohmann::json& obj, const char* key) {
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string{};
 }
 
+/// Appends `s` as a JSON string (quoted; ", \\ and control characters escaped). The bytes are
+/// valid UTF-8 already: node names came through a JSON parser, messages are ours.
+void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  std::size_t run = 0;   // start of the bytes not yet copied: copied in one piece up to an escape
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
+    if (c >= 0x20) {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else {
+      out += "\\u00";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+    }
+  }
+  out.append(s.data() + run, s.size() - run);
+  out += '"';
+}
+
+/// An ExtenderArgs read by simdjson (filter and prioritize, the calls kube-scheduler makes for
+/// every pod): the Pod object minified, and the candidate names as views into the parser's
+/// document. Only the well-formed NodeNames shape is read here; anything else (Nodes objects, a
+/// missing or mistyped field, malformed JSON) goes to the nlohmann path, which words the error.
+struct FastArgs {
+  std::string pod;                       // the Pod object, minified: the key of its cached reading
+  std::string key;                       // "namespace/name" ("" when metadata.name is not a string)
+  std::vector<std::string_view> names;   // NodeNames
+};
+
+bool read_fast(std::string_view body, FastArgs& a) {
+  thread_local simdjson::dom::parser parser;   // one per server thread; its document is reused
+  simdjson::dom::element doc;
+  if (parser.parse(body.data(), body.size()).get(doc) != simdjson::SUCCESS) return false;
+  simdjson::dom::object args;
+  if (doc.get_object().get(args) != simdjson::SUCCESS) return false;
+  simdjson::dom::array names;
+  if (args["NodeNames"].get_array().get(names) != simdjson::SUCCESS) return false;
+  simdjson::dom::object pod;
+  if (args["Pod"].get_object().get(pod) != simdjson::SUCCESS) return false;
+  a.names.clear();
+  for (const auto n : names) {
+    std::string_view name;
+    if (n.get_string().get(name) != simdjson::SUCCESS) return false;
+    a.names.push_back(name);
+  }
+  a.pod = simdjson::minify(pod);
+  a.key.clear();
+  std::string_view name, ns = "default";
+  simdjson::dom::object meta;
+  if (pod["metadata"].get_object().get(meta) == simdjson::SUCCESS && meta["name"].get_string().get(name) == simdjson::SUCCESS) {
+    std::string_view given;
+    if (meta["namespace"].get_string().get(given) == simdjson::SUCCESS && !given.empty()) ns = given;
+    a.key.append(ns).append("/").append(name);
+  }
+  return true;
+}
+
+/// Hash of node names, for lookups by string_view.
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
 }  // namespace
 
 struct Extender::Impl {
@@ -90,6 +161,7 @@ struct Extender::Impl {
   std::map<std::string, std::uint32_t> by_pod;    // "namespace/name" -> latest JobId
   std::map<std::string, std::uint32_t> by_uid;    // metadata.uid -> JobId (MetaVictims name pods by UID)
   std::size_t attached = 0;                       // jobs.size() when the scheduler was last attached
+  const JobSpec* attached_data = nullptr;         // jobs.data() then
   std::size_t holding = 0;                        // pods bound now
 
   // Shadow mode (ExtenderOptions::shadow).
@@ -111,7 +183,49 @@ struct Extender::Impl {
   };
   mutable std::mutex metrics_mu;
   std::map<std::string, Verb, std::less<>> verbs;
-  std::uint64_t decisions = 0, bindings = 0, deletions = 0, bind_errors = 0;
+  std::uint64_t decisions = 0, bindings = 0, deletions = 0, bind_errors = 0, reused = 0;
+
+  // Filter and prioritize answers. kube-scheduler asks both for every pod, with the same pod and
+  // candidates, and asks again for pods that stay pending: one decision answers all of these
+  // until the cluster, the pod or the candidates change.
+  std::uint64_t version = 1;            // bumped by every change of the cluster or of the scheduler's view
+  std::vector<std::uint64_t> stamp;     // per pod: bumped when its spec is read again
+  std::vector<std::string> source;      // per pod: the minified Pod object it was read from ("": the snapshot's)
+  std::unordered_map<std::string, NodeId, NameHash, std::equal_to<>> node_ids;
+  /// A candidate list resolved to node ids (the last few; kube-scheduler sends the same list
+  /// for pod after pod while its own filters agree).
+  struct Resolved {
+    std::uint64_t serial = 0;                  // 0: empty slot
+    std::string key;                           // the names, each after its length: equal keys, equal lists
+    std::vector<std::optional<NodeId>> ids;    // per name
+    std::vector<NodeId> known;                 // the known ones, sorted, no duplicates
+  };
+  std::array<Resolved, 4> resolved;
+  std::size_t next_resolved = 0;
+  std::uint64_t serial = 0;
+  std::string scratch_key;
+  enum Kind : std::uint8_t { kFit, kFailed, kUnresolvable, kUnknown };
+  /// The profile's answer for one pod on one candidate list, as the cluster was at `version`.
+  struct Answer {
+    std::uint32_t job = 0;
+    std::uint64_t stamp = 0, version = 0, cands = 0;   // what it answers (cands 0: empty slot)
+    std::vector<Kind> kind;                  // per candidate name
+    std::vector<std::uint32_t> message;      // per candidate name, failed ones: index into messages
+    std::vector<std::uint8_t> score;         // per candidate name: 0..MaxExtenderPriority
+    std::vector<std::string> messages;
+    std::unordered_map<std::string, std::uint32_t> interned;
+    std::string filter_body, priorities_body;   // written once (NodeNames shape), sent again when asked again
+  };
+  std::vector<std::string> quoted;   // per node: its name as a JSON string (the responses list thousands)
+  std::array<Answer, 16> answers;
+  std::size_t next_answer = 0;
+  // Per node scratch for working an answer out.
+  std::vector<Kind> node_kind;
+  std::vector<std::uint32_t> node_message;
+  std::vector<double> node_total;
+  std::vector<std::uint32_t> seen;   // node -> the last output pass that wrote it (duplicate names)
+  std::uint32_t pass = 0;
+  std::string joined;
 
   /// What the profile says about a pod on the candidate nodes, on a copy of the cluster.
   struct Decision {
@@ -122,9 +236,16 @@ struct Extender::Impl {
     std::string missing;   // an extended resource no node has: every node fails with it
   };
 
+  /// Attaches the scheduler to the pods when their storage moved (the plugins keep a view of
+  /// it): once each time the number of pods seen doubles, not for every new pod. Pods that came
+  /// since are decided from their JobSpec (plugins look up a JobId only within the view they
+  /// were given); a plugin that learns from the workload at attach (FGD's typical pod types)
+  /// learns of them at the next doubling.
   void attach() {
-    if (attached == jobs.size()) return;
+    if (attached != 0 && attached_data == jobs.data()) return;
+    attached_data = jobs.data();
     sched->attach(*cluster, jobs, nullptr);
+    ++version;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       if (!placed[i].empty()) sched->job_started(jobs[i], JobId{static_cast<std::uint32_t>(i)}, placed[i]);
     }
@@ -146,6 +267,8 @@ struct Extender::Impl {
     const auto it = by_pod.find(job.name);
     if (it != by_pod.end() && placed[it->second].empty()) {
       jobs[it->second] = std::move(job);   // the same pending pod asked again: its latest spec
+      ++stamp[it->second];
+      source[it->second].clear();
       return it->second;
     }
     if (it != by_pod.end()) refuse(400, "pod " + job.name + " is already bound (POST /pods/delete first)");
@@ -156,6 +279,8 @@ struct Extender::Impl {
     placed.emplace_back();
     shadow_placed.emplace_back();
     assumed.push_back(0);
+    stamp.push_back(0);
+    source.emplace_back();
     return id;
   }
 
@@ -167,8 +292,9 @@ struct Extender::Impl {
     return {};
   }
 
-  /// On a copy of `base` (default: the cluster).
-  Decision decide(std::uint32_t id, std::span<const NodeId> candidates, const ClusterState* base = nullptr) {
+  /// The profile's decision on `base` (default: the cluster) without preemption (Scheduler::
+  /// probe): nothing changes unless `keep`, when a placement found is kept on the cluster.
+  Decision decide(std::uint32_t id, std::span<const NodeId> candidates, ClusterState* base = nullptr, bool keep = false) {
     attach();
     Decision d;
     if (const auto name = unknown_resource(jobs[id]); !name.empty()) {
@@ -176,12 +302,11 @@ struct Extender::Impl {
       d.missing = "Insufficient " + name;
       return d;
     }
-    ClusterState scratch = base != nullptr ? *base : *cluster;
     sched->set_explain([&](const policies::DecisionExplanation& e) {
       if (!d.explanation) d.explanation = e;
     });
     try {
-      d.status = sched->schedule(scratch, jobs[id], JobId{id}, d.placements, candidates);
+      d.status = sched->probe(base != nullptr ? *base : *cluster, jobs[id], JobId{id}, d.placements, candidates, keep);
     } catch (...) {
       sched->set_explain({});
       throw;
@@ -195,13 +320,12 @@ struct Extender::Impl {
     return d;
   }
 
-  /// The candidate nodes of an ExtenderArgs: NodeNames, or the names of Nodes.items.
+  /// The candidate nodes of an ExtenderArgs (nlohmann path): NodeNames, or the names of Nodes.items.
   struct Candidates {
     std::vector<std::string> names;
-    std::vector<std::optional<NodeId>> ids;
     const nlohmann::json* objects = nullptr;   // Nodes (nodeCacheCapable false)
   };
-  Candidates candidates(const nlohmann::json& args) const {
+  static Candidates candidates(const nlohmann::json& args) {
     Candidates c;
     const auto names = args.find("NodeNames");
     const auto nodes = args.find("Nodes");
@@ -222,21 +346,53 @@ struct Extender::Impl {
     } else {
       refuse(400, "ExtenderArgs: give 'NodeNames' (nodeCacheCapable) or 'Nodes'");
     }
-    for (const auto& n : c.names) c.ids.push_back(cluster->find_node(n));
     return c;
   }
 
-  static std::vector<NodeId> known(const Candidates& c) {
-    std::vector<NodeId> ids;
-    for (const auto& id : c.ids) {
-      if (id) ids.push_back(*id);
+  /// The candidate names resolved to node ids, from the last few lists when one is the same.
+  template <class Names>
+  const Resolved& resolve(const Names& names) {
+    if (node_ids.empty()) {
+      for (std::uint32_t n = 0; n < cluster->node_count(); ++n) node_ids.emplace(cluster->spec(NodeId{n}).name, NodeId{n});
     }
-    std::sort(ids.begin(), ids.end(), [](NodeId a, NodeId b) { return a.value < b.value; });
-    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    return ids;
+    scratch_key.clear();
+    for (const auto& n : names) {
+      const auto size = static_cast<std::uint32_t>(std::string_view(n).size());
+      scratch_key.append(reinterpret_cast<const char*>(&size), sizeof size).append(n);
+    }
+    for (const auto& r : resolved) {
+      if (r.serial != 0 && r.key == scratch_key) return r;
+    }
+    auto& r = resolved[next_resolved];
+    next_resolved = (next_resolved + 1) % resolved.size();
+    r.serial = ++serial;
+    r.key.swap(scratch_key);
+    r.ids.clear();
+    r.known.clear();
+    for (const auto& n : names) {
+      const auto it = node_ids.find(std::string_view(n));
+      r.ids.push_back(it == node_ids.end() ? std::nullopt : std::optional<NodeId>(it->second));
+      if (it != node_ids.end()) r.known.push_back(it->second);
+    }
+    std::sort(r.known.begin(), r.known.end(), [](NodeId a, NodeId b) { return a.value < b.value; });
+    r.known.erase(std::unique(r.known.begin(), r.known.end()), r.known.end());
+    return r;
   }
 
-  /// Per candidate node: empty when feasible, else (message, unresolvable).
+  /// The pod of a fast-path ExtenderArgs: the pending pod of that name when it was read from the
+  /// same bytes, else read again (pod_job).
+  std::uint32_t fast_pod(const FastArgs& a) {
+    if (!a.key.empty()) {
+      const auto it = by_pod.find(a.key);
+      if (it != by_pod.end() && placed[it->second].empty() && source[it->second] == a.pod) return it->second;
+    }
+    const auto id = pod_job(parse_json(a.pod, "request body (Pod)", kTraceJsonErrors));
+    source[id] = a.pod;
+    return id;
+  }
+
+  /// Per candidate: empty when feasible, else (message, unresolvable) — bind's wording of a
+  /// refusal (decide() on one node).
   std::map<std::uint32_t, std::pair<std::string, bool>> failures(const Decision& d, std::span<const NodeId> ids) const {
     std::map<std::uint32_t, std::pair<std::string, bool>> out;
     if (!d.missing.empty()) {
@@ -246,10 +402,7 @@ struct Extender::Impl {
     if (d.explanation && d.explanation->pre_filter.ok()) {
       for (const auto& v : d.explanation->nodes) {
         if (v.rejected.ok()) continue;
-        std::string msg;
-        for (const auto r : v.reasons) msg += (msg.empty() ? "" : ", ") + std::string(r);
-        if (msg.empty()) msg = std::string(v.rejected.reason);
-        out[v.node.value] = {msg, v.rejected.code == StatusCode::kUnschedulableAndUnresolvable};
+        out[v.node.value] = {reasons_of(v), v.rejected.code == StatusCode::kUnschedulableAndUnresolvable};
       }
       return out;
     }
@@ -259,73 +412,253 @@ struct Extender::Impl {
     return out;
   }
 
+  /// A rejected node's message: every reason its filter gives, as kube-scheduler lists them.
+  static std::string reasons_of(const policies::NodeVerdict& v) {
+    std::string msg;
+    for (const auto r : v.reasons) msg.append(msg.empty() ? "" : ", ").append(r);
+    if (msg.empty()) msg = std::string(v.rejected.reason);
+    return msg;
+  }
+
+  std::uint32_t intern(Answer& a, const std::string& message) {
+    const auto [it, added] = a.interned.try_emplace(message, static_cast<std::uint32_t>(a.messages.size()));
+    if (added) a.messages.push_back(message);
+    return it->second;
+  }
+
+  /// The profile's answer for pod `id` on candidates `r`: each candidate's filter verdict and its
+  /// 0..10 priority. One probe of the profile on the cluster as it is (nothing changes), from
+  /// the answers kept when the same question was asked since the last change.
+  Answer& answer(std::uint32_t id, const Resolved& r) {
+    attach();
+    for (auto& a : answers) {
+      if (a.cands == r.serial && a.job == id && a.stamp == stamp[id] && a.version == version) {
+        ++reused;
+        return a;
+      }
+    }
+    Answer& a = answers[next_answer];
+    next_answer = (next_answer + 1) % answers.size();
+    a.job = id;
+    a.stamp = stamp[id];
+    a.version = version;
+    a.cands = 0;   // until complete: a throw below leaves no half answer behind
+    a.messages.clear();
+    a.interned.clear();
+    a.filter_body.clear();
+    a.priorities_body.clear();
+    const auto nodes = cluster->node_count();
+    node_kind.resize(nodes);
+    node_message.resize(nodes);
+    node_total.resize(nodes);
+    for (const auto n : r.known) {
+      node_kind[n.value] = kFit;
+      node_total[n.value] = 0;
+    }
+    std::optional<NodeId> chosen;
+    double lo = 0, hi = 0;
+    bool any = false;
+    auto fail_all = [&](const std::string& message, bool unresolvable) {
+      const auto m = intern(a, message);
+      for (const auto n : r.known) {
+        node_kind[n.value] = unresolvable ? kUnresolvable : kFailed;
+        node_message[n.value] = m;
+      }
+    };
+    if (r.known.empty()) {
+      // No candidate is a node gpusched knows: nothing to decide.
+    } else if (const auto name = unknown_resource(jobs[id]); !name.empty()) {
+      fail_all("Insufficient " + name, true);
+    } else {
+      bool explained = false;
+      sched->set_explain([&](const policies::DecisionExplanation& e) {
+        if (explained) return;   // a job's first task speaks for it (pods have one)
+        explained = true;
+        if (!e.pre_filter.ok()) {
+          fail_all(std::string(e.pre_filter.reason), e.pre_filter.code == StatusCode::kUnschedulableAndUnresolvable);
+          return;
+        }
+        for (const auto& v : e.nodes) {
+          if (!v.rejected.ok()) {
+            joined.clear();
+            for (const auto why : v.reasons) joined.append(joined.empty() ? "" : ", ").append(why);
+            if (joined.empty()) joined = v.rejected.reason;
+            node_kind[v.node.value] = v.rejected.code == StatusCode::kUnschedulableAndUnresolvable ? kUnresolvable : kFailed;
+            node_message[v.node.value] = intern(a, joined);
+            continue;
+          }
+          const double t = v.raw.empty() ? 0.0 : v.total;
+          node_total[v.node.value] = t;
+          lo = any ? std::min(lo, t) : t;
+          hi = any ? std::max(hi, t) : t;
+          any = true;
+        }
+      });
+      std::vector<TaskPlacement> placements;
+      Status s;
+      try {
+        s = sched->probe(*cluster, jobs[id], JobId{id}, placements, r.known);
+      } catch (...) {
+        sched->set_explain({});
+        throw;
+      }
+      sched->set_explain({});
+      ++decisions;
+      if (!explained && !s.ok()) {
+        // Ruled out before any node was looked at.
+        fail_all(std::string(s.reason), s.code == StatusCode::kUnschedulableAndUnresolvable);
+      }
+      if (s.ok() && !placements.empty() && std::binary_search(r.known.begin(), r.known.end(), placements.front().node,
+                                                               [](NodeId x, NodeId y) { return x.value < y.value; })) {
+        chosen = placements.front().node;
+      }
+    }
+    a.kind.resize(r.ids.size());
+    a.message.resize(r.ids.size());
+    a.score.resize(r.ids.size());
+    for (std::size_t i = 0; i < r.ids.size(); ++i) {
+      const auto& n = r.ids[i];
+      a.kind[i] = n ? node_kind[n->value] : kUnknown;
+      a.message[i] = n && a.kind[i] != kFit ? node_message[n->value] : 0;
+      std::int64_t score = 0;
+      if (n && chosen && *n == *chosen) {
+        score = kMaxExtenderPriority;
+      } else if (n && a.kind[i] == kFit && hi > lo) {
+        score = static_cast<std::int64_t>(std::floor((kMaxExtenderPriority - 1) * (node_total[n->value] - lo) / (hi - lo)));
+      }
+      a.score[i] = static_cast<std::uint8_t>(score);
+    }
+    a.cands = r.serial;
+    return a;
+  }
+
+  static constexpr std::string_view kUnknownNode = "node unknown to gpusched (not in its snapshot)";
+
+  /// Candidate i's name as a JSON string: the node's, written once, when it is a known node.
+  template <class Names>
+  void append_name(std::string& s, const Names& names, const Resolved& r, std::size_t i) {
+    if (const auto& n = r.ids[i]) {
+      if (quoted.empty()) {
+        quoted.resize(cluster->node_count());
+        for (std::uint32_t u = 0; u < quoted.size(); ++u) append_json_string(quoted[u], cluster->spec(NodeId{u}).name);
+      }
+      s += quoted[n->value];
+    } else {
+      append_json_string(s, names[i]);
+    }
+  }
+
+  /// ExtenderFilterResult for NodeNames, written directly: {"Error", "FailedAndUnresolvableNodes",
+  /// "FailedNodes", "NodeNames", "Nodes": null}. A name given twice is listed once in the maps.
+  template <class Names>
+  ExtenderResponse write_filter(const Answer& a, const Names& names, const Resolved& r) {
+    ExtenderResponse out;
+    auto& s = out.body;
+    s.reserve(names.size() * 24 + 128);
+    ++pass;
+    seen.resize(cluster->node_count());
+    std::unordered_set<std::string_view> unknown_seen;
+    const auto first_time = [&](std::size_t i) {
+      if (const auto& n = r.ids[i]) {
+        if (seen[n->value] == pass) return false;
+        seen[n->value] = pass;
+        return true;
+      }
+      return unknown_seen.insert(std::string_view(names[i])).second;
+    };
+    auto map = [&](bool unresolvable) {
+      s += '{';
+      bool first = true;
+      for (std::size_t i = 0; i < a.kind.size(); ++i) {
+        const auto k = a.kind[i];
+        if (k == kFit || (k == kFailed) == unresolvable) continue;
+        if (!first_time(i)) continue;
+        if (!first) s += ',';
+        first = false;
+        append_name(s, names, r, i);
+        s += ':';
+        append_json_string(s, k == kUnknown ? kUnknownNode : std::string_view(a.messages[a.message[i]]));
+      }
+      s += '}';
+    };
+    s += R"({"Error":"","FailedAndUnresolvableNodes":)";
+    map(true);
+    ++pass;   // the two maps hold different names: each starts afresh
+    unknown_seen.clear();
+    s += R"(,"FailedNodes":)";
+    map(false);
+    s += R"(,"NodeNames":[)";
+    bool first = true;
+    for (std::size_t i = 0; i < a.kind.size(); ++i) {
+      if (a.kind[i] != kFit) continue;
+      if (!first) s += ',';
+      first = false;
+      append_name(s, names, r, i);
+    }
+    s += R"(],"Nodes":null})";
+    return out;
+  }
+
+  /// HostPriorityList, written directly: [{"Host", "Score"}] in candidate order.
+  template <class Names>
+  ExtenderResponse write_priorities(const Answer& a, const Names& names, const Resolved& r) {
+    ExtenderResponse out;
+    auto& s = out.body;
+    s.reserve(names.size() * 32 + 2);
+    s += '[';
+    for (std::size_t i = 0; i < a.kind.size(); ++i) {
+      if (i != 0) s += ',';
+      s += R"({"Host":)";
+      append_name(s, names, r, i);
+      s += R"(,"Score":)";
+      s += a.score[i] >= 10 ? "10" : std::string_view(&"0123456789"[a.score[i]], 1);
+      s += '}';
+    }
+    s += ']';
+    return out;
+  }
+
+  /// filter and prioritize from a fast-path read (the mutex held).
+  ExtenderResponse fast(bool is_filter, const FastArgs& args) {
+    const auto& r = resolve(args.names);
+    const auto id = fast_pod(args);
+    auto& a = answer(id, r);
+    auto& body = is_filter ? a.filter_body : a.priorities_body;
+    if (body.empty()) body = (is_filter ? write_filter(a, args.names, r) : write_priorities(a, args.names, r)).body;
+    return {200, body, "application/json"};
+  }
+
   ExtenderResponse filter(const nlohmann::json& args) {
     const auto c = candidates(args);
     const auto id = pod_job(member(args, "Pod", "ExtenderArgs"));
-    const auto ids = known(c);
-    const Decision d = decide(id, ids);
-    const auto failed = failures(d, ids);
+    const auto& r = resolve(c.names);
+    const auto& a = answer(id, r);
+    if (c.objects == nullptr) return write_filter(a, c.names, r);
+    // Nodes given as objects (nodeCacheCapable false): the feasible ones come back as given.
     nlohmann::json fit = nlohmann::json::array(), failed_nodes = nlohmann::json::object(),
                    unresolvable = nlohmann::json::object();
     for (std::size_t i = 0; i < c.names.size(); ++i) {
-      if (!c.ids[i]) {
-        unresolvable[c.names[i]] = "node unknown to gpusched (not in its snapshot)";
-        continue;
-      }
-      const auto it = failed.find(c.ids[i]->value);
-      if (it == failed.end()) {
-        fit.push_back(c.objects ? (*c.objects)["items"][i] : nlohmann::json(c.names[i]));
-      } else if (it->second.second) {
-        unresolvable[c.names[i]] = it->second.first;
-      } else {
-        failed_nodes[c.names[i]] = it->second.first;
+      switch (a.kind[i]) {
+        case kFit: fit.push_back((*c.objects)["items"][i]); break;
+        case kFailed: failed_nodes[c.names[i]] = a.messages[a.message[i]]; break;
+        case kUnresolvable: unresolvable[c.names[i]] = a.messages[a.message[i]]; break;
+        case kUnknown: unresolvable[c.names[i]] = kUnknownNode; break;
       }
     }
-    nlohmann::json out = {{"FailedNodes", failed_nodes}, {"FailedAndUnresolvableNodes", unresolvable}, {"Error", ""}};
-    if (c.objects) {
-      nlohmann::json list = *c.objects;
-      list["items"] = fit;
-      out["Nodes"] = list;
-      out["NodeNames"] = nullptr;
-    } else {
-      out["Nodes"] = nullptr;
-      out["NodeNames"] = fit;
-    }
-    return json_response(200, out);
+    nlohmann::json list = *c.objects;
+    list["items"] = fit;
+    return json_response(200, {{"FailedNodes", failed_nodes},
+                               {"FailedAndUnresolvableNodes", unresolvable},
+                               {"Error", ""},
+                               {"Nodes", list},
+                               {"NodeNames", nullptr}});
   }
 
   ExtenderResponse prioritize(const nlohmann::json& args) {
     const auto c = candidates(args);
     const auto id = pod_job(member(args, "Pod", "ExtenderArgs"));
-    const auto ids = known(c);
-    const Decision d = decide(id, ids);
-    std::map<std::uint32_t, double> total;   // feasible candidates with a score total
-    if (d.explanation) {
-      for (const auto& v : d.explanation->nodes) {
-        if (v.rejected.ok()) total[v.node.value] = v.raw.empty() ? 0.0 : v.total;
-      }
-    }
-    double lo = 0, hi = 0;
-    bool first = true;
-    for (const auto& [node, t] : total) {
-      lo = first ? t : std::min(lo, t);
-      hi = first ? t : std::max(hi, t);
-      first = false;
-    }
-    nlohmann::json out = nlohmann::json::array();
-    for (std::size_t i = 0; i < c.names.size(); ++i) {
-      std::int64_t score = 0;
-      if (c.ids[i] && d.chosen && *c.ids[i] == *d.chosen) {
-        score = kMaxExtenderPriority;
-      } else if (c.ids[i]) {
-        const auto it = total.find(c.ids[i]->value);
-        if (it != total.end() && hi > lo) {
-          score = static_cast<std::int64_t>(std::floor((kMaxExtenderPriority - 1) * (it->second - lo) / (hi - lo)));
-        }
-      }
-      out.push_back({{"Host", c.names[i]}, {"Score", score}});
-    }
-    return json_response(200, out);
+    const auto& r = resolve(c.names);
+    return write_priorities(answer(id, r), c.names, r);
   }
 
   ExtenderResponse bind(const nlohmann::json& args) {
@@ -343,15 +676,6 @@ struct Extender::Impl {
     if (!placed[id].empty()) return fail("pod " + key + " is already bound");
     const auto node = cluster->find_node(node_name);
     if (!node) return fail("node " + node_name + " is unknown to gpusched");
-    const NodeId only[] = {*node};
-    const Decision d = decide(id, only);
-    if (!d.status.ok() || !d.chosen) {
-      // Why, in the words of the filter that rejected that node (as /filter gives them).
-      const auto why = failures(d, only);
-      const auto reason = why.find(node->value);
-      return fail("pod " + key + " does not fit node " + node_name + ": " +
-                  (reason != why.end() ? reason->second.first : d.status.ok() ? std::string("rejected there") : sched->last_diagnosis()));
-    }
     std::string ours;   // shadow: where the profile would have put it, on the same cluster
     if (shadow) {
       std::vector<NodeId> all(cluster->node_count());
@@ -359,7 +683,19 @@ struct Extender::Impl {
       const Decision mine = decide(id, all);
       if (mine.chosen) ours = cluster->spec(*mine.chosen).name;
     }
-    for (const auto& p : d.placements) cluster->allocate(jobs[id].request, p);
+    const NodeId only[] = {*node};
+    const Decision d = decide(id, only, nullptr, true);   // kept on the cluster when it fits
+    if (d.status.ok() && !d.chosen) {
+      for (const auto& p : d.placements) cluster->release(jobs[id].request, p);   // not there: never happens with one node
+    }
+    if (!d.status.ok() || !d.chosen) {
+      // Why, in the words of the filter that rejected that node (as /filter gives them).
+      const auto why = failures(d, only);
+      const auto reason = why.find(node->value);
+      return fail("pod " + key + " does not fit node " + node_name + ": " +
+                  (reason != why.end() ? reason->second.first : d.status.ok() ? std::string("rejected there") : sched->last_diagnosis()));
+    }
+    ++version;
     placed[id] = d.placements;
     assumed[id] = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     sched->job_started(jobs[id], JobId{id}, placed[id]);
@@ -466,6 +802,7 @@ struct Extender::Impl {
     const auto id = it->second;
     attach();
     for (const auto& p : placed[id]) cluster->release(jobs[id].request, p);
+    ++version;
     sched->job_stopped(jobs[id], JobId{id}, placed[id]);
     placed[id].clear();
     for (const auto& p : shadow_placed[id]) counterfactual->release(jobs[id].request, p);
@@ -540,6 +877,9 @@ struct Extender::Impl {
     m << "# HELP gpusched_extender_decisions_total Placement decisions made (filter, prioritize, bind).\n"
          "# TYPE gpusched_extender_decisions_total counter\n"
       << "gpusched_extender_decisions_total " << decisions << "\n"
+      << "# HELP gpusched_extender_answers_reused_total Filter and prioritize calls answered from an earlier decision (same pod and candidates, cluster unchanged).\n"
+         "# TYPE gpusched_extender_answers_reused_total counter\n"
+      << "gpusched_extender_answers_reused_total " << reused << "\n"
       << "# HELP gpusched_extender_bindings_total Pods bound.\n# TYPE gpusched_extender_bindings_total counter\n"
       << "gpusched_extender_bindings_total " << bindings << "\n"
       << "# HELP gpusched_extender_bind_errors_total Bind calls answered with an Error.\n"
@@ -584,15 +924,19 @@ Extender::Extender(const ExtenderOptions& o, const policies::Registry& registry)
   m.sched = std::make_unique<policies::Scheduler>(m.profile, registry, o.seed);
   // Bound pods take their places (pinned to their nodes); pending ones are remembered so that a
   // bind for one of them needs no filter call first.
+  // The scheduler is attached once to every pod of the snapshot, as `gpusched run` of it is.
   for (auto& p : pods) {
-    const bool bound = p.constraints.bound;
-    const auto id = static_cast<std::uint32_t>(m.jobs.size());
-    m.by_pod[p.name] = id;
+    m.by_pod[p.name] = static_cast<std::uint32_t>(m.jobs.size());
     m.jobs.push_back(std::move(p));
-    m.placed.emplace_back();
-    m.shadow_placed.emplace_back();
-    m.assumed.push_back(0);
-    if (!bound) continue;
+  }
+  const auto snapshot_pods = m.jobs.size();
+  m.placed.resize(snapshot_pods);
+  m.shadow_placed.resize(snapshot_pods);
+  m.assumed.assign(snapshot_pods, 0);
+  m.stamp.assign(snapshot_pods, 0);
+  m.source.resize(snapshot_pods);
+  for (std::uint32_t id = 0; id < snapshot_pods; ++id) {
+    if (!m.jobs[id].constraints.bound) continue;
     if (const auto name = m.unknown_resource(m.jobs[id]); !name.empty()) {
       throw_error(ErrorCode::kTraceUnplaceable, {o.pods.string(), m.jobs[id].source_line, ""},
                   "bound pod " + m.jobs[id].name + " asks for " + name + ", which its node does not have");
@@ -672,6 +1016,17 @@ ExtenderResponse Extender::handle(std::string_view method, std::string_view targ
       if (route == std::end(routes)) refuse(404, "no such path: " + std::string(path) + " (POST /filter, /prioritize, /preempt, /bind, /pods/delete; GET /healthz, /metrics, /pods, /shadow)", "");
       verb = std::string(route->verb);
       if (method != "POST") refuse(405, std::string(path) + " takes POST", "");
+      if (route->post == &Impl::filter || route->post == &Impl::prioritize) {
+        // kube-scheduler's every-pod calls: read by simdjson outside the lock, answered from
+        // the decision both share. Any other shape takes the path below, which words errors.
+        thread_local FastArgs fast;
+        if (read_fast(body, fast)) {
+          std::lock_guard lock(impl_->mu);
+          r = impl_->fast(route->post == &Impl::filter, fast);
+          impl_->record(verb, r.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+          return r;
+        }
+      }
       const auto args = parse_json(body, "request body", kTraceJsonErrors);
       if (!args.is_object()) refuse(400, "request body: expected a JSON object");
       std::lock_guard lock(impl_->mu);

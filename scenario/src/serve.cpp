@@ -82,13 +82,13 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (ec) return reply_error(http::status::bad_request, "malformed HTTP request: " + ec.message(), 11);
     const auto& req = parser_->get();
-    const auto r = shared_.extender.handle(std::string_view(req.method_string().data(), req.method_string().size()),
+    auto r = shared_.extender.handle(std::string_view(req.method_string().data(), req.method_string().size()),
                                            std::string_view(req.target().data(), req.target().size()), req.body());
     response_.emplace(static_cast<http::status>(r.status), req.version());
     response_->set(http::field::server, "gpusched");
     response_->set(http::field::content_type, r.content_type);
     response_->keep_alive(req.keep_alive());
-    response_->body() = r.body;
+    response_->body() = std::move(r.body);
     response_->prepare_payload();
     write(req.keep_alive());
   }

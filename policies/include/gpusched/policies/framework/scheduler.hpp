@@ -66,6 +66,14 @@ class Scheduler final : public SchedulingHook {
   /// SchedulingHook::what_if. A failure's status says only that the job does not fit: why is not
   /// worked out (the diagnosis stays that of the last schedule()).
   Status what_if(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out) override;
+  /// The placement schedule()'s first attempt would make on `only` (every node when empty), as
+  /// filters and scores see the cluster now, with its diagnosis and explanation (set_explain).
+  /// No post-filter (preemption) is tried. `keep` false: nothing changes (no bind plugin runs,
+  /// the cluster is left as it was), what a scheduler extender's filter and prioritize ask.
+  /// `keep` true: a placement found is bound (bind plugins) and kept on the cluster, as
+  /// schedule() keeps it: the extender's bind.
+  Status probe(ClusterState& cluster, const JobSpec& job, JobId id, std::vector<TaskPlacement>& out,
+               std::span<const NodeId> only, bool keep = false);
   void attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) override;
   void job_started(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
   void job_stopped(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
@@ -169,7 +177,10 @@ class Scheduler final : public SchedulingHook {
   void apply_batch_filters(const ClusterState& cluster, const TaskContext& ctx, std::vector<NodeId>& nodes);
   /// set_explain: every considered node's filter verdict (filters are const: asking them again
   /// changes nothing); scores are recorded from the decision's own scoring pass, never asked twice.
-  void explain_verdicts(const ClusterState& cluster, const TaskContext& ctx, std::span<const NodeId> only);
+  /// `from`: the node index's class for the task, whose reject signatures are what the filters
+  /// say (the index serves the task); null: the filters are asked.
+  void explain_verdicts(const ClusterState& cluster, const TaskContext& ctx, std::span<const NodeId> only,
+                        NodeIndexClass* from = nullptr);
   Status place_task_scan(const ClusterState& cluster, TaskContext& ctx, TaskPlacement& out, std::span<const NodeId> only);
   std::vector<std::uint8_t> keep_;
   bool opaque_ = false;   // a plugin gives no equivalence guarantee: every job is its own class
