@@ -174,6 +174,18 @@ struct Latencies {
   std::string failure;
 };
 
+/// Mean seconds the server spent answering `verb` (its /metrics histogram's sum / count): the
+/// extender's own time, without the transport and the clients.
+double server_mean(const std::string& metrics, const std::string& verb) {
+  auto value = [&](const std::string& series) {
+    const auto key = "gpusched_extender_request_duration_seconds_" + series + "{verb=\"" + verb + "\"} ";
+    const auto at = metrics.find(key);
+    return at == std::string::npos ? 0.0 : std::strtod(metrics.c_str() + at + key.size(), nullptr);
+  };
+  const double count = value("count");
+  return count > 0 ? value("sum") / count : 0.0;
+}
+
 double percentile(std::vector<double>& v, double p) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
@@ -267,8 +279,9 @@ int main(int argc, char** argv) {
   const Args args = parse(argc, argv);
   std::printf("# bench_serve: profile %s, %u clients, %u server threads, up to %.1f s or %zu pairs per client\n",
               args.profile.c_str(), args.clients, args.server_threads, args.seconds, args.pairs);
-  std::printf("%6s %8s %8s %8s %8s %12s %11s %11s %11s %11s %11s %11s %11s\n", "mode", "nodes", "clients", "pairs", "seconds",
-              "pairs_per_s", "filter_p50", "filter_p99", "filter_max", "prio_p50", "prio_p99", "bind_p50", "bind_p99");
+  std::printf("%6s %8s %8s %8s %8s %12s %11s %11s %11s %11s %11s %11s %11s %10s %10s %10s\n", "mode", "nodes", "clients", "pairs",
+              "seconds", "pairs_per_s", "filter_p50", "filter_p99", "filter_max", "prio_p50", "prio_p99", "bind_p50", "bind_p99",
+              "srv_filter", "srv_prio", "srv_bind");
   int rc = 0;
   for (const auto& mode : args.modes) {
     for (const std::size_t n : args.nodes) {
@@ -309,6 +322,7 @@ int main(int argc, char** argv) {
         all.bind.insert(all.bind.end(), l.bind.begin(), l.bind.end());
       }
       const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+      const auto metrics = extender.handle("GET", "/metrics", "").body;
       ::kill(::getpid(), SIGINT);   // serve_http stops on it
       server.join();
       std::filesystem::remove_all(dir);
@@ -318,10 +332,12 @@ int main(int argc, char** argv) {
         continue;
       }
       const double fmax = all.filter.empty() ? 0.0 : *std::max_element(all.filter.begin(), all.filter.end());
-      std::printf("%6s %8zu %8u %8zu %8.2f %12.0f %9.3fms %9.3fms %9.3fms %9.3fms %9.3fms %9.3fms %9.3fms\n", mode.c_str(), n,
-                  args.clients, all.pairs, elapsed, static_cast<double>(all.pairs) / elapsed, 1e3 * percentile(all.filter, 0.50),
-                  1e3 * percentile(all.filter, 0.99), 1e3 * fmax, 1e3 * percentile(all.prioritize, 0.50),
-                  1e3 * percentile(all.prioritize, 0.99), 1e3 * percentile(all.bind, 0.50), 1e3 * percentile(all.bind, 0.99));
+      std::printf("%6s %8zu %8u %8zu %8.2f %12.0f %9.3fms %9.3fms %9.3fms %9.3fms %9.3fms %9.3fms %9.3fms %8.1fus %8.1fus %8.1fus\n",
+                  mode.c_str(), n, args.clients, all.pairs, elapsed, static_cast<double>(all.pairs) / elapsed,
+                  1e3 * percentile(all.filter, 0.50), 1e3 * percentile(all.filter, 0.99), 1e3 * fmax,
+                  1e3 * percentile(all.prioritize, 0.50), 1e3 * percentile(all.prioritize, 0.99), 1e3 * percentile(all.bind, 0.50),
+                  1e3 * percentile(all.bind, 0.99), 1e6 * server_mean(metrics, "filter"), 1e6 * server_mean(metrics, "prioritize"),
+                  1e6 * server_mean(metrics, "bind"));
       std::fflush(stdout);
     }
   }

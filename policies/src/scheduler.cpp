@@ -292,7 +292,7 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
     }
     if (explaining_) {
       explanation_.pre_filter = s;
-      explanation_.nodes.clear();
+      resize_verdicts(0);
     }
     rejects_.push_back({s.plugin, s.reason, static_cast<std::uint32_t>(n)});
     rejected_nodes_ = static_cast<std::uint32_t>(n);
@@ -476,11 +476,30 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
   return finish(cluster, ctx, feasible_[best], out);
 }
 
+void Scheduler::resize_verdicts(std::size_t n) {
+  // Verdicts move between the explanation and the spares, so their vectors keep their capacity
+  // whatever the number of nodes explained (an extender's bind explains one node, its filter
+  // thousands, in turn).
+  auto& nodes = explanation_.nodes;
+  while (nodes.size() > n) {
+    spare_verdicts_.push_back(std::move(nodes.back()));
+    nodes.pop_back();
+  }
+  while (nodes.size() < n) {
+    if (spare_verdicts_.empty()) {
+      nodes.emplace_back();
+    } else {
+      nodes.push_back(std::move(spare_verdicts_.back()));
+      spare_verdicts_.pop_back();
+    }
+  }
+}
+
 void Scheduler::explain_verdicts(const ClusterState& cluster, const TaskContext& ctx, std::span<const NodeId> only,
                                  NodeIndexClass* from) {
   const std::size_t n = only.empty() ? cluster.node_count() : only.size();
   verdict_of_.assign(cluster.node_count(), 0);
-  explanation_.nodes.resize(n);   // each verdict's vectors keep their capacity (place_task)
+  resize_verdicts(n);
   for (std::size_t i = 0; i < n; ++i) {
     NodeVerdict& v = explanation_.nodes[i];
     v.node = only.empty() ? NodeId{static_cast<std::uint32_t>(i)} : only[i];

@@ -177,6 +177,8 @@ class Scheduler final : public SchedulingHook {
   void apply_batch_filters(const ClusterState& cluster, const TaskContext& ctx, std::vector<NodeId>& nodes);
   /// set_explain: every considered node's filter verdict (filters are const: asking them again
   /// changes nothing); scores are recorded from the decision's own scoring pass, never asked twice.
+  /// Makes explanation_.nodes n long, reusing spare verdicts (their vectors keep capacity).
+  void resize_verdicts(std::size_t n);
   /// `from`: the node index's class for the task, whose reject signatures are what the filters
   /// say (the index serves the task); null: the filters are asked.
   void explain_verdicts(const ClusterState& cluster, const TaskContext& ctx, std::span<const NodeId> only,
@@ -253,6 +255,7 @@ class Scheduler final : public SchedulingHook {
   std::function<void(const DecisionExplanation&)> explain_;   // set_explain
   bool explaining_ = false;                 // the current task is being explained (explanation_)
   DecisionExplanation explanation_;
+  std::vector<NodeVerdict> spare_verdicts_;   // verdicts a smaller explanation gave back, vectors kept
   std::vector<std::size_t> verdict_of_;     // node -> its index in explanation_.nodes (explaining_)
   bool rotate_ = false;                     // the current search may move start_ (a real attempt, not a what-if)
   std::size_t nodes_seen_ = 0;
