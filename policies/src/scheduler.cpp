@@ -434,6 +434,10 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
     const std::size_t f = feasible_.size();
     total_.assign(f, 0.0);
     raw_.resize(f);
+    if (explaining_) {
+      explained_raw_.resize(scores_.size() * f);
+      explained_norm_.resize(scores_.size() * f);
+    }
     for (std::size_t k = 0; k < scores_.size(); ++k) {
       auto& [plugin, weight] = scores_[k];
       if (cached != nullptr) {
@@ -442,20 +446,29 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
       } else {
         plugin->score_all(cluster, ctx, feasible_, raw_);
       }
-      if (explaining_) {
-        for (std::size_t i = 0; i < f; ++i) explanation_.nodes[verdict_of_[feasible_[i].value]].raw.push_back(raw_[i]);
-      }
+      if (explaining_) std::copy(raw_.begin(), raw_.end(), explained_raw_.begin() + static_cast<std::ptrdiff_t>(k * f));
       plugin->normalize(raw_);
-      if (explaining_) {
-        for (std::size_t i = 0; i < f; ++i) {
-          auto& v = explanation_.nodes[verdict_of_[feasible_[i].value]];
-          v.normalized.push_back(raw_[i]);
-          v.total += weight * raw_[i];
-        }
-      }
+      if (explaining_) std::copy(raw_.begin(), raw_.end(), explained_norm_.begin() + static_cast<std::ptrdiff_t>(k * f));
       for (std::size_t i = 0; i < f; ++i) {
         GPUSCHED_ASSERT(raw_[i] >= -1e-9 && raw_[i] <= 100.0 + 1e-9, "score plugin returned a score outside [0, 100]");
         total_[i] += weight * raw_[i];
+      }
+    }
+    if (explaining_) {
+      // Node by node, each verdict touched once (plugin by plugin, a thousand verdicts' vectors
+      // were each grown twice per plugin). The total adds up in plugin order, as total_ does.
+      const std::size_t plugins = scores_.size();
+      for (std::size_t i = 0; i < f; ++i) {
+        auto& v = explanation_.nodes[verdict_of_[feasible_[i].value]];
+        v.raw.resize(plugins);
+        v.normalized.resize(plugins);
+        double t = 0;
+        for (std::size_t k = 0; k < plugins; ++k) {
+          v.raw[k] = explained_raw_[k * f + i];
+          v.normalized[k] = explained_norm_[k * f + i];
+          t += scores_[k].second * v.normalized[k];
+        }
+        v.total = t;
       }
     }
     const double top = *std::max_element(total_.begin(), total_.end());

@@ -294,7 +294,9 @@ struct Extender::Impl {
 
   /// The profile's decision on `base` (default: the cluster) without preemption (Scheduler::
   /// probe): nothing changes unless `keep`, when a placement found is kept on the cluster.
-  Decision decide(std::uint32_t id, std::span<const NodeId> candidates, ClusterState* base = nullptr, bool keep = false) {
+  /// `explain` false: no explanation is kept (a bind that fits needs none).
+  Decision decide(std::uint32_t id, std::span<const NodeId> candidates, ClusterState* base = nullptr, bool keep = false,
+                  bool explain = true) {
     attach();
     Decision d;
     if (const auto name = unknown_resource(jobs[id]); !name.empty()) {
@@ -302,9 +304,11 @@ struct Extender::Impl {
       d.missing = "Insufficient " + name;
       return d;
     }
-    sched->set_explain([&](const policies::DecisionExplanation& e) {
-      if (!d.explanation) d.explanation = e;
-    });
+    if (explain) {
+      sched->set_explain([&](const policies::DecisionExplanation& e) {
+        if (!d.explanation) d.explanation = e;
+      });
+    }
     try {
       d.status = sched->probe(base != nullptr ? *base : *cluster, jobs[id], JobId{id}, d.placements, candidates, keep);
     } catch (...) {
@@ -684,11 +688,12 @@ struct Extender::Impl {
       if (mine.chosen) ours = cluster->spec(*mine.chosen).name;
     }
     const NodeId only[] = {*node};
-    const Decision d = decide(id, only, nullptr, true);   // kept on the cluster when it fits
+    Decision d = decide(id, only, nullptr, true, false);   // kept on the cluster when it fits
     if (d.status.ok() && !d.chosen) {
       for (const auto& p : d.placements) cluster->release(jobs[id].request, p);   // not there: never happens with one node
     }
     if (!d.status.ok() || !d.chosen) {
+      d = decide(id, only);   // again, explained, to say why
       // Why, in the words of the filter that rejected that node (as /filter gives them).
       const auto why = failures(d, only);
       const auto reason = why.find(node->value);

@@ -236,6 +236,7 @@ class Scheduler final : public SchedulingHook {
   std::vector<NodeId> feasible_;
   std::vector<std::uint64_t> index_key_;   // the filters' FilterPlugin::index_key() for the node index
   std::vector<double> raw_, total_;
+  std::vector<double> explained_raw_, explained_norm_;   // [plugin x feasible node], explained decisions
   CycleState cycle_;
   std::vector<Reject> rejects_;
   std::vector<std::string_view> reasons_;   // scratch for FilterPlugin::reasons
