@@ -446,3 +446,91 @@ TEST_CASE("Extender preempt: of the proposed nodes, those where the pod fits onc
   post(e, "/preempt", {{"Pod", big}, {"NodeNameToMetaVictims", {{"gpu-a100-0", {{"Pods", 3}}}}}}, 400);
   post(e, "/preempt", {{"Pod", big}, {"NodeNameToMetaVictims", {{"gpu-a100-0", {{"Pods", json::array()}, {"NumPDBViolations", "x"}}}}}}, 400);
 }
+
+TEST_CASE("Extender: the NodeNames fast path and the Nodes-object path give the same verdicts and priorities",
+          "[scenario][extender]") {
+  // NodeNames requests are read by simdjson and answered by a writer of their own; whole Node
+  // objects go through nlohmann. Same pod, same cluster: same verdicts, reasons and scores.
+  for (const char* profile : {"kube-default", "fgd", "gpushare-binpack"}) {
+    INFO("profile " << profile);
+    for (const char* name : {"finetune-7b", "etl-nightly-28573440-abcde", "notebook-ana"}) {
+      INFO("pod " << name);
+      auto a = make(profile);
+      auto b = make(profile);
+      const json by_name = {{"Pod", pod(name)}, {"NodeNames", kNodes}};
+      json objects = json::parse(t::read_file(snapshot("nodes.json")));
+      const json by_object = {{"Pod", pod(name)}, {"Nodes", objects}};
+      const auto fa = post(a, "/filter", by_name);
+      const auto fb = post(b, "/filter", by_object);
+      CHECK(fa["FailedNodes"] == fb["FailedNodes"]);
+      CHECK(fa["FailedAndUnresolvableNodes"] == fb["FailedAndUnresolvableNodes"]);
+      std::vector<std::string> kept;
+      for (const auto& n : fb["Nodes"]["items"]) kept.push_back(n["metadata"]["name"].get<std::string>());
+      CHECK(fa["NodeNames"].get<std::vector<std::string>>() == kept);
+      CHECK(fa["Nodes"].is_null());
+      CHECK(fb["NodeNames"].is_null());
+      CHECK(post(a, "/prioritize", by_name) == post(b, "/prioritize", by_object));
+    }
+  }
+}
+
+TEST_CASE("Extender: filter and prioritize share one decision until the cluster, the pod or the candidates change",
+          "[scenario][extender]") {
+  auto e = make("kube-default");
+  auto counter = [&](const std::string& name) {
+    const auto m = e.handle("GET", "/metrics", "").body;
+    const auto at = m.find("\n" + name + " ");
+    REQUIRE(at != std::string::npos);
+    return std::stoull(m.substr(at + name.size() + 2));
+  };
+  const json args = {{"Pod", pod("finetune-7b")}, {"NodeNames", kNodes}};
+  const auto d0 = counter("gpusched_extender_decisions_total");
+  const auto filtered = post(e, "/filter", args);
+  const auto prioritized = post(e, "/prioritize", args);
+  CHECK(post(e, "/filter", args) == filtered);   // asked again: the same answer
+  CHECK(counter("gpusched_extender_decisions_total") == d0 + 1);
+  CHECK(counter("gpusched_extender_answers_reused_total") == 2);
+  // Other candidates: decided again, and only those nodes are answered for.
+  const json two = {{"Pod", pod("finetune-7b")}, {"NodeNames", {"gpu-a100-0", "cpu-0"}}};
+  const auto p2 = post(e, "/prioritize", two);
+  CHECK(p2.size() == 2);
+  CHECK(counter("gpusched_extender_decisions_total") == d0 + 2);
+  // The pod's spec changes (a new resourceVersion and a bigger request): decided again.
+  json bigger = pod("finetune-7b");
+  bigger["metadata"]["resourceVersion"] = "999";
+  post(e, "/filter", {{"Pod", bigger}, {"NodeNames", kNodes}});
+  CHECK(counter("gpusched_extender_decisions_total") == d0 + 3);
+  CHECK(std::count_if(prioritized.begin(), prioritized.end(), [](const json& h) { return h["Score"] == 10; }) == 1);
+  // A bind (another pending pod of the snapshot) changes the cluster: the first question is
+  // decided again.
+  const json etl = {{"Pod", pod("notebook-ana")}, {"NodeNames", kNodes}};
+  const auto where = post(e, "/prioritize", etl);
+  const auto best = std::find_if(where.begin(), where.end(), [](const json& h) { return h["Score"] == 10; });
+  REQUIRE(best != where.end());
+  CHECK(counter("gpusched_extender_decisions_total") == d0 + 4);
+  CHECK(post(e, "/bind", {{"PodName", "notebook-ana"}, {"PodNamespace", "ml"}, {"Node", (*best)["Host"]}})["Error"] == "");
+  CHECK(counter("gpusched_extender_decisions_total") == d0 + 5);   // the bind's own
+  post(e, "/filter", args);
+  CHECK(counter("gpusched_extender_decisions_total") == d0 + 6);
+  post(e, "/prioritize", args);
+  CHECK(counter("gpusched_extender_decisions_total") == d0 + 6);
+}
+
+TEST_CASE("Extender: names that are not nodes come back escaped and listed once", "[scenario][extender]") {
+  auto e = make("kube-default");
+  const std::vector<std::string> names = {"gpu-a100-0", "no \"such\" node\\\n", "gpu-a100-0", "cpu-0", "no \"such\" node\\\n", "ghost"};
+  const auto r = e.handle("POST", "/filter", json{{"Pod", pod("finetune-7b")}, {"NodeNames", names}}.dump());
+  REQUIRE(r.status == 200);
+  const auto j = json::parse(r.body);   // valid JSON however odd the names
+  const auto& unresolvable = j["FailedAndUnresolvableNodes"];
+  CHECK(unresolvable.contains("no \"such\" node\\\n"));
+  CHECK(unresolvable.contains("ghost"));
+  // Each name at most once in the maps: no duplicate keys in the text.
+  const std::string escaped = json("no \"such\" node\\\n").dump();
+  CHECK(r.body.find(escaped) == r.body.rfind(escaped));
+  const auto p = json::parse(e.handle("POST", "/prioritize", json{{"Pod", pod("finetune-7b")}, {"NodeNames", names}}.dump()).body);
+  REQUIRE(p.size() == names.size());   // one entry per name given, in order
+  for (std::size_t i = 0; i < names.size(); ++i) CHECK(p[i]["Host"] == names[i]);
+  CHECK(p[1]["Score"] == 0);
+  CHECK(p[5]["Score"] == 0);
+}
