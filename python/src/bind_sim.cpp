@@ -124,6 +124,7 @@ py::dict job_columns(const RunResult& r) {
   d["placement"] = str_column(n, [&](std::size_t i) -> const std::string& { return rows[i].placement; });
   d["reason"] = str_column(n, [&](std::size_t i) -> const std::string& { return rows[i].reason; });
   d["requeues"] = column<std::uint32_t>(n, [&](std::size_t i) { return rows[i].requeues; });
+  d["bound"] = column<bool>(n, [&](std::size_t i) { return rows[i].bound; });
   return d;
 }
 

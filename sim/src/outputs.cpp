@@ -122,6 +122,7 @@ JobRow job_row(const Engine& engine, std::size_t i) {
     }
   }
   row.requeues = rt.requeues;
+  row.bound = spec.constraints.bound;
   return row;
 }
 
@@ -135,7 +136,7 @@ std::vector<JobRow> job_rows(const Engine& engine) {
 namespace {
 constexpr const char* kJobsHeader =
     "job,queue,priority,tasks,cpu_milli,memory_mib,gpus,gpu_milli,gpu_memory_mib,submit_s,start_s,end_s,wait_s,"
-    "jct_s,state,attempts,evictions,lost_gpu_hours,placement,reason,requeues\n";
+    "jct_s,state,attempts,evictions,lost_gpu_hours,placement,reason,requeues,bound\n";
 
 void write_job_row(std::ostream& out, const JobRow& r) {
   auto opt = [](const std::optional<double>& v) { return v ? fixed(*v, 6) : std::string(); };
@@ -144,7 +145,7 @@ void write_job_row(std::ostream& out, const JobRow& r) {
       << fixed(r.submit_s, 6) << ',' << opt(r.start_s) << ',' << opt(r.end_s) << ',' << opt(r.wait_s) << ','
       << opt(r.jct_s) << ',' << r.state << ',' << r.attempts << ',' << r.evictions << ',' << fixed(r.lost_gpu_hours, 6)
       << ',' << csv_field(r.placement) << ','
-      << csv_field(r.reason) << ',' << r.requeues << '\n';
+      << csv_field(r.reason) << ',' << r.requeues << ',' << (r.bound ? "true" : "false") << '\n';
 }
 }  // namespace
 

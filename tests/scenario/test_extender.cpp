@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -533,4 +534,32 @@ TEST_CASE("Extender: names that are not nodes come back escaped and listed once"
   for (std::size_t i = 0; i < names.size(); ++i) CHECK(p[i]["Host"] == names[i]);
   CHECK(p[1]["Score"] == 0);
   CHECK(p[5]["Score"] == 0);
+}
+
+TEST_CASE("jobs.csv of a snapshot run tells the pods it found bound from those it placed", "[scenario][whatif]") {
+  // The operator's question of issue 16: bound-versus-pending, in the job table itself.
+  const json doc = {{"schema_version", 1},
+                    {"name", "snap"},
+                    {"seed", 42},
+                    {"cluster", {{"import", {{{"path", snapshot("nodes.json").string()}, {"format", "kubectl-nodes"}}}}}},
+                    {"workload", {{"trace", {{"path", snapshot("pods.json").string()}, {"format", "kubectl-pods"}}}}},
+                    {"profile", "kube-default"}};
+  Scenario sc = parse_scenario(doc, "snap.json", ".");
+  sc.keep_unplaceable = true;
+  for (auto& j : sc.jobs) j.duration = SimTime::forever();
+  const auto result = run(sc);
+  std::ostringstream csv;
+  sim::write_jobs_csv(csv, result.jobs());
+  std::istringstream lines(csv.str());
+  std::string line;
+  std::getline(lines, line);
+  REQUIRE(line.substr(line.rfind(',') + 1) == "bound");
+  std::map<std::string, std::string> bound;
+  while (std::getline(lines, line)) bound[line.substr(0, line.find(','))] = line.substr(line.rfind(',') + 1);
+  CHECK(bound["ml/train-llama-0"] == "true");
+  CHECK(bound["ml/ranker-5f7c9d8b6-qz4lm"] == "true");
+  CHECK(bound["default/web-0"] == "true");
+  CHECK(bound["ml/finetune-7b"] == "false");
+  CHECK(bound["ml/notebook-ana"] == "false");
+  CHECK(bound["data/etl-nightly-28573440-abcde"] == "false");
 }

@@ -47,7 +47,10 @@ struct JobRow {
   std::uint32_t evictions = 0;    ///< times it was evicted while running
   double lost_gpu_hours = 0;      ///< work lost to those evictions, in GPU-hours
   std::string placement, reason;
-  std::uint32_t requeues = 0;     ///< times waitForPodsReady requeued it after a timeout (last column)
+  std::uint32_t requeues = 0;     ///< times waitForPodsReady requeued it after a timeout
+  /// The input had bound it to its node already (a snapshot's spec.nodeName): told apart from the
+  /// pending pods a what-if places (last column; "true" / "false" in jobs.csv).
+  bool bound = false;
 };
 
 /// The job table from the engine's final state, in workload order.
