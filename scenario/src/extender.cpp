@@ -5,6 +5,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -28,6 +29,10 @@
 namespace gpusched::scenario {
 
 namespace {
+
+/// The extender compacts its pods once it holds this many entries (and then twice as many as
+/// it kept, at least this many).
+constexpr std::size_t kCompactAt = 4096;
 
 /// MaxExtenderPriority (k8s.io/kube-scheduler/extender/v1 types.go).
 constexpr std::int64_t kMaxExtenderPriority = 10;
@@ -191,6 +196,11 @@ struct Extender::Impl {
   std::uint64_t version = 1;            // bumped by every change of the cluster or of the scheduler's view
   std::vector<std::uint64_t> stamp;     // per pod: bumped when its spec is read again
   std::vector<std::string> source;      // per pod: the minified Pod object it was read from ("": the snapshot's)
+  // Forgetting pods (compact()): deleted pods, and pending pods not asked about for a while.
+  std::vector<std::uint64_t> asked;     // per pod: the epoch it was last asked about
+  std::uint64_t epoch = 1;              // bumped at each compaction
+  std::size_t compact_at = kCompactAt;  // jobs.size() that starts the next compaction
+  std::uint64_t forgotten = 0;
   std::unordered_map<std::string, NodeId, NameHash, std::equal_to<>> node_ids;
   /// A candidate list resolved to node ids (the last few; kube-scheduler sends the same list
   /// for pod after pod while its own filters agree).
@@ -269,9 +279,11 @@ struct Extender::Impl {
       jobs[it->second] = std::move(job);   // the same pending pod asked again: its latest spec
       ++stamp[it->second];
       source[it->second].clear();
+      asked[it->second] = epoch;
       return it->second;
     }
     if (it != by_pod.end()) refuse(400, "pod " + job.name + " is already bound (POST /pods/delete first)");
+    compact();
     const auto id = static_cast<std::uint32_t>(jobs.size());
     by_pod[job.name] = id;
     if (const auto uid = optional_string(pod.value("metadata", nlohmann::json::object()), "uid"); !uid.empty()) by_uid[uid] = id;
@@ -281,7 +293,57 @@ struct Extender::Impl {
     assumed.push_back(0);
     stamp.push_back(0);
     source.emplace_back();
+    asked.push_back(epoch);
     return id;
+  }
+
+  /// Forgets the pods that no longer matter, once the entries have doubled since the last time
+  /// (amortised O(1) per pod): deleted pods, and pending pods nobody asked about since the last
+  /// compaction (kube-scheduler asks filter before it binds, so a pod it still schedules is read
+  /// again). Bound pods and recently asked ones keep their places, renumbered in order; the
+  /// scheduler is attached again (its plugins' state is rebuilt from the bound pods), and kept
+  /// answers are dropped. A long-running extender's memory follows the pods it holds, not every
+  /// pod it ever saw.
+  void compact() {
+    if (jobs.size() < compact_at) return;
+    std::vector<std::uint32_t> keep;
+    for (std::uint32_t i = 0; i < jobs.size(); ++i) {
+      const auto it = by_pod.find(jobs[i].name);
+      const bool current = it != by_pod.end() && it->second == i;   // not deleted, not superseded
+      if (current && (!placed[i].empty() || asked[i] == epoch)) keep.push_back(i);
+    }
+    std::vector<std::uint32_t> renumber(jobs.size(), std::numeric_limits<std::uint32_t>::max());
+    auto pick = [&](auto& v) {
+      std::remove_reference_t<decltype(v)> out;
+      out.reserve(keep.size());
+      for (const auto i : keep) out.push_back(std::move(v[i]));
+      v.swap(out);
+    };
+    for (std::uint32_t k = 0; k < keep.size(); ++k) renumber[keep[k]] = k;
+    forgotten += jobs.size() - keep.size();
+    pick(jobs);
+    pick(placed);
+    pick(shadow_placed);
+    pick(assumed);
+    pick(stamp);
+    pick(source);
+    pick(asked);
+    by_pod.clear();
+    for (std::uint32_t k = 0; k < jobs.size(); ++k) by_pod[jobs[k].name] = k;
+    for (auto it = by_uid.begin(); it != by_uid.end();) {
+      const auto k = renumber[it->second];
+      if (k == std::numeric_limits<std::uint32_t>::max()) {
+        it = by_uid.erase(it);
+      } else {
+        it->second = k;
+        ++it;
+      }
+    }
+    for (auto& a : answers) a.cands = 0;
+    attached = 0;   // the next decision attaches the scheduler again (and bumps the version)
+    attached_data = nullptr;
+    ++epoch;   // a pending pod kept now goes at the next compaction unless asked about again
+    compact_at = std::max(kCompactAt, 2 * jobs.size());
   }
 
   /// Extended resources the pod asks for that no node has (ids past the cluster's table).
@@ -388,7 +450,10 @@ struct Extender::Impl {
   std::uint32_t fast_pod(const FastArgs& a) {
     if (!a.key.empty()) {
       const auto it = by_pod.find(a.key);
-      if (it != by_pod.end() && placed[it->second].empty() && source[it->second] == a.pod) return it->second;
+      if (it != by_pod.end() && placed[it->second].empty() && source[it->second] == a.pod) {
+        asked[it->second] = epoch;
+        return it->second;
+      }
     }
     const auto id = pod_job(parse_json(a.pod, "request body (Pod)", kTraceJsonErrors));
     source[id] = a.pod;
@@ -893,6 +958,12 @@ struct Extender::Impl {
       << "# HELP gpusched_extender_deletions_total Pods removed (POST /pods/delete).\n"
          "# TYPE gpusched_extender_deletions_total counter\n"
       << "gpusched_extender_deletions_total " << deletions << "\n"
+      << "# HELP gpusched_extender_pods_forgotten_total Pods forgotten: deleted, or pending and not asked about since the last compaction.\n"
+         "# TYPE gpusched_extender_pods_forgotten_total counter\n"
+      << "gpusched_extender_pods_forgotten_total " << forgotten << "\n"
+      << "# HELP gpusched_extender_pods_known Pods the extender keeps an entry for (bound or recently asked about, and not yet compacted away).\n"
+         "# TYPE gpusched_extender_pods_known gauge\n"
+      << "gpusched_extender_pods_known " << jobs.size() << "\n"
       << "# HELP gpusched_extender_pods Pods holding devices now.\n# TYPE gpusched_extender_pods gauge\n"
       << "gpusched_extender_pods " << holding << "\n";
     return m.str();
@@ -940,6 +1011,7 @@ Extender::Extender(const ExtenderOptions& o, const policies::Registry& registry)
   m.assumed.assign(snapshot_pods, 0);
   m.stamp.assign(snapshot_pods, 0);
   m.source.resize(snapshot_pods);
+  m.asked.assign(snapshot_pods, m.epoch);
   for (std::uint32_t id = 0; id < snapshot_pods; ++id) {
     if (!m.jobs[id].constraints.bound) continue;
     if (const auto name = m.unknown_resource(m.jobs[id]); !name.empty()) {
@@ -1008,6 +1080,7 @@ ExtenderResponse Extender::handle(std::string_view method, std::string_view targ
       if (path == "/healthz") {
         r = {200, "ok", "text/plain; charset=utf-8"};
       } else if (path == "/metrics") {
+        std::lock_guard lock(impl_->mu);   // the pod counts: read as decisions leave them
         r = {200, impl_->metrics(), "text/plain; version=0.0.4; charset=utf-8"};
       } else if (path == "/shadow") {
         std::lock_guard lock(impl_->mu);

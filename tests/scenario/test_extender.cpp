@@ -563,3 +563,59 @@ TEST_CASE("jobs.csv of a snapshot run tells the pods it found bound from those i
   CHECK(bound["ml/notebook-ana"] == "false");
   CHECK(bound["data/etl-nightly-28573440-abcde"] == "false");
 }
+
+TEST_CASE("Extender: a long run forgets deleted and stale pending pods; bound pods keep their devices", "[scenario][extender]") {
+  // 10,000 pods through filter, bind and delete, and 3,000 more filtered but never bound: the
+  // extender's entries stay bounded (compaction at 4,096 entries, then at twice what it kept),
+  // and the pods still bound are where they were bound, deletable by name.
+  auto e = make("kube-default");
+  auto metric = [&](const std::string& name) {
+    const auto m = e.handle("GET", "/metrics", "").body;
+    const auto at = m.find("\n" + name + " ");
+    REQUIRE(at != std::string::npos);
+    return std::stoull(m.substr(at + name.size() + 2));
+  };
+  const json small = {{"metadata", {{"namespace", "data"}}},
+                      {"spec",
+                       {{"containers",
+                         json::array({{{"name", "main"}, {"image", "busybox"},
+                                       {"resources", {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}}}}}})}}}};
+  std::vector<std::string> held;   // bound now
+  std::map<std::string, std::string> node_of;
+  std::size_t most_known = 0;
+  for (int i = 0; i < 13'000; ++i) {
+    json p = small;
+    const std::string name = "p-" + std::to_string(i);
+    p["metadata"]["name"] = name;
+    p["metadata"]["uid"] = "uid-" + name;
+    const json args = {{"Pod", p}, {"NodeNames", {"gpu-t4-0"}}};
+    const auto f = post(e, "/filter", args);
+    if (i >= 10'000) continue;   // asked about, never bound
+    INFO(f.dump());
+    REQUIRE(f["NodeNames"] == json::array({"gpu-t4-0"}));
+    REQUIRE(post(e, "/bind", {{"PodName", name}, {"PodNamespace", "data"}, {"Node", "gpu-t4-0"}})["Error"] == "");
+    held.push_back(name);
+    node_of[name] = "gpu-t4-0";
+    if (held.size() > 20) {
+      REQUIRE(post(e, "/pods/delete", {{"PodName", held.front()}, {"PodNamespace", "data"}})["Error"] == "");
+      node_of.erase(held.front());
+      held.erase(held.begin());
+    }
+    if (i % 500 == 0) most_known = std::max<std::size_t>(most_known, metric("gpusched_extender_pods_known"));
+  }
+  CHECK(metric("gpusched_extender_pods_forgotten_total") > 8'000);
+  CHECK(most_known <= 8'192);
+  // The pods still bound are listed where they were bound, with the snapshot's bound pods.
+  const auto listed = json::parse(e.handle("GET", "/pods", "").body);
+  std::size_t ours = 0;
+  for (const auto& p : listed) {
+    const auto key = p["pod"].get<std::string>();
+    if (key.rfind("data/p-", 0) != 0) continue;
+    ++ours;
+    CHECK(node_of.at(key.substr(5)) == p["node"]);
+  }
+  CHECK(ours == held.size());
+  CHECK(metric("gpusched_extender_pods") == held.size() + 4);   // and the snapshot's 4 bound pods
+  for (const auto& name : held) CHECK(post(e, "/pods/delete", {{"PodName", name}, {"PodNamespace", "data"}})["Error"] == "");
+  CHECK(metric("gpusched_extender_pods") == 4);
+}
