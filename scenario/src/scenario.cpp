@@ -314,12 +314,29 @@ void parse_gpu_partition(const Parser& p, const nlohmann::json& j, const std::st
   if (mig && !layout && !layouts && !n.mig_dynamic) {
     p.fail(ErrorCode::kScenarioBadDevices, path, "a MIG node needs a layout (static GPU instances) or dynamic: true");
   }
+  // null in layouts: MIG is disabled on that GPU, a whole GPU beside the MIG ones (MIG mode is
+  // set per GPU; the device plugin's mixed strategy advertises both kinds).
+  if (layouts && layouts->is_array()) {
+    for (std::size_t g = 0; g < layouts->size(); ++g) {
+      if (!(*layouts)[g].is_null()) continue;
+      const std::string f = path + "/layouts/" + std::to_string(g);
+      if (n.mig_strategy == MigStrategy::kSingle) {
+        p.fail(ErrorCode::kScenarioBadDevices, f,
+               "null (MIG disabled on this GPU) needs the mixed strategy: the single strategy advertises every GPU's instances as nvidia.com/gpu, so all GPUs must be split alike");
+      }
+      if (n.mig_dynamic) p.fail(ErrorCode::kScenarioBadDevices, f, "null (MIG disabled on this GPU) does not go with dynamic: true");
+    }
+  }
   std::vector<std::vector<MigInstance>> per_gpu;
   for (std::size_t g = 0; g < n.gpus.size(); ++g) {
     auto& gpu = n.gpus[g];
     const auto& model = catalog[gpu.model];
     gpu.partition = mode;
     gpu.replicas = static_cast<std::uint16_t>(per_gpu_replicas.empty() ? replicas : per_gpu_replicas[g]);
+    if (mig && layouts && (*layouts)[g].is_null()) {
+      gpu.partition = GpuPartition::kWhole;   // MIG disabled on this GPU
+      continue;
+    }
     if (mig) {
       if (!model.mig) p.fail(ErrorCode::kScenarioBadDevices, path + "/mode", model.name + " has no MIG (MIG models: A30, A100, H100, H200 ...)");
       if (layout) gpu.mig = g == 0 ? parse_mig_layout(p, *layout, path + "/layout", model) : n.gpus[0].mig;

@@ -226,14 +226,48 @@ TEST_CASE("kubectl nodes with MIG instances and shared replicas convert to a clu
   }
 }
 
-TEST_CASE("A node with whole and MIG GPUs is refused by convert with the reason and a way out", "[traces][import][kubernetes]") {
+TEST_CASE("A node with whole and MIG GPUs converts to null layouts and loads back the same devices; other mixes are refused",
+          "[traces][import][kubernetes]") {
+  // Issue 16: a GPU-operator snapshot with MIG disabled on some GPUs of a node (mixed strategy)
+  // could not become an editable cluster file.
   GpuCatalog catalog = GpuCatalog::builtin();
   ResourceTable resources;
   auto nodes = import_nodes(t::source_dir() / "tests/data/k8s/nodes-device-plugin.json", "kubectl-nodes", catalog, resources);
   auto& n = nodes.front();
   REQUIRE(n.gpus.size() > 1);
-  n.gpus.back().partition = GpuPartition::kWhole;   // mixed strategy with one GPU out of MIG mode
+  REQUIRE(n.gpus.front().partition == GpuPartition::kMig);
+  REQUIRE(n.mig_strategy == MigStrategy::kMixed);
+  n.gpus.back().partition = GpuPartition::kWhole;   // one GPU out of MIG mode
   n.gpus.back().mig.clear();
-  const auto msg = t::error_message<TraceError>([&] { (void)nodes_to_cluster_json(nodes, catalog, resources); });
-  CHECK_THAT(msg, Catch::Contains(n.name) && Catch::Contains("different partitions") && Catch::Contains("two nodes"));
+  const auto cj = nlohmann::json::parse(nodes_to_cluster_json({n}, catalog, resources));
+  const auto& layouts = cj["nodes"][0]["gpu_partition"]["layouts"];
+  REQUIRE(layouts.size() == n.gpus.size());
+  CHECK(layouts.back().is_null());
+  CHECK(layouts.front().is_array());
+  const nlohmann::json doc = {{"schema_version", 1}, {"cluster", cj}, {"workload", {{"jobs", nlohmann::json::array()}}}};
+  const auto sc = scenario::parse_scenario(doc, "converted.json", ".");
+  REQUIRE(sc.nodes.size() == 1);
+  const auto& b = sc.nodes.front();
+  REQUIRE(b.gpus.size() == n.gpus.size());
+  for (std::size_t g = 0; g < n.gpus.size(); ++g) {
+    INFO("GPU " << g);
+    CHECK(b.gpus[g].partition == n.gpus[g].partition);
+    CHECK(b.gpus[g].mig == n.gpus[g].mig);
+  }
+  // The single strategy splits every GPU alike: a null layout there is refused, naming the GPU.
+  nlohmann::json single = doc;
+  single["cluster"]["nodes"][0]["gpu_partition"]["strategy"] = "single";
+  const auto msg = t::error_message<ScenarioError>([&] { (void)scenario::parse_scenario(single, "single.json", "."); });
+  CHECK_THAT(msg, Catch::Contains("layouts/" + std::to_string(n.gpus.size() - 1)) && Catch::Contains("mixed strategy"));
+  // Whole GPUs beside time-sliced ones have no cluster-file form: refused with a way out.
+  auto shared = n;
+  for (auto& g : shared.gpus) {
+    g.partition = GpuPartition::kTimeSlicing;
+    g.replicas = 4;
+    g.mig.clear();
+  }
+  shared.gpus.back().partition = GpuPartition::kWhole;
+  shared.gpus.back().replicas = 1;
+  const auto refused = t::error_message<TraceError>([&] { (void)nodes_to_cluster_json({shared}, catalog, resources); });
+  CHECK_THAT(refused, Catch::Contains(n.name) && Catch::Contains("different partitions") && Catch::Contains("two nodes"));
 }

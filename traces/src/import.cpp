@@ -192,9 +192,11 @@ std::vector<NodeSpec> import_nodes(const std::filesystem::path& path, std::strin
 
 namespace {
 
-/// A node's `gpu_partition` as a scenario writes it (every GPU in one mode: the caller checks).
+/// A node's `gpu_partition` as a scenario writes it (every GPU in one mode, or whole GPUs beside
+/// static MIG GPUs of the mixed strategy: the caller checks).
 nlohmann::json partition_json(const NodeSpec& n, const GpuModel& model) {
-  const auto& first = n.gpus.front();
+  const auto mig_gpu = std::find_if(n.gpus.begin(), n.gpus.end(), [](const GpuSpec& g) { return g.partition == GpuPartition::kMig; });
+  const auto& first = mig_gpu != n.gpus.end() ? *mig_gpu : n.gpus.front();
   nlohmann::json p = {{"mode", std::string(to_string(first.partition))}};
   switch (first.partition) {
     case GpuPartition::kMig: {
@@ -203,7 +205,10 @@ nlohmann::json partition_json(const NodeSpec& n, const GpuModel& model) {
         p["dynamic"] = true;
         break;
       }
-      if (n.mig_strategy == MigStrategy::kSingle && !first.mig.empty()) {
+      const bool all_mig = mig_gpu == n.gpus.begin() && std::all_of(n.gpus.begin(), n.gpus.end(), [](const GpuSpec& g) {
+                             return g.partition == GpuPartition::kMig;
+                           });
+      if (n.mig_strategy == MigStrategy::kSingle && !first.mig.empty() && all_mig) {
         // single: every GPU alike, its profile repeated.
         nlohmann::json layout = nlohmann::json::array();
         for (const auto& gi : first.mig) layout.push_back({{"profile", model.mig->profiles[static_cast<std::size_t>(gi.profile)].name}, {"start", gi.start}});
@@ -212,6 +217,10 @@ nlohmann::json partition_json(const NodeSpec& n, const GpuModel& model) {
       }
       nlohmann::json layouts = nlohmann::json::array();
       for (const auto& g : n.gpus) {
+        if (g.partition != GpuPartition::kMig) {
+          layouts.push_back(nullptr);   // MIG disabled on this GPU: a whole GPU
+          continue;
+        }
         nlohmann::json layout = nlohmann::json::array();
         for (const auto& gi : g.mig) layout.push_back({{"profile", model.mig->profiles[static_cast<std::size_t>(gi.profile)].name}, {"start", gi.start}});
         layouts.push_back(std::move(layout));
@@ -256,13 +265,23 @@ std::string nodes_to_cluster_json(const std::vector<NodeSpec>& nodes, const GpuC
     j["memory"] = std::to_string(n.memory_mib) + "Mi";
     if (!n.gpus.empty()) {
       const auto model = n.gpus.front().model;
-      const auto partition = n.gpus.front().partition;
+      auto partition = n.gpus.front().partition;
+      // Whole GPUs beside static MIG GPUs (mixed strategy): written as mode "mig" with null
+      // layouts for the whole ones. Any other mix has no cluster-file form.
+      const auto is = [&](GpuPartition p) { return [p](const GpuSpec& g) { return g.partition == p; }; };
+      const bool whole_and_mig = std::any_of(n.gpus.begin(), n.gpus.end(), is(GpuPartition::kMig)) &&
+                                 std::all_of(n.gpus.begin(), n.gpus.end(), [](const GpuSpec& g) {
+                                   return g.partition == GpuPartition::kMig || g.partition == GpuPartition::kWhole;
+                                 }) &&
+                                 n.mig_strategy != MigStrategy::kSingle && !n.mig_dynamic;
+      if (whole_and_mig) partition = GpuPartition::kMig;
       for (const auto& g : n.gpus) {
-        if (g.model != model || g.partition != partition) {
+        if (g.model != model || (g.partition != partition && !whole_and_mig)) {
           throw_error(ErrorCode::kTraceBadValue, {n.name, 0, "gpus"},
                       "node \"" + n.name + "\" has GPUs of different " + (g.model != model ? "models" : "partitions") +
-                          " (e.g. whole GPUs beside MIG GPUs): a cluster file gives each node one GPU model and one "
-                          "gpu_partition mode; describe it as two nodes, or keep the node list as the cluster's import");
+                          ": a cluster file gives each node one GPU model and one gpu_partition mode (whole GPUs may "
+                          "sit beside static MIG GPUs of the mixed strategy: null layouts); describe it as two nodes, "
+                          "or keep the node list as the cluster's import");
         }
       }
       const auto& m = catalog[model];
