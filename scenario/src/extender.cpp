@@ -735,10 +735,15 @@ struct Extender::Impl {
     const auto ns = optional_string(args, "PodNamespace");
     const auto node_name = string_member(args, "Node", "ExtenderBindingArgs");
     const std::string key = (ns.empty() ? "default" : ns) + "/" + name;
-    auto fail = [&](const std::string& msg) {
-      ++bind_errors;
-      return json_response(200, {{"Error", msg}});
-    };
+    const auto error = bind_pod(key, node_name);
+    if (!error.empty()) ++bind_errors;
+    return json_response(200, {{"Error", error}});
+  }
+
+  /// Places pod `key` on node `node_name` (bind, or a snapshot saying kube-scheduler bound it
+  /// there): "" when done, else why not. Shadow mode records the profile's own choice beside it.
+  std::string bind_pod(const std::string& key, const std::string& node_name) {
+    auto fail = [](std::string msg) { return msg; };
     const auto it = by_pod.find(key);
     if (it == by_pod.end()) return fail("pod " + key + " is unknown to gpusched (no filter or prioritize call for it)");
     const auto id = it->second;
@@ -781,7 +786,49 @@ struct Extender::Impl {
         log(nlohmann::json{{"pod", key}, {"kube_node", node_name}, {"gpusched_node", ours}, {"agree", ours == node_name}}.dump());
       }
     }
-    return json_response(200, {{"Error", ""}});
+    return {};
+  }
+
+  /// POST /pods/sync: a `kubectl get pods -A -o json` list taken after kube-scheduler bound
+  /// pods itself (an extender without bindVerb never hears of its bindings). Each pod the
+  /// extender holds as pending and the list shows on a node (spec.nodeName, not finished) is
+  /// bound there, as a bind call would: the extender's cluster follows the real one and, in
+  /// shadow mode, the profile's own choice is recorded beside kube-scheduler's. Pods it never
+  /// saw, or holds bound already, are counted and left alone.
+  ExtenderResponse snapshot(const nlohmann::json& list) {
+    const auto& items = member(list, "items", "pod list");
+    if (!items.is_array()) refuse(400, "pod list: 'items' must be an array of Pod objects");
+    std::size_t bound = 0, unseen = 0, held = 0, pending = 0;
+    nlohmann::json refused = nlohmann::json::object();
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const std::string where = "pod list: items[" + std::to_string(i) + "]";
+      const auto& meta = member(items[i], "metadata", where);
+      const auto ns = optional_string(meta, "namespace");
+      const std::string key = (ns.empty() ? "default" : ns) + "/" + string_member(meta, "name", where + ".metadata");
+      const auto spec = items[i].find("spec");
+      const auto node = spec != items[i].end() ? optional_string(*spec, "nodeName") : std::string{};
+      const auto status = items[i].find("status");
+      const auto phase = status != items[i].end() ? optional_string(*status, "phase") : std::string{};
+      if (node.empty() || phase == "Succeeded" || phase == "Failed") {
+        ++pending;
+        continue;
+      }
+      const auto it = by_pod.find(key);
+      if (it == by_pod.end()) {
+        ++unseen;
+        continue;
+      }
+      if (!placed[it->second].empty()) {
+        ++held;
+        continue;
+      }
+      if (auto error = bind_pod(key, node); error.empty()) {
+        ++bound;
+      } else {
+        refused[key] = std::move(error);
+      }
+    }
+    return json_response(200, {{"bound", bound}, {"already_held", held}, {"unseen", unseen}, {"not_on_a_node", pending}, {"refused", refused}});
   }
 
   static double frag_pct(const ClusterState& c, std::span<const policies::fgd::PodType> types) {
@@ -1073,7 +1120,8 @@ ExtenderResponse Extender::handle(std::string_view method, std::string_view targ
                                    {"/prioritize", "prioritize", &Impl::prioritize},
                                    {"/bind", "bind", &Impl::bind},
                                    {"/preempt", "preempt", &Impl::preempt},
-                                   {"/pods/delete", "pods_delete", &Impl::remove}};
+                                   {"/pods/delete", "pods_delete", &Impl::remove},
+                                   {"/pods/sync", "pods_sync", &Impl::snapshot}};
     if (path == "/healthz" || path == "/metrics" || path == "/pods" || path == "/shadow") {
       verb = std::string(path.substr(1));
       if (method != "GET") refuse(405, std::string(path) + " takes GET", "");
@@ -1091,7 +1139,7 @@ ExtenderResponse Extender::handle(std::string_view method, std::string_view targ
       }
     } else {
       const auto route = std::find_if(std::begin(routes), std::end(routes), [&](const Route& x) { return x.path == path; });
-      if (route == std::end(routes)) refuse(404, "no such path: " + std::string(path) + " (POST /filter, /prioritize, /preempt, /bind, /pods/delete; GET /healthz, /metrics, /pods, /shadow)", "");
+      if (route == std::end(routes)) refuse(404, "no such path: " + std::string(path) + " (POST /filter, /prioritize, /preempt, /bind, /pods/delete, /pods/sync; GET /healthz, /metrics, /pods, /shadow)", "");
       verb = std::string(route->verb);
       if (method != "POST") refuse(405, std::string(path) + " takes POST", "");
       if (route->post == &Impl::filter || route->post == &Impl::prioritize) {

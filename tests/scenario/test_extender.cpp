@@ -619,3 +619,59 @@ TEST_CASE("Extender: a long run forgets deleted and stale pending pods; bound po
   for (const auto& name : held) CHECK(post(e, "/pods/delete", {{"PodName", name}, {"PodNamespace", "data"}})["Error"] == "");
   CHECK(metric("gpusched_extender_pods") == 4);
 }
+
+TEST_CASE("Extender: POST /pods/sync learns kube-scheduler's own bindings from a later pod list; shadow mode compares them",
+          "[scenario][extender]") {
+  // kube-scheduler without bindVerb binds pods itself: the extender hears filter and prioritize,
+  // then sees the pods on their nodes in a later `kubectl get pods` list.
+  ExtenderOptions o;
+  o.profile = "kube-default";
+  o.nodes = snapshot("nodes.json");
+  o.pods = snapshot("pods.json");
+  o.shadow = true;
+  std::vector<std::string> logged;
+  o.log = [&](const std::string& line) { logged.push_back(line); };
+  Extender e(o);
+  const json args = {{"Pod", pod("finetune-7b")}, {"NodeNames", kNodes}};
+  post(e, "/filter", args);
+  const auto scores = post(e, "/prioritize", args);
+  std::string ours;
+  for (const auto& h : scores) {
+    if (h["Score"] == 10) ours = h["Host"];
+  }
+  REQUIRE_FALSE(ours.empty());
+  // The later list: finetune-7b where the profile put it, notebook-ana nowhere yet, a pod the
+  // extender never saw on a node, ranker (bound in the first snapshot) where it was.
+  json later = pods_doc();
+  for (auto& p : later["items"]) {
+    if (p["metadata"]["name"] == "finetune-7b") {
+      p["spec"]["nodeName"] = ours;
+      p["status"]["phase"] = "Running";
+    }
+  }
+  json stranger = later["items"][0];
+  stranger["metadata"]["name"] = "stranger";
+  later["items"].push_back(stranger);
+  const auto r = post(e, "/pods/sync", later);
+  CHECK(r["bound"] == 1);
+  CHECK(r["unseen"] == 1);
+  CHECK(r["already_held"] == 4);   // the first snapshot's bound pods
+  CHECK(r["refused"].empty());
+  const auto shadow = post(e, "/pods/sync", later);   // again: nothing new
+  CHECK(shadow["bound"] == 0);
+  CHECK(shadow["already_held"] == 5);
+  const auto summary = json::parse(e.handle("GET", "/shadow", "").body);
+  CHECK(summary["binds"] == 1);
+  CHECK(summary["agree"] == 1);
+  REQUIRE(logged.size() == 1);
+  CHECK(json::parse(logged[0])["kube_node"] == ours);
+  // A node the pod cannot fit is refused, with the filter's reason, and nothing is bound.
+  json cpu = pods_doc();
+  for (auto& p : cpu["items"]) {
+    if (p["metadata"]["name"] == "notebook-ana") p["spec"]["nodeName"] = "gpu-t4-0";
+  }
+  const auto refused = post(e, "/pods/sync", cpu);
+  CHECK(refused["bound"] == 0);
+  CHECK_THAT(refused["refused"]["ml/notebook-ana"].get<std::string>(), Catch::Contains("does not fit node gpu-t4-0"));
+  post(e, "/pods/sync", json{{"items", 3}}, 400);
+}
