@@ -852,10 +852,18 @@ struct Extender::Impl {
                                {"pods", pods}});
   }
 
-  /// ExtenderPreemptionArgs -> ExtenderPreemptionResult: of the nodes kube-scheduler's
-  /// preemption proposes, those where the pod fits the profile's filters once that node's
-  /// proposed victims are gone, with the same victims (as MetaVictims: UIDs). Victims gpusched
-  /// does not hold free nothing here; a node it does not know is dropped.
+  /// ExtenderPreemptionArgs -> ExtenderPreemptionResult. For each node kube-scheduler's
+  /// preemption proposes, the victims as gpusched sees the node (its devices, GPU-memory shares,
+  /// MIG instances, which kube-scheduler may not count):
+  ///   - kube-scheduler's victims are removed; if the pod still does not fit, the extender adds
+  ///     pods it holds on that node with a lower priority than the pod's (preemptible ones,
+  ///     lowest priority first) until it fits; if it never does, the node is dropped;
+  ///   - then, as kube-scheduler's DefaultPreemption does (selectVictimsOnNode), each victim is
+  ///     put back, most important first (higher priority, then the one bound earlier), and stays
+  ///     when the pod still fits: the fewest victims that make room.
+  /// Victims the extender does not hold are kept as proposed (it cannot judge them). The result
+  /// names victims by UID (MetaVictims); NumPDBViolations is passed through (gpusched knows no
+  /// PodDisruptionBudgets). A node it does not know is dropped.
   ExtenderResponse preempt(const nlohmann::json& args) {
     const auto id = pod_job(member(args, "Pod", "ExtenderPreemptionArgs"));
     const auto meta = args.find("NodeNameToMetaVictims");
@@ -866,6 +874,9 @@ struct Extender::Impl {
     }
     const auto& map = use_meta ? *meta : *full;
     if (!map.is_object()) refuse(400, "ExtenderPreemptionArgs: the victims must be an object keyed by node name");
+    std::map<std::uint32_t, std::string> uid_of;   // held pods' UIDs (victims are named by UID)
+    for (const auto& [uid, j] : by_uid) uid_of[j] = uid;
+    const auto priority = jobs[id].priority;
     nlohmann::json kept = nlohmann::json::object();
     for (const auto& [node_name, victims] : map.items()) {
       const std::string where = "victims of node '" + node_name + "'";
@@ -876,8 +887,8 @@ struct Extender::Impl {
         if (!it->is_number_integer()) refuse(400, where + ": 'NumPDBViolations' must be an integer");
         pdb = it->get<std::int64_t>();
       }
-      nlohmann::json uids = nlohmann::json::array();
-      std::vector<std::uint32_t> gone;
+      std::vector<std::string> foreign;   // victims the extender does not hold: kept as proposed
+      std::vector<std::uint32_t> gone;    // held victims
       for (const auto& v : pods) {
         std::string uid;
         std::optional<std::uint32_t> job;
@@ -894,18 +905,60 @@ struct Extender::Impl {
           const auto it = by_uid.find(uid);
           if (it != by_uid.end()) job = it->second;
         }
-        if (job && !placed[*job].empty()) gone.push_back(*job);
-        uids.push_back({{"UID", uid}});
+        if (job && !placed[*job].empty()) {
+          if (std::find(gone.begin(), gone.end(), *job) == gone.end()) gone.push_back(*job);
+          if (!uid.empty()) uid_of[*job] = uid;   // as kube-scheduler names it
+        } else if (!uid.empty()) {
+          foreign.push_back(uid);
+        }
       }
       const auto node = cluster->find_node(node_name);
       if (!node) continue;
-      ClusterState without = *cluster;
-      for (const auto j : gone) {
-        for (const auto& p : placed[j]) without.release(jobs[j].request, p);
-      }
       const NodeId only[] = {*node};
-      if (!decide(id, only, &without).chosen) continue;
-      kept[node_name] = {{"Pods", uids}, {"NumPDBViolations", pdb}};
+      ClusterState without = *cluster;
+      auto take_out = [&](std::uint32_t j) {
+        for (const auto& p : placed[j]) without.release(jobs[j].request, p);
+      };
+      auto fits = [&] { return decide(id, only, &without, false, false).chosen.has_value(); };
+      for (const auto j : gone) take_out(j);
+      if (!fits()) {
+        // More room, from pods the extender holds there with a lower priority, lowest first.
+        std::vector<std::uint32_t> more;
+        for (std::uint32_t j = 0; j < jobs.size(); ++j) {
+          if (placed[j].empty() || !jobs[j].constraints.preemptible || jobs[j].priority >= priority) continue;
+          if (std::find(gone.begin(), gone.end(), j) != gone.end() || !uid_of.count(j)) continue;
+          if (std::any_of(placed[j].begin(), placed[j].end(), [&](const TaskPlacement& p) { return p.node == *node; })) more.push_back(j);
+        }
+        std::stable_sort(more.begin(), more.end(), [&](std::uint32_t a, std::uint32_t b) { return jobs[a].priority < jobs[b].priority; });
+        bool room = false;
+        for (const auto j : more) {
+          take_out(j);
+          gone.push_back(j);
+          if ((room = fits())) break;
+        }
+        if (!room) continue;
+      }
+      // Reprieve, most important first: put each victim back while the pod still fits.
+      std::stable_sort(gone.begin(), gone.end(), [&](std::uint32_t a, std::uint32_t b) {
+        if (jobs[a].priority != jobs[b].priority) return jobs[a].priority > jobs[b].priority;
+        return assumed[a] < assumed[b];
+      });
+      std::vector<std::uint32_t> evict;
+      for (const auto j : gone) {
+        for (const auto& p : placed[j]) without.undo_release(jobs[j].request, p);   // GIs as they were
+        if (fits()) continue;   // reprieved
+        take_out(j);
+        evict.push_back(j);
+      }
+      nlohmann::json uids = nlohmann::json::array();
+      for (const auto& uid : foreign) uids.push_back({{"UID", uid}});
+      bool named = true;   // a victim without a UID cannot be named to kube-scheduler: drop the node
+      for (const auto j : evict) {
+        const auto it = uid_of.find(j);
+        if (it == uid_of.end()) named = false;
+        else uids.push_back({{"UID", it->second}});
+      }
+      if (named) kept[node_name] = {{"Pods", uids}, {"NumPDBViolations", pdb}};
     }
     return json_response(200, {{"NodeNameToMetaVictims", kept}});
   }

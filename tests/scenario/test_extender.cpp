@@ -412,7 +412,8 @@ TEST_CASE("Extender /pods: a GPU-memory share carries gpushare's annotations for
   CHECK(json::parse(e2.handle("GET", "/pods", "").body)[0]["annotations"].empty());
 }
 
-TEST_CASE("Extender preempt: of the proposed nodes, those where the pod fits once their victims are gone", "[scenario][extender]") {
+TEST_CASE("Extender preempt: of the proposed nodes, those where the pod fits once victims are gone, with the fewest victims",
+          "[scenario][extender]") {
   // gpu-a100-0 runs train-llama-0 (4 of its 8 GPUs) and the device-plugin pod (no GPU). An
   // 8-GPU pod that tolerates the node's taints fits only once train-llama-0 is gone.
   auto e = make("kube-default");
@@ -440,6 +441,24 @@ TEST_CASE("Extender preempt: of the proposed nodes, those where the pod fits onc
   const json full = {{"gpu-a100-0", {{"Pods", {victim}}, {"NumPDBViolations", 0}}}};
   CHECK(post(e, "/preempt", {{"Pod", big}, {"NodeNameToVictims", full}})["NodeNameToMetaVictims"]["gpu-a100-0"]["Pods"] ==
         json{{{"UID", llama}}});
+  // More victims than needed: the device-plugin pod is put back (reprieved), as DefaultPreemption's
+  // selectVictimsOnNode does; only train-llama-0 goes.
+  const json extra = {{"gpu-a100-0", {{"Pods", {{{"UID", plugin}}, {{"UID", llama}}}}, {"NumPDBViolations", 0}}}};
+  CHECK(post(e, "/preempt", {{"Pod", big}, {"NodeNameToMetaVictims", extra}})["NodeNameToMetaVictims"]["gpu-a100-0"]["Pods"] ==
+        json{{{"UID", llama}}});
+  // A victim the extender does not hold is kept as proposed: it cannot judge it.
+  const json stranger = {{"gpu-a100-0", {{"Pods", {{{"UID", llama}}, {{"UID", "uid-unknown"}}}}, {"NumPDBViolations", 0}}}};
+  CHECK(post(e, "/preempt", {{"Pod", big}, {"NodeNameToMetaVictims", stranger}})["NodeNameToMetaVictims"]["gpu-a100-0"]["Pods"] ==
+        json{{{"UID", "uid-unknown"}}, {{"UID", llama}}});
+  // Too few victims for gpusched's view: with a priority above train-llama-0's (1000), the pod
+  // gets it added; below it (big's 500, above), the node was dropped.
+  auto urgent = big;
+  urgent["metadata"]["name"] = "urgent";
+  urgent["metadata"]["uid"] = "uid-urgent";
+  urgent["spec"]["priority"] = 5000;
+  urgent["spec"].erase("priorityClassName");
+  CHECK(post(e, "/preempt", {{"Pod", urgent}, {"NodeNameToMetaVictims", wrong}})["NodeNameToMetaVictims"] ==
+        json{{"gpu-a100-0", {{"Pods", {{{"UID", llama}}}}, {"NumPDBViolations", 0}}}});
   // Nothing was evicted for real: the pod still does not fit.
   CHECK(post(e, "/filter", {{"Pod", big}, {"NodeNames", a100}})["NodeNames"].empty());
   // Bad shapes are 400.
