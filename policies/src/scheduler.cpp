@@ -508,6 +508,8 @@ void Scheduler::resize_verdicts(std::size_t n) {
   }
 }
 
+// `only` holds distinct nodes (the engine's narrowed retries are sorted and unique, the
+// extender's candidate ids too): a node listed twice would get two verdicts, the scores on one.
 void Scheduler::explain_verdicts(const ClusterState& cluster, const TaskContext& ctx, std::span<const NodeId> only,
                                  NodeIndexClass* from) {
   const std::size_t n = only.empty() ? cluster.node_count() : only.size();

@@ -121,6 +121,13 @@ bool read_fast(std::string_view body, FastArgs& a) {
   if (parser.parse(body.data(), body.size()).get(doc) != simdjson::SUCCESS) return false;
   simdjson::dom::object args;
   if (doc.get_object().get(args) != simdjson::SUCCESS) return false;
+  // A key given twice: simdjson would read the first, nlohmann (which words errors) the last.
+  int pods = 0, lists = 0;
+  for (const auto field : args) {
+    pods += field.key == "Pod" ? 1 : 0;
+    lists += field.key == "NodeNames" ? 1 : 0;
+  }
+  if (pods > 1 || lists > 1) return false;
   simdjson::dom::array names;
   if (args["NodeNames"].get_array().get(names) != simdjson::SUCCESS) return false;
   simdjson::dom::object pod;
@@ -233,8 +240,8 @@ struct Extender::Impl {
   std::vector<Kind> node_kind;
   std::vector<std::uint32_t> node_message;
   std::vector<double> node_total;
-  std::vector<std::uint32_t> seen;   // node -> the last output pass that wrote it (duplicate names)
-  std::uint32_t pass = 0;
+  std::vector<std::uint64_t> seen;   // node -> the last output pass that wrote it (duplicate names)
+  std::uint64_t pass = 0;
   std::string joined;
 
   /// What the profile says about a pod on the candidate nodes, on a copy of the cluster.
@@ -269,7 +276,20 @@ struct Extender::Impl {
     nlohmann::json object = pod;
     if (!object.contains("kind")) object["kind"] = "Pod";
     if (!object.contains("apiVersion")) object["apiVersion"] = "v1";
-    std::istringstream in(object.dump());
+    std::string text = object.dump();
+    const auto meta = pod.find("metadata");
+    const auto uid = meta != pod.end() ? optional_string(*meta, "uid") : std::string{};
+    if (meta != pod.end() && meta->is_object()) {
+      // The same pending pod asked again in the same bytes: nothing to read again.
+      const auto name = optional_string(*meta, "name");
+      const auto ns = optional_string(*meta, "namespace");
+      const auto it = name.empty() ? by_pod.end() : by_pod.find((ns.empty() ? "default" : ns) + "/" + name);
+      if (it != by_pod.end() && placed[it->second].empty() && source[it->second] == text) {
+        asked[it->second] = epoch;
+        return it->second;
+      }
+    }
+    std::istringstream in(text);
     Workload w = traces::read_kube_pods(in, "request body (Pod)", catalog, resources);
     if (w.empty()) refuse(400, "the pod has finished (phase Succeeded or Failed)");
     JobSpec job = std::move(w.front());
@@ -278,21 +298,22 @@ struct Extender::Impl {
     if (it != by_pod.end() && placed[it->second].empty()) {
       jobs[it->second] = std::move(job);   // the same pending pod asked again: its latest spec
       ++stamp[it->second];
-      source[it->second].clear();
+      source[it->second] = std::move(text);
       asked[it->second] = epoch;
+      if (!uid.empty()) by_uid[uid] = it->second;   // a pod made again under the same name
       return it->second;
     }
     if (it != by_pod.end()) refuse(400, "pod " + job.name + " is already bound (POST /pods/delete first)");
     compact();
     const auto id = static_cast<std::uint32_t>(jobs.size());
     by_pod[job.name] = id;
-    if (const auto uid = optional_string(pod.value("metadata", nlohmann::json::object()), "uid"); !uid.empty()) by_uid[uid] = id;
+    if (!uid.empty()) by_uid[uid] = id;
     jobs.push_back(std::move(job));
     placed.emplace_back();
     shadow_placed.emplace_back();
     assumed.push_back(0);
     stamp.push_back(0);
-    source.emplace_back();
+    source.push_back(std::move(text));
     asked.push_back(epoch);
     return id;
   }
@@ -742,7 +763,9 @@ struct Extender::Impl {
 
   /// Places pod `key` on node `node_name` (bind, or a snapshot saying kube-scheduler bound it
   /// there): "" when done, else why not. Shadow mode records the profile's own choice beside it.
-  std::string bind_pod(const std::string& key, const std::string& node_name) {
+  /// `compare` false (a pod the extender was never asked about): shadow mode records no choice
+  /// of its own for it, but still places it on the counterfactual cluster.
+  std::string bind_pod(const std::string& key, const std::string& node_name, bool compare = true) {
     auto fail = [](std::string msg) { return msg; };
     const auto it = by_pod.find(key);
     if (it == by_pod.end()) return fail("pod " + key + " is unknown to gpusched (no filter or prioritize call for it)");
@@ -750,15 +773,19 @@ struct Extender::Impl {
     if (!placed[id].empty()) return fail("pod " + key + " is already bound");
     const auto node = cluster->find_node(node_name);
     if (!node) return fail("node " + node_name + " is unknown to gpusched");
+    const NodeId only[] = {*node};
     std::string ours;   // shadow: where the profile would have put it, on the same cluster
-    if (shadow) {
+    const bool record = shadow && compare;
+    // Shadow mode asks the profile's own choice only for a bind that will succeed (checked
+    // first, changing nothing), so a refused bind draws nothing from tie-break streams.
+    Decision d = decide(id, only, nullptr, !record, false);   // kept on the cluster when it fits
+    if (record && d.chosen) {
       std::vector<NodeId> all(cluster->node_count());
       for (std::uint32_t n = 0; n < all.size(); ++n) all[n] = NodeId{n};
-      const Decision mine = decide(id, all);
+      const Decision mine = decide(id, all, nullptr, false, false);
       if (mine.chosen) ours = cluster->spec(*mine.chosen).name;
+      d = decide(id, only, nullptr, true, false);
     }
-    const NodeId only[] = {*node};
-    Decision d = decide(id, only, nullptr, true, false);   // kept on the cluster when it fits
     if (d.status.ok() && !d.chosen) {
       for (const auto& p : d.placements) cluster->release(jobs[id].request, p);   // not there: never happens with one node
     }
@@ -781,6 +808,8 @@ struct Extender::Impl {
       // would keep its own plugin state; the profile's answers here are node-local or drawn).
       std::vector<TaskPlacement> there;
       if (sched->what_if(*counterfactual, jobs[id], JobId{id}, there).ok()) shadow_placed[id] = std::move(there);
+    }
+    if (record) {
       compared.push_back({key, node_name, ours});
       if (log) {
         log(nlohmann::json{{"pod", key}, {"kube_node", node_name}, {"gpusched_node", ours}, {"agree", ours == node_name}}.dump());
@@ -790,45 +819,58 @@ struct Extender::Impl {
   }
 
   /// POST /pods/sync: a `kubectl get pods -A -o json` list taken after kube-scheduler bound
-  /// pods itself (an extender without bindVerb never hears of its bindings). Each pod the
-  /// extender holds as pending and the list shows on a node (spec.nodeName, not finished) is
-  /// bound there, as a bind call would: the extender's cluster follows the real one and, in
-  /// shadow mode, the profile's own choice is recorded beside kube-scheduler's. Pods it never
-  /// saw, or holds bound already, are counted and left alone.
+  /// pods itself (an extender without bindVerb never hears of its bindings). Each pod the list
+  /// shows on a node (spec.nodeName, not finished) that the extender does not hold bound is read
+  /// from the list (its spec now) and bound there, as a bind call would: the extender's cluster
+  /// follows the real one and, in shadow mode, the profile's own choice is recorded beside
+  /// kube-scheduler's for pods it was asked about. An item it cannot read or place is reported
+  /// under `refused` with why; the others still apply.
   ExtenderResponse snapshot(const nlohmann::json& list) {
     const auto& items = member(list, "items", "pod list");
     if (!items.is_array()) refuse(400, "pod list: 'items' must be an array of Pod objects");
-    std::size_t bound = 0, unseen = 0, held = 0, pending = 0;
+    std::size_t bound = 0, added = 0, held = 0, pending = 0;
     nlohmann::json refused = nlohmann::json::object();
     for (std::size_t i = 0; i < items.size(); ++i) {
-      const std::string where = "pod list: items[" + std::to_string(i) + "]";
-      const auto& meta = member(items[i], "metadata", where);
-      const auto ns = optional_string(meta, "namespace");
-      const std::string key = (ns.empty() ? "default" : ns) + "/" + string_member(meta, "name", where + ".metadata");
-      const auto spec = items[i].find("spec");
-      const auto node = spec != items[i].end() ? optional_string(*spec, "nodeName") : std::string{};
-      const auto status = items[i].find("status");
-      const auto phase = status != items[i].end() ? optional_string(*status, "phase") : std::string{};
-      if (node.empty() || phase == "Succeeded" || phase == "Failed") {
-        ++pending;
-        continue;
-      }
-      const auto it = by_pod.find(key);
-      if (it == by_pod.end()) {
-        ++unseen;
-        continue;
-      }
-      if (!placed[it->second].empty()) {
-        ++held;
-        continue;
-      }
-      if (auto error = bind_pod(key, node); error.empty()) {
-        ++bound;
-      } else {
-        refused[key] = std::move(error);
+      const auto& item = items[i];
+      std::string key = "items[" + std::to_string(i) + "]";
+      try {
+        const std::string where = "pod list: " + key;
+        const auto& meta = member(item, "metadata", where);
+        const auto ns = optional_string(meta, "namespace");
+        key = (ns.empty() ? "default" : ns) + "/" + string_member(meta, "name", where + ".metadata");
+        const auto spec = item.find("spec");
+        const auto node = spec != item.end() ? optional_string(*spec, "nodeName") : std::string{};
+        const auto status = item.find("status");
+        const auto phase = status != item.end() ? optional_string(*status, "phase") : std::string{};
+        if (node.empty() || phase == "Succeeded" || phase == "Failed") {
+          ++pending;
+          continue;
+        }
+        const auto it = by_pod.find(key);
+        if (it != by_pod.end() && !placed[it->second].empty()) {
+          ++held;
+          continue;
+        }
+        // A pod asked about before keeps the spec it was decided with (the list's pins it to its
+        // node); one never seen, or made again under the name (another UID), is read from the list.
+        const auto uid = optional_string(meta, "uid");
+        const auto by = uid.empty() ? by_uid.end() : by_uid.find(uid);
+        const bool asked_before = it != by_pod.end() && (uid.empty() || (by != by_uid.end() && by->second == it->second));
+        if (!asked_before) pod_job(item);
+        if (auto error = bind_pod(key, node, asked_before); !error.empty()) {
+          refused[key] = std::move(error);
+        } else {
+          ++(asked_before ? bound : added);
+        }
+      } catch (const Refusal& e) {
+        refused[key] = e.message;
+      } catch (const Error& e) {
+        refused[key] = e.what();
+      } catch (const nlohmann::json::exception& e) {
+        refused[key] = e.what();
       }
     }
-    return json_response(200, {{"bound", bound}, {"already_held", held}, {"unseen", unseen}, {"not_on_a_node", pending}, {"refused", refused}});
+    return json_response(200, {{"bound", bound}, {"added", added}, {"already_held", held}, {"not_on_a_node", pending}, {"refused", refused}});
   }
 
   static double frag_pct(const ClusterState& c, std::span<const policies::fgd::PodType> types) {

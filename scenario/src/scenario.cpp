@@ -316,6 +316,10 @@ void parse_gpu_partition(const Parser& p, const nlohmann::json& j, const std::st
   }
   // null in layouts: MIG is disabled on that GPU, a whole GPU beside the MIG ones (MIG mode is
   // set per GPU; the device plugin's mixed strategy advertises both kinds).
+  if (layouts && layouts->is_array() && !layouts->empty() &&
+      std::all_of(layouts->begin(), layouts->end(), [](const nlohmann::json& l) { return l.is_null(); })) {
+    p.fail(ErrorCode::kScenarioBadDevices, path + "/layouts", "every GPU has MIG disabled (null): use mode \"whole\"");
+  }
   if (layouts && layouts->is_array()) {
     for (std::size_t g = 0; g < layouts->size(); ++g) {
       if (!(*layouts)[g].is_null()) continue;
@@ -333,12 +337,12 @@ void parse_gpu_partition(const Parser& p, const nlohmann::json& j, const std::st
     const auto& model = catalog[gpu.model];
     gpu.partition = mode;
     gpu.replicas = static_cast<std::uint16_t>(per_gpu_replicas.empty() ? replicas : per_gpu_replicas[g]);
+    if (mig && !model.mig) p.fail(ErrorCode::kScenarioBadDevices, path + "/mode", model.name + " has no MIG (MIG models: A30, A100, H100, H200 ...)");
     if (mig && layouts && (*layouts)[g].is_null()) {
       gpu.partition = GpuPartition::kWhole;   // MIG disabled on this GPU
       continue;
     }
     if (mig) {
-      if (!model.mig) p.fail(ErrorCode::kScenarioBadDevices, path + "/mode", model.name + " has no MIG (MIG models: A30, A100, H100, H200 ...)");
       if (layout) gpu.mig = g == 0 ? parse_mig_layout(p, *layout, path + "/layout", model) : n.gpus[0].mig;
       if (layouts) gpu.mig = parse_mig_layout(p, (*layouts)[g], path + "/layouts/" + std::to_string(g), model);
       per_gpu.push_back(gpu.mig);

@@ -504,7 +504,7 @@ TEST_CASE("Extender: filter and prioritize share one decision until the cluster,
     return std::stoull(m.substr(at + name.size() + 2));
   };
   const json args = {{"Pod", pod("finetune-7b")}, {"NodeNames", kNodes}};
-  const auto d0 = counter("gpusched_extender_decisions_total");
+  auto d0 = counter("gpusched_extender_decisions_total");
   const auto filtered = post(e, "/filter", args);
   const auto prioritized = post(e, "/prioritize", args);
   CHECK(post(e, "/filter", args) == filtered);   // asked again: the same answer
@@ -521,6 +521,23 @@ TEST_CASE("Extender: filter and prioritize share one decision until the cluster,
   post(e, "/filter", {{"Pod", bigger}, {"NodeNames", kNodes}});
   CHECK(counter("gpusched_extender_decisions_total") == d0 + 3);
   CHECK(std::count_if(prioritized.begin(), prioritized.end(), [](const json& h) { return h["Score"] == 10; }) == 1);
+  {
+    // Whole Node objects (the nlohmann path): the same pod in the same bytes is not read again,
+    // so its decision is reused too.
+    const json objects = {{"Pod", pod("etl-nightly-28573440-abcde")}, {"Nodes", json::parse(t::read_file(snapshot("nodes.json")))}};
+    const auto before = counter("gpusched_extender_decisions_total");
+    post(e, "/filter", objects);
+    post(e, "/prioritize", objects);
+    post(e, "/filter", objects);
+    CHECK(counter("gpusched_extender_decisions_total") == before + 1);
+    // A key given twice is read as nlohmann reads it (the last), on either path.
+    const std::string twice = R"({"Pod":)" + pod("etl-nightly-28573440-abcde").dump() + R"(,"NodeNames":["gpu-a100-0"],"NodeNames":["cpu-0"]})";
+    const auto r = json::parse(e.handle("POST", "/filter", twice).body);
+    CHECK(r["FailedAndUnresolvableNodes"].contains("cpu-0"));
+    CHECK_FALSE(r["FailedAndUnresolvableNodes"].contains("gpu-a100-0"));
+    CHECK_FALSE(r["FailedNodes"].contains("gpu-a100-0"));
+    d0 += counter("gpusched_extender_decisions_total") - before;   // the checks below count from here
+  }
   // A bind (another pending pod of the snapshot) changes the cluster: the first question is
   // decided again.
   const json etl = {{"Pod", pod("notebook-ana")}, {"NodeNames", kNodes}};
@@ -668,19 +685,28 @@ TEST_CASE("Extender: POST /pods/sync learns kube-scheduler's own bindings from a
       p["status"]["phase"] = "Running";
     }
   }
-  json stranger = later["items"][0];
+  json stranger = later["items"][0];   // the device-plugin pod's twin, on gpu-a100-0
   stranger["metadata"]["name"] = "stranger";
+  stranger["metadata"]["uid"] = "uid-stranger";
   later["items"].push_back(stranger);
+  json broken = later["items"][0];
+  broken["metadata"]["name"] = "broken";
+  broken["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots";
+  later["items"].push_back(broken);
+  const auto held_before = json::parse(e.handle("GET", "/pods", "").body).size();
   const auto r = post(e, "/pods/sync", later);
-  CHECK(r["bound"] == 1);
-  CHECK(r["unseen"] == 1);
-  CHECK(r["already_held"] == 4);   // the first snapshot's bound pods
-  CHECK(r["refused"].empty());
+  CHECK(r["bound"] == 1);         // finetune-7b, asked about before
+  CHECK(r["added"] == 1);         // stranger, never asked about: read from the list and held
+  CHECK(r["already_held"] == 4);  // the first snapshot's bound pods
+  REQUIRE(r["refused"].size() == 1);   // broken: its item is refused, the others still apply
+  CHECK_THAT(r["refused"]["kube-system/broken"].get<std::string>(), Catch::Contains("CPU quantity"));
+  CHECK(json::parse(e.handle("GET", "/pods", "").body).size() == held_before + 2);
   const auto shadow = post(e, "/pods/sync", later);   // again: nothing new
   CHECK(shadow["bound"] == 0);
-  CHECK(shadow["already_held"] == 5);
+  CHECK(shadow["added"] == 0);
+  CHECK(shadow["already_held"] == 6);
   const auto summary = json::parse(e.handle("GET", "/shadow", "").body);
-  CHECK(summary["binds"] == 1);
+  CHECK(summary["binds"] == 1);   // the stranger is not compared: nobody asked gpusched about it
   CHECK(summary["agree"] == 1);
   REQUIRE(logged.size() == 1);
   CHECK(json::parse(logged[0])["kube_node"] == ours);

@@ -259,6 +259,19 @@ TEST_CASE("A node with whole and MIG GPUs converts to null layouts and loads bac
   single["cluster"]["nodes"][0]["gpu_partition"]["strategy"] = "single";
   const auto msg = t::error_message<ScenarioError>([&] { (void)scenario::parse_scenario(single, "single.json", "."); });
   CHECK_THAT(msg, Catch::Contains("layouts/" + std::to_string(n.gpus.size() - 1)) && Catch::Contains("mixed strategy"));
+  // Every GPU null is no MIG node at all; a model without MIG is refused whatever the layouts.
+  auto node_doc = [](const char* model, nlohmann::json layouts) {
+    return nlohmann::json{{"schema_version", 1},
+                          {"cluster",
+                           {{"nodes",
+                             {{{"name", "n"}, {"cpu", 8}, {"memory", "32Gi"}, {"gpus", 2}, {"gpu_model", model},
+                               {"gpu_partition", {{"mode", "mig"}, {"layouts", layouts}}}}}}}},
+                          {"workload", {{"jobs", nlohmann::json::array()}}}};
+  };
+  CHECK_THAT(t::error_message<ScenarioError>([&] { (void)scenario::parse_scenario(node_doc("A100-40GB", {nullptr, nullptr}), "a.json", "."); }),
+             Catch::Contains("use mode \"whole\""));
+  CHECK_THAT(t::error_message<ScenarioError>([&] { (void)scenario::parse_scenario(node_doc("T4", {nullptr, nlohmann::json::array()}), "t.json", "."); }),
+             Catch::Contains("T4 has no MIG"));
   // Whole GPUs beside time-sliced ones have no cluster-file form: refused with a way out.
   auto shared = n;
   for (auto& g : shared.gpus) {

@@ -32,10 +32,11 @@
 ///                     the pod fits the profile's filters once that node's victims are gone, with
 ///                     the same victims (by UID); the others are dropped.
 ///   POST /pods/delete {PodName, PodNamespace} -> {Error}: the pod is gone; its devices are free.
-///   POST /pods/sync   a `kubectl get pods -A -o json` list taken later -> {bound, already_held,
-///                     unseen, not_on_a_node, refused}: pending pods the list shows on a node are
-///                     bound there, as if bind had been called (kube-scheduler binds itself when the
-///                     extender has no bindVerb); shadow mode compares each with its own choice.
+///   POST /pods/sync   a `kubectl get pods -A -o json` list taken later -> {bound, added,
+///                     already_held, not_on_a_node, refused}: pods the list shows on a node that
+///                     the extender does not hold are bound there, as if bind had been called
+///                     (kube-scheduler binds itself when the extender has no bindVerb); shadow
+///                     mode compares those it was asked about with its own choice.
 ///   GET  /pods        every pod the extender holds: node, devices (jobs.csv's placement) and
 ///                     the device annotations a device plugin would read.
 ///   GET  /shadow      shadow mode (ExtenderOptions::shadow): binds compared, agreement %, and
