@@ -259,6 +259,27 @@ Outcome run_one(const std::vector<NodeSpec>& nodes, const ResourceTable& res, co
   return o;
 }
 
+/// A random cluster and workload for a property test, drawn from seed's "test.cluster" stream in
+/// this order: node types, `count` jobs (gangs, shares, constraints, forever jobs), node failures
+/// until the last submission. `cfg` carries the failures and `horizon_s`.
+struct RandomWorld {
+  ResourceTable res;
+  std::vector<NodeSpec> nodes;
+  Workload jobs;
+  EngineConfig cfg;
+};
+
+RandomWorld random_world(std::uint64_t seed, std::size_t count, double horizon_s) {
+  RandomWorld w;
+  Rng rng = RngStreams(seed).stream("test.cluster");
+  w.nodes = random_nodes(rng, w.res);
+  const auto cluster = ClusterState(GpuCatalog::builtin(), w.res, w.nodes);
+  w.jobs = random_jobs(rng, cluster, w.res, count);
+  w.cfg.node_events = random_failures(rng, w.nodes.size(), w.jobs.back().submit.seconds());
+  w.cfg.horizon = SimTime::from_seconds(horizon_s);
+  return w;
+}
+
 }  // namespace
 
 TEST_CASE("No policy over-commits and every synthetic job completes and releases what it took", "[sim][property]") {
@@ -303,14 +324,8 @@ TEST_CASE("No policy over-commits and every synthetic job completes and releases
 TEST_CASE("No policy over-commits with memory shares, model constraints, extended resources and partial gangs", "[sim][property]") {
   std::int64_t requeues = 0;
   for (std::uint64_t seed = 100; seed < 125; ++seed) {
-    Rng rng = RngStreams(seed).stream("test.cluster");
-    ResourceTable res;
-    const auto nodes = random_nodes(rng, res);
-    const auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
-    const auto jobs = random_jobs(rng, cluster, res, 200);
-    EngineConfig ec;
-    ec.node_events = random_failures(rng, nodes.size(), jobs.back().submit.seconds());
-    ec.horizon = SimTime::from_seconds(100'000);
+    const auto w = random_world(seed, 200, 100'000);
+    const auto& [res, nodes, jobs, ec] = w;
     for (const auto& profile : policies::builtin_profile_names()) {
       INFO("seed " << seed << ", profile " << profile);
       const auto o = run_one(nodes, ResourceTable(res), jobs, profile, seed, ec);
@@ -473,14 +488,8 @@ TEST_CASE("Retrying waiting jobs only on nodes that gained capacity decides exac
   // single decision: compare full event logs against a run with both turned off.
   std::uint64_t fast_attempts = 0, slow_attempts = 0;
   for (std::uint64_t seed = 300; seed < 312; ++seed) {
-    Rng rng = RngStreams(seed).stream("test.cluster");
-    ResourceTable res;
-    const auto nodes = random_nodes(rng, res);
-    const auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
-    const auto jobs = random_jobs(rng, cluster, res, 300);   // gangs, shares, constraints, forever jobs
-    EngineConfig fast;
-    fast.node_events = random_failures(rng, nodes.size(), jobs.back().submit.seconds());
-    fast.horizon = SimTime::from_seconds(50'000);
+    const auto w = random_world(seed, 300, 50'000);
+    const auto& [res, nodes, jobs, fast] = w;
     EngineConfig slow = fast;
     slow.retry_changed_nodes_only = false;
     slow.skip_equivalent = false;
@@ -510,14 +519,8 @@ TEST_CASE("Explained decisions read from the node index say what the plain scan 
   // the one made without explanations.
   std::uint64_t indexed_decisions = 0;
   for (std::uint64_t seed = 900; seed < 903; ++seed) {
-    Rng rng = RngStreams(seed).stream("test.cluster");
-    ResourceTable res;
-    const auto nodes = random_nodes(rng, res);
-    const auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
-    const auto jobs = random_jobs(rng, cluster, res, 150);
-    EngineConfig cfg;
-    cfg.node_events = random_failures(rng, nodes.size(), jobs.back().submit.seconds());
-    cfg.horizon = SimTime::from_seconds(50'000);
+    const auto w = random_world(seed, 150, 50'000);
+    const auto& [res, nodes, jobs, cfg] = w;
     for (const auto& profile : policies::builtin_profile_names()) {
       INFO("seed " << seed << ", profile " << profile);
       std::vector<std::string> from_index, from_scan;
@@ -562,14 +565,9 @@ TEST_CASE("The node index decides exactly like scanning every node, for every pr
   std::map<std::string, policies::Scheduler::IndexStats> used;   // index counters per profile, all seeds
   std::int64_t compared = 0;
   for (std::uint64_t seed = 400; seed < 410; ++seed) {
-    Rng rng = RngStreams(seed).stream("test.cluster");
-    ResourceTable res;
-    const auto nodes = random_nodes(rng, res);
-    const auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
-    const auto jobs = random_jobs(rng, cluster, res, 250);   // gangs, shares, constraints, forever jobs
-    EngineConfig base;
-    base.node_events = random_failures(rng, nodes.size(), jobs.back().submit.seconds());
-    base.horizon = SimTime::from_seconds(40'000);   // some jobs still waiting: their reasons are compared too
+    auto w = random_world(seed, 250, 40'000);   // some jobs still waiting: their reasons are compared too
+    const auto& [res, nodes, jobs, unused] = w;
+    EngineConfig& base = w.cfg;
     if (seed % 2 == 1) base.preemption.restart = RestartPolicy::kCheckpoint;
     for (const auto& [profile, queueing] : configs) {
       INFO("seed " << seed << ", profile " << profile << ", queueing " << to_string(queueing) << ", " << nodes.size()
