@@ -65,6 +65,14 @@ json post(Extender& e, const char* path, const json& body, int status = 200) {
   return json::parse(r.body);
 }
 
+/// An unlabelled counter or gauge of the extender's /metrics.
+std::uint64_t metric_value(Extender& e, const std::string& name) {
+  const auto m = e.handle("GET", "/metrics", "").body;
+  const auto at = m.find("\n" + name + " ");
+  REQUIRE(at != std::string::npos);
+  return std::stoull(m.substr(at + name.size() + 2));
+}
+
 /// The snapshot through `gpusched run`'s path: pending pods' nodes by pod name ("" = pending).
 std::map<std::string, std::string> run_nodes(const std::string& profile) {
   const json doc = {{"schema_version", 1},
@@ -497,12 +505,7 @@ TEST_CASE("Extender: the NodeNames fast path and the Nodes-object path give the 
 TEST_CASE("Extender: filter and prioritize share one decision until the cluster, the pod or the candidates change",
           "[scenario][extender]") {
   auto e = make("kube-default");
-  auto counter = [&](const std::string& name) {
-    const auto m = e.handle("GET", "/metrics", "").body;
-    const auto at = m.find("\n" + name + " ");
-    REQUIRE(at != std::string::npos);
-    return std::stoull(m.substr(at + name.size() + 2));
-  };
+  auto counter = [&](const std::string& name) { return metric_value(e, name); };
   const json args = {{"Pod", pod("finetune-7b")}, {"NodeNames", kNodes}};
   auto d0 = counter("gpusched_extender_decisions_total");
   const auto filtered = post(e, "/filter", args);
@@ -605,12 +608,7 @@ TEST_CASE("Extender: a long run forgets deleted and stale pending pods; bound po
   // extender's entries stay bounded (compaction at 4,096 entries, then at twice what it kept),
   // and the pods still bound are where they were bound, deletable by name.
   auto e = make("kube-default");
-  auto metric = [&](const std::string& name) {
-    const auto m = e.handle("GET", "/metrics", "").body;
-    const auto at = m.find("\n" + name + " ");
-    REQUIRE(at != std::string::npos);
-    return std::stoull(m.substr(at + name.size() + 2));
-  };
+  auto metric = [&](const std::string& name) { return metric_value(e, name); };
   const json small = {{"metadata", {{"namespace", "data"}}},
                       {"spec",
                        {{"containers",
