@@ -36,7 +36,7 @@ class WhatIfResult:
         import pandas as pd
 
         cols = ["profile", "bound", "pending", "placed", "converted", "gpu_alloc_pct_before", "gpu_alloc_pct",
-                "gpu_memory_alloc_pct", "gpus_busy", "frag_pct", "frag_ratio_pct"]
+                "gpu_memory_alloc_pct", "gpus_busy", "frag_pct", "frag_ratio_pct", "kube_reasons", "same_reason"]
         return pd.DataFrame([{c: r[c] for c in cols} for r in self.raw["rows"]], columns=cols)
 
     @property
@@ -62,8 +62,8 @@ class WhatIfResult:
     def pods(self) -> "pd.DataFrame":
         import pandas as pd
 
-        cols = ["profile", "pod", "priority", "placed", "node", "placement", "reason"]
-        rows = [dict(profile=r["profile"], **p) for r in self.raw["rows"] for p in r["pods"]]
+        cols = ["profile", "pod", "priority", "placed", "node", "placement", "reason", "kube_reason"]
+        rows = [{"profile": r["profile"], "kube_reason": "", **p} for r in self.raw["rows"] for p in r["pods"]]
         return pd.DataFrame(rows, columns=cols)
 
     def __repr__(self) -> str:
@@ -81,6 +81,7 @@ def whatif(
     as_gpu_mem: bool = False,
     gpu_mem_default: Optional[str] = None,
     gpu_mem_by_image: Optional[Mapping[str, str]] = None,
+    events: Optional[PathLike] = None,
 ) -> WhatIfResult:
     """Schedules a snapshot's pending pods under each profile, as ``gpusched whatif`` does.
 
@@ -92,8 +93,11 @@ def whatif(
     ``as_gpu_mem=True`` asks pods wanting one whole ``nvidia.com/gpu`` for GPU memory only, as
     gpushare pods: their annotation ``gpusched.io/gpu-memory``, else ``gpu_mem_by_image[image]``
     (their first container's image, as written or without its tag), else ``gpu_mem_default``
-    (quantities such as ``"8Gi"``); the summary's ``converted`` counts them. Raises a GpuschedError subclass on bad input
-    (naming the file, line and field).
+    (quantities such as ``"8Gi"``); the summary's ``converted`` counts them. ``events``:
+    ``kubectl get events -A -o json`` of the same cluster: each pending pod's latest
+    FailedScheduling message goes in ``pods.kube_reason``, and the summary's ``same_reason`` counts
+    the pods this profile leaves pending with the same text (of ``kube_reasons`` that have one).
+    Raises a GpuschedError subclass on bad input (naming the file, line and field).
     """
     if isinstance(profiles, str):
         names: List[str] = [p for p in profiles.split(",") if p]
@@ -102,5 +106,5 @@ def whatif(
     if not as_gpu_mem and (gpu_mem_default is not None or gpu_mem_by_image):
         raise ValueError("gpu_mem_default and gpu_mem_by_image apply with as_gpu_mem=True only")
     text = _core.whatif_json(os.fspath(nodes), os.fspath(pods), names, check_seed(seed), bool(explain), bool(as_gpu_mem),
-                             gpu_mem_default or "", dict(gpu_mem_by_image or {}))
+                             gpu_mem_default or "", dict(gpu_mem_by_image or {}), os.fspath(events) if events else "")
     return WhatIfResult(json.loads(text))

@@ -406,7 +406,7 @@ void bind_sim(py::module_& m) {
       "whatif_json",
       [](const std::filesystem::path& nodes, const std::filesystem::path& pods, const std::vector<std::string>& profiles,
          std::uint64_t seed, bool explain, bool as_gpu_mem, const std::string& gpu_mem_default,
-         const std::map<std::string, std::string>& gpu_mem_by_image) {
+         const std::map<std::string, std::string>& gpu_mem_by_image, const std::filesystem::path& events) {
         const auto registry = current_registry();
         return interruptible([&] {
           ReleasedGil release;
@@ -417,6 +417,7 @@ void bind_sim(py::module_& m) {
           o.seed = seed;
           o.explain = explain;
           o.as_gpu_mem = as_gpu_mem;
+          o.events = events;
           if (!gpu_mem_default.empty()) o.gpu_mem_default_mib = parse_memory_mib(gpu_mem_default, {"gpu_mem_default", 0, ""});
           for (const auto& [image, q] : gpu_mem_by_image) o.gpu_mem_by_image[image] = parse_memory_mib(q, {"gpu_mem_by_image", 0, image});
           return scenario::whatif_json(scenario::whatif(o, registry)).dump();
@@ -424,8 +425,10 @@ void bind_sim(py::module_& m) {
       },
       py::arg("nodes"), py::arg("pods"), py::arg("profiles"), py::arg("seed") = 42, py::arg("explain") = false,
       py::arg("as_gpu_mem") = false, py::arg("gpu_mem_default") = "", py::arg("gpu_mem_by_image") = std::map<std::string, std::string>{},
+      py::arg("events") = std::filesystem::path{},
       "What-if on a kubectl snapshot (scenario::whatif): the pending pods under each profile, as JSON text "
-      "{rows: [{profile, bound, pending, placed, gpu_alloc_pct_before, gpu_alloc_pct, frag_pct, frag_ratio_pct, pods}]}.");
+      "{rows: [{profile, bound, pending, placed, kube_reasons, same_reason, gpu_alloc_pct_before, gpu_alloc_pct, frag_pct, "
+      "frag_ratio_pct, pods}]}.");
   m.def(
       "validate_json",
       [](const std::string& text, const std::string& source, const std::filesystem::path& base_dir) {

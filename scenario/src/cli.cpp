@@ -457,6 +457,8 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
   auto* whatif_seed = whatif_cmd->add_option("--seed", seed_text, "seed for profiles that draw (default 42)");
   whatif_cmd->add_flag("--show-pods", whatif_show_pods, "list each pending pod: the node it gets, or why it stays pending");
   whatif_cmd->add_flag("--json", whatif_json_out, "print the result as JSON instead of a table");
+  whatif_cmd->add_option("--events", whatif_options.events,
+                         "kubectl get events -A -o json: each pending pod's last FailedScheduling message beside the profile's reason");
   bool whatif_as_gpu_mem = false;
   std::string whatif_gpu_mem_default;
   std::vector<std::string> whatif_gpu_mem_images;

@@ -101,6 +101,54 @@ double gpu_memory_alloc_pct(const ClusterState& c) {
 }
 
 
+/// The latest FailedScheduling message per pod ("namespace/name") in a `kubectl get events -o
+/// json` list. core/v1 Events name the pod in involvedObject and say it in message; events.k8s.io
+/// /v1 ones in regarding and note. The latest: by lastTimestamp / eventTime / series
+/// lastObservedTime (RFC 3339 text), later items winning ties.
+std::map<std::string, std::string> failed_scheduling(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_error(ErrorCode::kTraceCannotOpen, {path.string(), 0, ""}, "cannot open the events file (--events)");
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto doc = parse_json(text.str(), path.string(), kTraceJsonErrors);
+  const nlohmann::json* items = &doc;
+  nlohmann::json single = nlohmann::json::array();
+  if (doc.is_object() && doc.contains("items")) {
+    items = &doc["items"];
+  } else {
+    single.push_back(doc);
+    items = &single;
+  }
+  if (!items->is_array()) throw_error(ErrorCode::kTraceBadValue, {path.string(), 0, "items"}, "expected a list of Event objects");
+  auto text_of = [](const nlohmann::json& o, std::initializer_list<const char*> keys) {
+    for (const char* k : keys) {
+      const auto it = o.find(k);
+      if (it != o.end() && it->is_string() && !it->get_ref<const std::string&>().empty()) return it->get<std::string>();
+    }
+    return std::string{};
+  };
+  std::map<std::string, std::pair<std::string, std::string>> latest;   // pod -> (time, message)
+  for (std::size_t i = 0; i < items->size(); ++i) {
+    const auto& e = (*items)[i];
+    if (!e.is_object() || text_of(e, {"reason"}) != "FailedScheduling") continue;
+    const auto object = e.contains("involvedObject") ? e.find("involvedObject") : e.find("regarding");
+    if (object == e.end() || !object->is_object() || text_of(*object, {"kind"}) != "Pod") continue;
+    const auto name = text_of(*object, {"name"});
+    if (name.empty()) continue;
+    const auto ns = text_of(*object, {"namespace"});
+    std::string when = text_of(e, {"lastTimestamp", "deprecatedLastTimestamp", "eventTime"});
+    if (const auto series = e.find("series"); series != e.end() && series->is_object()) {
+      if (const auto t = text_of(*series, {"lastObservedTime"}); !t.empty()) when = t;
+    }
+    const auto message = text_of(e, {"message", "note"});
+    auto& slot = latest[(ns.empty() ? "default" : ns) + "/" + name];
+    if (slot.second.empty() || when >= slot.first) slot = {when, message};
+  }
+  std::map<std::string, std::string> out;
+  for (auto& [pod, tm] : latest) out[pod] = std::move(tm.second);
+  return out;
+}
+
 }  // namespace
 
 std::vector<WhatIfRow> whatif(const WhatIfOptions& options, const policies::Registry& registry) {
@@ -110,6 +158,7 @@ std::vector<WhatIfRow> whatif(const WhatIfOptions& options, const policies::Regi
   // free its devices later and let pending pods in on a retry).
   for (auto& j : base.jobs) j.duration = SimTime::forever();
   const std::int64_t converted = options.as_gpu_mem ? as_gpu_memory(options, base.jobs) : 0;
+  const auto kube = options.events.empty() ? std::map<std::string, std::string>{} : failed_scheduling(options.events);
   // Allocation before: the bound pods alone (pinned, so any profile places them alike).
   double before = 0;
   {
@@ -163,6 +212,11 @@ std::vector<WhatIfRow> whatif(const WhatIfOptions& options, const policies::Regi
       } else {
         pod.reason = j.reason;
       }
+      if (const auto k = kube.find(pod.pod); k != kube.end()) {
+        pod.kube_reason = k->second;
+        ++row.kube_reasons;
+        row.same_reason += !pod.placed && pod.reason == pod.kube_reason ? 1 : 0;
+      }
       // A placed pod: the try that placed it. A pending pod: its last full try, whose
       // diagnosis is the reason it reports (a narrowed retry keeps it).
       if (const auto* e = pod.placed ? last[i] : last_full[i]) {
@@ -194,6 +248,7 @@ nlohmann::json whatif_json(const std::vector<WhatIfRow>& rows) {
     for (const auto& p : r.pods) {
       nlohmann::json pod = {{"pod", p.pod}, {"priority", p.priority}, {"placed", p.placed}, {"node", p.node},
                             {"placement", p.placement}, {"reason", p.reason}};
+      if (!p.kube_reason.empty()) pod["kube_reason"] = p.kube_reason;
       if (!p.nodes.empty() || !p.pre_filter.empty()) {
         nlohmann::json nodes = nlohmann::json::array();
         for (const auto& n : p.nodes) {
@@ -214,6 +269,8 @@ nlohmann::json whatif_json(const std::vector<WhatIfRow>& rows) {
                    {"pending", r.pending},
                    {"placed", r.placed},
                    {"converted", r.converted},
+                   {"kube_reasons", r.kube_reasons},
+                   {"same_reason", r.same_reason},
                    {"gpus_busy", r.gpus_busy},
                    {"gpu_memory_alloc_pct", r.gpu_memory_alloc_pct},
                    {"gpu_alloc_pct_before", r.gpu_alloc_pct_before},
@@ -241,17 +298,24 @@ std::string format_whatif(const std::vector<WhatIfRow>& rows, bool pods) {
   if (!rows.empty() && rows.front().converted > 0) {
     out << rows.front().converted << " pods asking one whole GPU were asked as GPU-memory shares (--as-gpu-mem)\n\n";
   }
-  out << pad("profile", width) << "  placed    GPU alloc after  GPU mem after  GPUs busy  frag after (of GPUs / of idle)\n";
+  const bool events = !rows.empty() && rows.front().kube_reasons > 0;
+  out << pad("profile", width) << "  placed    GPU alloc after  GPU mem after  GPUs busy  frag after (of GPUs / of idle)"
+      << (events ? "  same reason as kube-scheduler" : "") << "\n";
   for (const auto& r : rows) {
+    std::string frag = fixed(r.frag_pct, 1) + "% / " + fixed(r.frag_ratio_pct, 1) + "%";
+    if (events) frag = pad(frag, 30) + "  " + std::to_string(r.same_reason) + "/" + std::to_string(r.kube_reasons);
     out << pad(r.profile, width) << "  " << pad(std::to_string(r.placed) + "/" + std::to_string(r.pending), 8) << "  "
         << pad(fixed(r.gpu_alloc_pct, 1) + "%", 15) << "  " << pad(fixed(r.gpu_memory_alloc_pct, 1) + "%", 13) << "  "
-        << pad(std::to_string(r.gpus_busy), 9) << "  " << fixed(r.frag_pct, 1) << "% / " << fixed(r.frag_ratio_pct, 1) << "%\n";
+        << pad(std::to_string(r.gpus_busy), 9) << "  " << frag << "\n";
   }
   if (pods) {
     for (const auto& r : rows) {
       out << "\n" << r.profile << ":\n";
       for (const auto& p : r.pods) {
         out << "  " << p.pod << "  " << (p.placed ? "-> " + p.placement : "pending: " + p.reason) << "\n";
+        if (!p.kube_reason.empty()) {
+          out << "      kube-scheduler said" << (!p.placed && p.reason == p.kube_reason ? " the same" : "") << ": " << p.kube_reason << "\n";
+        }
         if (!p.pre_filter.empty()) out << "      every node ruled out by " << p.pre_filter << "\n";
         std::size_t nw = 4;
         for (const auto& n : p.nodes) nw = std::max(nw, n.node.size());

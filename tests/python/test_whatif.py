@@ -109,3 +109,20 @@ def test_whatif_as_gpu_mem_turns_one_gpu_pods_into_memory_shares():
         gpusched.whatif(NODES, PODS, ["binpack"], gpu_mem_default="4Gi")
     with pytest.raises(gpusched.GpuschedError, match="gpu_mem_default"):
         gpusched.whatif(NODES, PODS, ["binpack"], as_gpu_mem=True, gpu_mem_default="lots")
+
+
+def test_whatif_events_set_kube_schedulers_last_word_beside_each_profiles_reason():
+    # tests/data/kubernetes/events.json: FailedScheduling events of two pending pods (core/v1 and
+    # events.k8s.io/v1), the later one for etl-nightly in kube-default's words for this snapshot.
+    r = gpusched.whatif(NODES, PODS, ["kube-default", "binpack"], events=DATA / "events.json")
+    s = r.summary.set_index("profile")
+    assert s.loc["kube-default", "kube_reasons"] == 2 and s.loc["kube-default", "same_reason"] == 1
+    assert s.loc["binpack", "same_reason"] == 0   # gpusched's own wording
+    p = r.pods[r.pods.profile == "kube-default"].set_index("pod")
+    etl = p.loc["data/etl-nightly-28573440-abcde"]
+    assert etl.kube_reason == etl.reason and "1 Insufficient memory" in etl.kube_reason
+    assert p.loc["ml/finetune-7b", "kube_reason"] == ""
+    out = cli("whatif", "--nodes", NODES, "--pods", PODS, "--profiles", "kube-default", "--events", DATA / "events.json",
+              "--show-pods")
+    assert out.returncode == 0, out.stderr
+    assert "same reason as kube-scheduler" in out.stdout and "kube-scheduler said the same" in out.stdout

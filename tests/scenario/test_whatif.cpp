@@ -374,3 +374,38 @@ TEST_CASE("whatif --as-gpu-mem asks one-GPU pods for the GPU memory they use: an
   const auto e = t::thrown<Error>([&] { (void)whatif(o); });
   CHECK_THAT(std::string(e.what()), Catch::Contains("pods.json") && Catch::Contains("gpusched.io/gpu-memory"));
 }
+
+TEST_CASE("whatif --events sets each pending pod's last FailedScheduling message beside the profile's reason",
+          "[scenario][whatif]") {
+  // tests/data/kubernetes/events.json: two FailedScheduling events for etl-nightly (the later
+  // one in kube-default's words for this snapshot), one events.k8s.io/v1 event for notebook-ana,
+  // and events that are not FailedScheduling for a pod (Scheduled, a Node's).
+  auto o = options({"kube-default", "binpack"});
+  o.events = snapshot("events.json");
+  const auto rows = whatif(o);
+  REQUIRE(rows.size() == 2);
+  const auto& kube = rows[0];
+  CHECK(kube.kube_reasons == 2);
+  CHECK(kube.same_reason == 1);   // etl-nightly: the same text; notebook-ana: kube-default places it
+  std::map<std::string, WhatIfPod> by;
+  for (const auto& p : kube.pods) by[p.pod] = p;
+  CHECK(by["data/etl-nightly-28573440-abcde"].kube_reason == by["data/etl-nightly-28573440-abcde"].reason);
+  CHECK_THAT(by["data/etl-nightly-28573440-abcde"].kube_reason, Catch::Contains("1 Insufficient memory"));   // the later event
+  CHECK_THAT(by["ml/notebook-ana"].kube_reason, Catch::StartsWith("0/4 nodes are available: 4 Insufficient nvidia.com/mig-1g.5gb"));
+  CHECK(by["ml/finetune-7b"].kube_reason.empty());
+  CHECK(rows[1].kube_reasons == 2);   // the events are the cluster's, whatever the profile
+  const auto table = format_whatif(rows, true);
+  CHECK_THAT(table, Catch::Contains("same reason as kube-scheduler") && Catch::Contains("kube-scheduler said the same: 0/4"));
+  const auto j = whatif_json(rows);
+  CHECK(j["rows"][0]["same_reason"] == 1);
+  // Without events nothing changes: no column, no message.
+  const auto plain = whatif(options({"kube-default"}));
+  CHECK(plain[0].kube_reasons == 0);
+  CHECK_THAT(format_whatif(plain, true), !Catch::Contains("kube-scheduler said"));
+  // A bad events file names itself.
+  t::TempDir dir;
+  o.events = dir.write("events.json", "{\"items\": 3}");
+  CHECK_THAT(t::error_message<TraceError>([&] { (void)whatif(o); }), Catch::Contains("events.json") && Catch::Contains("Event"));
+  o.events = dir.path() / "missing.json";
+  CHECK_THAT(t::error_message<TraceError>([&] { (void)whatif(o); }), Catch::Contains("--events"));
+}

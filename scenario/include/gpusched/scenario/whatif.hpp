@@ -39,6 +39,11 @@ struct WhatIfOptions {
   bool as_gpu_mem = false;
   std::map<std::string, std::int64_t> gpu_mem_by_image;   ///< image -> MiB
   std::int64_t gpu_mem_default_mib = 0;
+  /// `--events`: `kubectl get events -A -o json` of the same cluster (core/v1 Events, or
+  /// events.k8s.io/v1 ones). Each pending pod's latest FailedScheduling message (what the real
+  /// kube-scheduler said) is set beside the profile's own reason, and each row counts the pods
+  /// whose reason is the same text: a check that a profile decides as the cluster's scheduler.
+  std::filesystem::path events;
 };
 
 /// One node in a pod's decision (WhatIfOptions::explain).
@@ -64,6 +69,7 @@ struct WhatIfPod {
   std::string placement;   ///< node and devices, as jobs.csv's placement column writes them
   std::string reason;      ///< why it stays pending (kube-scheduler's wording); "" when placed
   std::string pre_filter;  ///< with explain: a pre-filter that ruled out every node ("" otherwise)
+  std::string kube_reason; ///< with events: the pod's latest FailedScheduling message ("" none)
   std::vector<WhatIfNode> nodes;   ///< with explain: every node at its last try, node order
 };
 
@@ -73,6 +79,8 @@ struct WhatIfRow {
   std::int64_t pending = 0;   ///< pods pending in the snapshot
   std::int64_t placed = 0;    ///< of those, placed by this profile
   std::int64_t converted = 0; ///< pods asked as GPU-memory shares instead of a whole GPU (as_gpu_mem)
+  std::int64_t kube_reasons = 0;  ///< with events: pending pods with a FailedScheduling message
+  std::int64_t same_reason = 0;   ///< of those, left pending by this profile with the same text
   std::int64_t gpus_busy = 0; ///< GPUs with at least one task after
   double gpu_alloc_pct_before = 0;   ///< GPU capacity allocated by the bound pods
   double gpu_alloc_pct = 0;          ///< and after this profile placed what it could
