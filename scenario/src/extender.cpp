@@ -492,7 +492,9 @@ struct Extender::Impl {
     if (d.explanation && d.explanation->pre_filter.ok()) {
       for (const auto& v : d.explanation->nodes) {
         if (v.rejected.ok()) continue;
-        out[v.node.value] = {reasons_of(v), v.rejected.code == StatusCode::kUnschedulableAndUnresolvable};
+        std::string msg;
+        reasons_of(v, msg);
+        out[v.node.value] = {std::move(msg), v.rejected.code == StatusCode::kUnschedulableAndUnresolvable};
       }
       return out;
     }
@@ -502,12 +504,12 @@ struct Extender::Impl {
     return out;
   }
 
-  /// A rejected node's message: every reason its filter gives, as kube-scheduler lists them.
-  static std::string reasons_of(const policies::NodeVerdict& v) {
-    std::string msg;
+  /// A rejected node's message into `msg`: every reason its filter gives, as kube-scheduler
+  /// lists them, or the filter's status reason when it gives none.
+  static void reasons_of(const policies::NodeVerdict& v, std::string& msg) {
+    msg.clear();
     for (const auto r : v.reasons) msg.append(msg.empty() ? "" : ", ").append(r);
-    if (msg.empty()) msg = std::string(v.rejected.reason);
-    return msg;
+    if (msg.empty()) msg = v.rejected.reason;
   }
 
   std::uint32_t intern(Answer& a, const std::string& message) {
@@ -570,9 +572,7 @@ struct Extender::Impl {
         }
         for (const auto& v : e.nodes) {
           if (!v.rejected.ok()) {
-            joined.clear();
-            for (const auto why : v.reasons) joined.append(joined.empty() ? "" : ", ").append(why);
-            if (joined.empty()) joined = v.rejected.reason;
+            reasons_of(v, joined);   // into a reused buffer: most messages are interned already
             node_kind[v.node.value] = v.rejected.code == StatusCode::kUnschedulableAndUnresolvable ? kUnresolvable : kFailed;
             node_message[v.node.value] = intern(a, joined);
             continue;
@@ -766,13 +766,12 @@ struct Extender::Impl {
   /// `compare` false (a pod the extender was never asked about): shadow mode records no choice
   /// of its own for it, but still places it on the counterfactual cluster.
   std::string bind_pod(const std::string& key, const std::string& node_name, bool compare = true) {
-    auto fail = [](std::string msg) { return msg; };
     const auto it = by_pod.find(key);
-    if (it == by_pod.end()) return fail("pod " + key + " is unknown to gpusched (no filter or prioritize call for it)");
+    if (it == by_pod.end()) return "pod " + key + " is unknown to gpusched (no filter or prioritize call for it)";
     const auto id = it->second;
-    if (!placed[id].empty()) return fail("pod " + key + " is already bound");
+    if (!placed[id].empty()) return "pod " + key + " is already bound";
     const auto node = cluster->find_node(node_name);
-    if (!node) return fail("node " + node_name + " is unknown to gpusched");
+    if (!node) return "node " + node_name + " is unknown to gpusched";
     const NodeId only[] = {*node};
     std::string ours;   // shadow: where the profile would have put it, on the same cluster
     const bool record = shadow && compare;
@@ -794,8 +793,8 @@ struct Extender::Impl {
       // Why, in the words of the filter that rejected that node (as /filter gives them).
       const auto why = failures(d, only);
       const auto reason = why.find(node->value);
-      return fail("pod " + key + " does not fit node " + node_name + ": " +
-                  (reason != why.end() ? reason->second.first : d.status.ok() ? std::string("rejected there") : sched->last_diagnosis()));
+      return "pod " + key + " does not fit node " + node_name + ": " +
+             (reason != why.end() ? reason->second.first : d.status.ok() ? std::string("rejected there") : sched->last_diagnosis());
     }
     ++version;
     placed[id] = d.placements;
