@@ -172,8 +172,7 @@ struct Extender::Impl {
   std::vector<std::int64_t> assumed;              // per pod: when it was bound (Unix ns; 0: in the snapshot)
   std::map<std::string, std::uint32_t> by_pod;    // "namespace/name" -> latest JobId
   std::map<std::string, std::uint32_t> by_uid;    // metadata.uid -> JobId (MetaVictims name pods by UID)
-  std::size_t attached = 0;                       // jobs.size() when the scheduler was last attached
-  const JobSpec* attached_data = nullptr;         // jobs.data() then
+  const JobSpec* attached_data = nullptr;         // jobs.data() when the scheduler was last attached (null: never, or again)
   std::size_t holding = 0;                        // pods bound now
 
   // Shadow mode (ExtenderOptions::shadow).
@@ -259,14 +258,13 @@ struct Extender::Impl {
   /// were given); a plugin that learns from the workload at attach (FGD's typical pod types)
   /// learns of them at the next doubling.
   void attach() {
-    if (attached != 0 && attached_data == jobs.data()) return;
+    if (attached_data != nullptr && attached_data == jobs.data()) return;
     attached_data = jobs.data();
     sched->attach(*cluster, jobs, nullptr);
     ++version;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       if (!placed[i].empty()) sched->job_started(jobs[i], JobId{static_cast<std::uint32_t>(i)}, placed[i]);
     }
-    attached = jobs.size();
   }
 
   /// The pod in an ExtenderArgs, as a job (the kubectl importer's reading of a Pod object).
@@ -361,8 +359,7 @@ struct Extender::Impl {
       }
     }
     for (auto& a : answers) a.cands = 0;
-    attached = 0;   // the next decision attaches the scheduler again (and bumps the version)
-    attached_data = nullptr;
+    attached_data = nullptr;   // the next decision attaches the scheduler again (and bumps the version)
     ++epoch;   // a pending pod kept now goes at the next compaction unless asked about again
     compact_at = std::max(kCompactAt, 2 * jobs.size());
   }
