@@ -488,6 +488,12 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
   serve_cmd->add_option("--threads", serve_http_options.threads, "threads serving connections (default 4; decisions are serialised)");
   serve_cmd->add_flag("--shadow", serve_options.shadow,
                       "compare each bind with the profile's own choice: one JSON line per bind on stdout, the summary at GET /shadow");
+  std::string serve_bind_api;
+  double serve_bind_timeout = 10.0;
+  serve_cmd->add_option("--bind-api", serve_bind_api,
+                        "create each binding through the API server at this http URL (e.g. `kubectl proxy`'s http://127.0.0.1:8001), "
+                        "with the device annotations; a refused binding is forgotten again (default: record it here only)");
+  serve_cmd->add_option("--bind-timeout", serve_bind_timeout, "seconds to wait for the API server's answer to a binding (default 10)");
 
   std::string trace_format, convert_in, convert_out;
   auto* validate_cmd = app.add_subcommand("validate", "Check a scenario, profile, trace or node list (any supported format)");
@@ -605,6 +611,8 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
       if (!ok) throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--listen"}, "expected HOST:PORT (e.g. 127.0.0.1:8888), got \"" + serve_listen + "\"");
       serve_http_options.address = serve_listen.substr(0, colon);
       serve_http_options.port = static_cast<std::uint16_t>(port);
+      if (!(serve_bind_timeout > 0)) throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--bind-timeout"}, "must be positive");
+      if (!serve_bind_api.empty()) serve_options.binder = api_binder(serve_bind_api, serve_bind_timeout);
       std::mutex log_mu;
       if (serve_options.shadow) {
         serve_options.log = [&log_mu](const std::string& line) {
@@ -616,7 +624,7 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
       serve_http_options.on_listening = [&](std::uint16_t p) {
         std::cout << "gpusched serve: listening on " << serve_http_options.address << ":" << p << " (profile "
                   << extender.profile_name() << ", " << extender.node_count() << " nodes, " << extender.pod_count()
-                  << " pods bound)" << std::endl;
+                  << " pods bound" << (serve_bind_api.empty() ? "" : ", binding through " + serve_bind_api) << ")" << std::endl;
       };
       try {
         return serve_http(extender, serve_http_options);

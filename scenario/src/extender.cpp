@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -185,6 +186,16 @@ struct Extender::Impl {
     std::string pod, kube_node, gpusched_node;
   };
   std::vector<Compared> compared;
+
+  /// Per node: its GPUs as HAMi's device plugin registered them (the node annotation
+  /// hami.io/node-nvidia-register), in GPU index order; empty: not a HAMi node.
+  struct HamiDevice {
+    std::string uuid;
+    std::int64_t memory_mib = 0;   // devmem (0: not given)
+  };
+  std::vector<std::vector<HamiDevice>> hami;
+  Binder binder;                 // ExtenderOptions::binder (empty: bindings stay in this state)
+  std::uint64_t binder_errors = 0;
 
   struct Verb {
     std::map<int, std::uint64_t> by_status;
@@ -758,11 +769,81 @@ struct Extender::Impl {
     return json_response(200, {{"Error", error}});
   }
 
+  /// bind with a real binder (ExtenderOptions::binder), as kube-scheduler binds: the placement
+  /// is assumed (kept) under the lock, the binder is called with the lock released (an API
+  /// server round trip must not hold every other decision up), and the placement is forgotten
+  /// again when the binder refuses (its ForgetPod), unless the pod was deleted meanwhile. Shadow
+  /// mode records the bind only once the binder accepted it.
+  ExtenderResponse bind_through_binder(const nlohmann::json& args, std::unique_lock<std::mutex>& lock) {
+    const auto name = string_member(args, "PodName", "ExtenderBindingArgs");
+    const auto ns = optional_string(args, "PodNamespace").empty() ? std::string("default") : optional_string(args, "PodNamespace");
+    const auto uid = optional_string(args, "PodUID");
+    const auto node_name = string_member(args, "Node", "ExtenderBindingArgs");
+    const std::string key = ns + "/" + name;
+    std::optional<Compared> shadowed;
+    if (auto error = bind_pod(key, node_name, true, &shadowed); !error.empty()) {
+      ++bind_errors;
+      return json_response(200, {{"Error", error}});
+    }
+    const auto id = by_pod.at(key);
+    const std::int64_t when = assumed[id];
+    BindingRequest request{name, ns, uid, node_name, {}};
+    const nlohmann::json devices = annotations(id);
+    for (const auto& [k, v] : devices.items()) request.annotations.emplace_back(k, v.get<std::string>());
+    lock.unlock();
+    std::string refused;
+    try {
+      refused = binder(request);
+    } catch (const std::exception& e) {
+      refused = std::string("the binder failed: ") + e.what();
+    } catch (...) {
+      refused = "the binder failed";
+    }
+    lock.lock();
+    if (refused.empty()) {
+      ++bindings;
+      if (shadowed) note_compared(std::move(*shadowed));
+      return json_response(200, {{"Error", ""}});
+    }
+    ++bind_errors;
+    ++binder_errors;
+    // Forgotten again (pending, so kube-scheduler may retry), unless deleted or bound anew meanwhile.
+    if (const auto it = by_pod.find(key); it != by_pod.end() && !placed[it->second].empty() && assumed[it->second] == when) {
+      release_pod(it->second);
+    }
+    return json_response(200, {{"Error", "binding pod " + key + " to node " + node_name + " failed: " + refused}});
+  }
+
+  /// Gives back the devices of bound pod `id` (it is pending again, or about to be forgotten).
+  void release_pod(std::uint32_t id) {
+    attach();
+    for (const auto& p : placed[id]) cluster->release(jobs[id].request, p);
+    ++version;
+    sched->job_stopped(jobs[id], JobId{id}, placed[id]);
+    placed[id].clear();
+    for (const auto& p : shadow_placed[id]) counterfactual->release(jobs[id].request, p);
+    shadow_placed[id].clear();
+    --holding;
+  }
+
+  /// Shadow mode: one bind compared (kept for GET /shadow, and logged).
+  void note_compared(Compared c) {
+    if (log) {
+      log(nlohmann::json{{"pod", c.pod}, {"kube_node", c.kube_node}, {"gpusched_node", c.gpusched_node},
+                         {"agree", c.gpusched_node == c.kube_node}}
+              .dump());
+    }
+    compared.push_back(std::move(c));
+  }
+
   /// Places pod `key` on node `node_name` (bind, or a snapshot saying kube-scheduler bound it
   /// there): "" when done, else why not. Shadow mode records the profile's own choice beside it.
   /// `compare` false (a pod the extender was never asked about): shadow mode records no choice
-  /// of its own for it, but still places it on the counterfactual cluster.
-  std::string bind_pod(const std::string& key, const std::string& node_name, bool compare = true) {
+  /// of its own for it, but still places it on the counterfactual cluster. `deferred` (a bind
+  /// still to be confirmed by the binder): the comparison is written there, and the binding is
+  /// not counted, for the caller to do once it is confirmed.
+  std::string bind_pod(const std::string& key, const std::string& node_name, bool compare = true,
+                       std::optional<Compared>* deferred = nullptr) {
     const auto it = by_pod.find(key);
     if (it == by_pod.end()) return "pod " + key + " is unknown to gpusched (no filter or prioritize call for it)";
     const auto id = it->second;
@@ -798,7 +879,7 @@ struct Extender::Impl {
     assumed[id] = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     sched->job_started(jobs[id], JobId{id}, placed[id]);
     ++holding;
-    ++bindings;
+    if (deferred == nullptr) ++bindings;
     if (shadow) {
       // The counterfactual cluster: the pod where the profile puts it there (a second scheduler
       // would keep its own plugin state; the profile's answers here are node-local or drawn).
@@ -806,10 +887,8 @@ struct Extender::Impl {
       if (sched->what_if(*counterfactual, jobs[id], JobId{id}, there).ok()) shadow_placed[id] = std::move(there);
     }
     if (record) {
-      compared.push_back({key, node_name, ours});
-      if (log) {
-        log(nlohmann::json{{"pod", key}, {"kube_node", node_name}, {"gpusched_node", ours}, {"agree", ours == node_name}}.dump());
-      }
+      if (deferred != nullptr) *deferred = Compared{key, node_name, ours};
+      else note_compared({key, node_name, ours});
     }
     return {};
   }
@@ -1007,16 +1086,8 @@ struct Extender::Impl {
     const std::string key = (ns.empty() ? "default" : ns) + "/" + name;
     const auto it = by_pod.find(key);
     if (it == by_pod.end() || placed[it->second].empty()) return json_response(200, {{"Error", "pod " + key + " holds no devices here"}});
-    const auto id = it->second;
-    attach();
-    for (const auto& p : placed[id]) cluster->release(jobs[id].request, p);
-    ++version;
-    sched->job_stopped(jobs[id], JobId{id}, placed[id]);
-    placed[id].clear();
-    for (const auto& p : shadow_placed[id]) counterfactual->release(jobs[id].request, p);
-    shadow_placed[id].clear();
+    release_pod(it->second);
     by_pod.erase(it);
-    --holding;
     ++deletions;
     return json_response(200, {{"Error", ""}});
   }
@@ -1055,7 +1126,113 @@ struct Extender::Impl {
       a["ALIYUN_COM_GPU_MEM_ASSIGNED"] = "false";
       a["ALIYUN_COM_GPU_MEM_ASSUME_TIME"] = std::to_string(assumed[id]);
     }
+    // HAMi (Project-HAMi/HAMi): on a node its device plugin registered, the scheduler's Filter
+    // writes hami.io/vgpu-node, hami.io/vgpu-time (Unix s) and the devices under both
+    // hami.io/vgpu-devices-to-allocate and hami.io/vgpu-devices-allocated
+    // (pkg/scheduler/scheduler.go; PatchAnnotations), and its Bind hami.io/bind-phase
+    // "allocating" and hami.io/bind-time (Unix s); the device plugin hands out what
+    // to-allocate names. The devices are EncodePodSingleDevice's (pkg/device/devices.go):
+    // "UUID,NVIDIA,<memory MiB>,<cores %>:" per GPU, ";" after each container. gpusched
+    // places a pod's request as one task: one container. A whole GPU is HAMi's default
+    // request (all its memory, cores 0).
+    const auto node = p.empty() ? std::nullopt : std::optional<NodeId>(p[0].node);
+    if (node && node->value < hami.size() && !hami[node->value].empty() &&
+        (g.mode == GpuMode::kWhole || g.mode == GpuMode::kShared) && !p[0].gpus.empty()) {
+      const auto& devices = hami[node->value];
+      std::string list;
+      for (const auto& grant : p[0].gpus) {
+        const auto& dev = devices[grant.index];
+        std::int64_t memory = grant.memory_mib;
+        if (g.mode == GpuMode::kWhole || memory <= 0) {
+          memory = dev.memory_mib > 0 ? dev.memory_mib : cluster->catalog()[cluster->gpus(p[0].node)[grant.index].model].memory_mib;
+        }
+        const std::int64_t cores = g.mode == GpuMode::kShared ? grant.milli / 10 : 0;
+        list += dev.uuid + ",NVIDIA," + std::to_string(memory) + "," + std::to_string(cores) + ":";
+      }
+      list += ";";
+      const auto seconds = std::to_string(assumed[id] / 1'000'000'000);
+      a["hami.io/vgpu-node"] = cluster->spec(p[0].node).name;
+      a["hami.io/vgpu-time"] = seconds;
+      a["hami.io/vgpu-devices-to-allocate"] = list;
+      a["hami.io/vgpu-devices-allocated"] = list;
+      a["hami.io/bind-phase"] = "allocating";
+      a["hami.io/bind-time"] = seconds;
+    }
     return a;
+  }
+
+  /// Reads HAMi's device registration of every node that has one (see `hami`). Its current form
+  /// is JSON (device.MarshalNodeDevices: [{"id", "index", "count", "devmem", "devcore", "type",
+  /// ...}]); the older one colon-separated "id,count,devmem,devcore,type,numa,health[,index,mode]:"
+  /// (DecodeNodeDevices). Devices are taken in the order listed, which is the device plugin's
+  /// GPU order; a list that does not give one device per GPU of the node is refused.
+  void read_hami_registrations(const std::filesystem::path& nodes_file) {
+    static constexpr std::string_view kKey = "hami.io/node-nvidia-register";
+    hami.assign(cluster->node_count(), {});
+    for_each_pod_object(nodes_file, [&](const nlohmann::json& item, const std::string& key) {
+      const auto& meta = item["metadata"];
+      if (!meta.contains("annotations") || !meta["annotations"].is_object()) return;
+      const auto& ann = meta["annotations"];
+      const auto it = ann.find(kKey);
+      if (it == ann.end()) return;
+      const std::string name = key.substr(key.find('/') + 1);
+      const auto node = cluster->find_node(name);
+      if (!node) return;
+      const auto bad = [&](const std::string& why) {
+        throw_error(ErrorCode::kTraceBadValue, {nodes_file.string(), 0, "metadata.annotations." + std::string(kKey)},
+                    "node " + name + ": " + why);
+      };
+      if (!it->is_string()) bad("expected a string");
+      const std::string text = it->get<std::string>();
+      std::vector<HamiDevice> devices;
+      const auto first = text.find_first_not_of(" \t\r\n");
+      if (first != std::string::npos && text[first] == '[') {
+        const auto list = nlohmann::json::parse(text, nullptr, false);
+        if (!list.is_array()) bad("not valid JSON (expected HAMi's list of devices)");
+        for (const auto& d : list) {
+          if (!d.is_object() || !d.contains("id") || !d["id"].is_string() || d["id"].get<std::string>().empty()) {
+            bad("each device needs a string \"id\" (the GPU's UUID)");
+          }
+          HamiDevice dev{d["id"].get<std::string>(), 0};
+          if (d.contains("devmem")) {
+            if (!d["devmem"].is_number_integer() || d["devmem"].get<std::int64_t>() < 0) bad("\"devmem\" must be a non-negative integer (MiB)");
+            dev.memory_mib = d["devmem"].get<std::int64_t>();
+          }
+          devices.push_back(std::move(dev));
+        }
+      } else {
+        std::size_t at = 0;
+        while (at < text.size()) {
+          auto end = text.find(':', at);
+          if (end == std::string::npos) end = text.size();
+          const std::string one = text.substr(at, end - at);
+          at = end + 1;
+          if (one.empty()) continue;
+          std::vector<std::string> fields;
+          for (std::size_t f = 0;;) {
+            const auto comma = one.find(',', f);
+            fields.push_back(one.substr(f, comma == std::string::npos ? std::string::npos : comma - f));
+            if (comma == std::string::npos) break;
+            f = comma + 1;
+          }
+          if (fields.size() < 7 || fields[0].empty()) {
+            bad("device \"" + one + "\": expected id,count,devmem,devcore,type,numa,health[,index,mode]");
+          }
+          HamiDevice dev{fields[0], 0};
+          const auto& mem = fields[2];
+          if (mem.empty() || mem.size() > 12 || !std::all_of(mem.begin(), mem.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
+            bad("device \"" + one + "\": devmem \"" + mem + "\" is not a number of MiB");
+          }
+          dev.memory_mib = std::stoll(mem);
+          devices.push_back(std::move(dev));
+        }
+      }
+      const auto gpus = cluster->gpus(*node).size();
+      if (devices.size() != gpus) {
+        bad("lists " + std::to_string(devices.size()) + " devices, but the node has " + std::to_string(gpus) + " GPUs");
+      }
+      hami[node->value] = std::move(devices);
+    });
   }
 
   std::string metrics() const {
@@ -1093,6 +1270,9 @@ struct Extender::Impl {
       << "# HELP gpusched_extender_bind_errors_total Bind calls answered with an Error.\n"
          "# TYPE gpusched_extender_bind_errors_total counter\n"
       << "gpusched_extender_bind_errors_total " << bind_errors << "\n"
+      << "# HELP gpusched_extender_binder_errors_total Bindings the real binder refused (the placement was forgotten again).\n"
+         "# TYPE gpusched_extender_binder_errors_total counter\n"
+      << "gpusched_extender_binder_errors_total " << binder_errors << "\n"
       << "# HELP gpusched_extender_deletions_total Pods removed (POST /pods/delete).\n"
          "# TYPE gpusched_extender_deletions_total counter\n"
       << "gpusched_extender_deletions_total " << deletions << "\n"
@@ -1124,6 +1304,7 @@ Extender::Extender(const ExtenderOptions& o, const policies::Registry& registry)
   auto& m = *impl_;
   m.shadow = o.shadow;
   m.log = o.log;
+  m.binder = o.binder;
   m.catalog = GpuCatalog::builtin();
   auto nodes = traces::read_kube_nodes(o.nodes, m.catalog, m.resources);
   Workload pods;
@@ -1175,6 +1356,7 @@ Extender::Extender(const ExtenderOptions& o, const policies::Registry& registry)
       if (!uid.empty() && it != m.by_pod.end()) m.by_uid[uid] = it->second;
     });
   }
+  m.read_hami_registrations(o.nodes);
   if (m.shadow) {
     // Both clusters start from the snapshot as it is; the bound pods stay where they are in
     // both (released from the counterfactual one too when deleted).
@@ -1246,8 +1428,8 @@ ExtenderResponse Extender::handle(std::string_view method, std::string_view targ
       }
       const auto args = parse_json(body, "request body", kTraceJsonErrors);
       if (!args.is_object()) refuse(400, "request body: expected a JSON object");
-      std::lock_guard lock(impl_->mu);
-      r = (impl_.get()->*(route->post))(args);
+      std::unique_lock lock(impl_->mu);
+      r = route->post == &Impl::bind && impl_->binder ? impl_->bind_through_binder(args, lock) : (impl_.get()->*(route->post))(args);
     }
   } catch (const Refusal& e) {
     r = refusal_response(e);

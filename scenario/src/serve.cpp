@@ -4,14 +4,18 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <vector>
 
+#include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -19,6 +23,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
+
+#include <gpusched/error.hpp>
 
 namespace gpusched::scenario {
 
@@ -142,6 +148,106 @@ void accept(tcp::acceptor& acceptor, asio::io_context& ioc, Shared& shared) {
 }
 
 }  // namespace
+
+namespace {
+
+/// Percent-encodes what is not unreserved (RFC 3986) in one path segment.
+std::string path_segment(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += ch;
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Binder api_binder(const std::string& base_url, double timeout_s, const std::string& field) {
+  const auto bad = [&](const std::string& why) -> void {
+    throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, field}, why + " (got \"" + base_url + "\")");
+  };
+  constexpr std::string_view kScheme = "http://";
+  if (base_url.rfind("https://", 0) == 0) {
+    bad("https is not spoken here: run `kubectl proxy` and give its http://127.0.0.1:8001");
+  }
+  if (base_url.rfind(kScheme, 0) != 0) bad("expected http://HOST:PORT[/PATH], e.g. http://127.0.0.1:8001 (kubectl proxy)");
+  const std::string rest = base_url.substr(kScheme.size());
+  const auto slash = rest.find('/');
+  const std::string authority = rest.substr(0, slash);
+  std::string prefix = slash == std::string::npos ? "" : rest.substr(slash);
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  std::string host = authority, port = "80";
+  if (const auto colon = authority.rfind(':'); colon != std::string::npos && authority.find(']') == std::string::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  }
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) bad("no host");
+  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }) ||
+      std::stoul(port) == 0 || std::stoul(port) > 65535) {
+    bad("the port must be 1..65535");
+  }
+  if (!(timeout_s > 0)) bad("the timeout must be positive");
+  const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
+  return [host, port, prefix, timeout, base_url](const BindingRequest& b) -> std::string {
+    // DefaultBinder's object (defaultbinder/default_binder.go Bind): metadata {namespace, name,
+    // uid}, target {kind: Node, name}; annotations too, which the API server's binding REST
+    // (pkg/registry/core/pod/storage/storage.go, setPodNodeAndMetadata) copies onto the pod.
+    nlohmann::json meta = {{"name", b.pod_name}, {"namespace", b.pod_namespace}};
+    if (!b.pod_uid.empty()) meta["uid"] = b.pod_uid;
+    if (!b.annotations.empty()) {
+      nlohmann::json a = nlohmann::json::object();
+      for (const auto& [k, v] : b.annotations) a[k] = v;
+      meta["annotations"] = std::move(a);
+    }
+    const nlohmann::json binding = {{"apiVersion", "v1"},
+                                    {"kind", "Binding"},
+                                    {"metadata", std::move(meta)},
+                                    {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", b.node}}}};
+    const std::string target = prefix + "/api/v1/namespaces/" + path_segment(b.pod_namespace) + "/pods/" + path_segment(b.pod_name) + "/binding";
+    asio::io_context ioc;
+    beast::tcp_stream stream(ioc);
+    beast::error_code ec;
+    tcp::resolver resolver(ioc);
+    const auto endpoints = resolver.resolve(host, port, ec);
+    if (ec) return "API server " + base_url + ": " + ec.message();
+    stream.expires_after(timeout);
+    stream.connect(endpoints, ec);
+    if (ec) return "API server " + base_url + ": " + ec.message();
+    http::request<http::string_body> req{http::verb::post, target, 11};
+    req.set(http::field::host, host);
+    req.set(http::field::user_agent, "gpusched-extender");
+    req.set(http::field::content_type, "application/json");
+    req.set(http::field::accept, "application/json");
+    req.body() = binding.dump();
+    req.prepare_payload();
+    http::write(stream, req, ec);
+    if (ec) return "API server " + base_url + ": " + ec.message();
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(std::size_t{1} << 20);
+    http::read(stream, buffer, parser, ec);
+    if (ec) return "API server " + base_url + ": " + (ec == beast::error::timeout ? std::string("no answer in time") : ec.message());
+    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    const auto& res = parser.get();
+    const unsigned code = res.result_int();
+    if (code >= 200 && code < 300) return {};
+    // A refusal is a metav1.Status {"kind": "Status", "message", "reason", "code"}.
+    std::string message;
+    const auto status = nlohmann::json::parse(res.body(), nullptr, false);
+    if (status.is_object() && status.contains("message") && status["message"].is_string()) message = status["message"].get<std::string>();
+    if (message.empty()) message = res.body().substr(0, 200);
+    return "API server answered " + std::to_string(code) + (message.empty() ? "" : ": " + message);
+  };
+}
 
 int serve_http(Extender& extender, const ServeOptions& options) {
   asio::io_context ioc(static_cast<int>(std::max(1U, options.threads)));

@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -78,7 +79,7 @@ def start(profile: str, *extra: str) -> Server:
                              "--pods", str(SNAPSHOT / "pods.json"), "--listen", "127.0.0.1:0", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
-    m = re.search(r"listening on 127\.0\.0\.1:(\d+) \(profile (\S+), 4 nodes, 4 pods bound\)", line)
+    m = re.search(r"listening on 127\.0\.0\.1:(\d+) \(profile (\S+), 4 nodes, 4 pods bound(?:, binding through \S+)?\)", line)
     if m is None:
         proc.kill()
         raise AssertionError(f"serve did not start: {line!r} {proc.stderr.read()}")
@@ -211,3 +212,104 @@ def test_shadow_mode_prints_one_line_per_bind_and_summarises() -> None:
         assert summary["kube"]["gpu_alloc_pct"] == summary["gpusched"]["gpu_alloc_pct"] > 0
     finally:
         stop(server)
+
+
+class ApiServer:
+    """A real HTTP server on loopback standing where `kubectl proxy` (and the API server behind it)
+    would: it takes POST .../api/v1/namespaces/NS/pods/NAME/binding, records the Binding, and
+    answers 201, or 409 with a metav1.Status for the pods in `refuse` (the API server's answer
+    for a pod already assigned to a node)."""
+
+    def __init__(self) -> None:
+        self.bindings: List[Tuple[str, Dict[str, Any]]] = []
+        self.refuse: set = set()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.bindings.append((self.path, body))
+                name = body["metadata"]["name"]
+                if name in outer.refuse:
+                    code, answer = 409, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Conflict", "code": 409,
+                                         "message": f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} is already assigned to node "elsewhere"'}
+                else:
+                    code, answer = 201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}
+                data = json.dumps(answer).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_bind_api_creates_bindings_through_the_api_server_and_forgets_refused_ones() -> None:
+    api = ApiServer()
+    server = start("binpack", "--bind-api", f"http://127.0.0.1:{api.port}/proxy/", "--bind-timeout", "5")
+    try:
+        pods = [dict(p) for p in pending_pods()]
+        for p in pods:
+            p.pop("status", None)
+        by_name = {p["metadata"]["name"]: p for p in pods}
+        placed = gpusched.whatif(SNAPSHOT / "nodes.json", SNAPSHOT / "pods.json", profiles=["binpack"]).pods
+        fits = [row.pod.split("/")[1] for row in placed.itertuples() if row.node and row.pod.split("/")[1] != "notebook-ana"]
+        first, second = by_name["notebook-ana"], by_name[fits[0]]
+
+        def bind(pod: Dict[str, Any]) -> Tuple[int, Any]:
+            status, filtered = server.request("POST", "/filter", {"Pod": pod, "NodeNames": NODES})
+            assert status == 200 and filtered["NodeNames"], filtered
+            m = pod["metadata"]
+            return server.request("POST", "/bind", {"PodName": m["name"], "PodNamespace": m["namespace"], "PodUID": m.get("uid", ""),
+                                                    "Node": filtered["NodeNames"][0]})
+
+        assert bind(first) == (200, {"Error": ""})
+        path, binding = api.bindings[-1]
+        assert path == "/proxy/api/v1/namespaces/ml/pods/notebook-ana/binding"
+        assert binding["apiVersion"] == "v1" and binding["kind"] == "Binding"
+        assert binding["metadata"]["name"] == "notebook-ana" and binding["metadata"]["namespace"] == "ml"
+        assert binding["metadata"].get("uid", "") == first["metadata"].get("uid", "")
+        status, held = server.request("GET", "/pods")
+        mine = next(h for h in held if h["pod"] == "ml/notebook-ana")
+        assert binding["target"] == {"apiVersion": "v1", "kind": "Node", "name": mine["node"]}
+        assert binding["metadata"].get("annotations", {}) == mine["annotations"]
+
+        # Refused by the API server: the Error says why, and the pod holds nothing here.
+        api.refuse.add(second["metadata"]["name"])
+        status, answer = bind(second)
+        assert status == 200
+        assert answer["Error"].startswith(f"binding pod {second['metadata']['namespace']}/{second['metadata']['name']} to node ")
+        assert "API server answered 409: Operation cannot be fulfilled on pods/binding" in answer["Error"]
+        held = server.request("GET", "/pods")[1]
+        assert all(h["pod"] != f"{second['metadata']['namespace']}/{second['metadata']['name']}" for h in held)
+        metrics = server.request("GET", "/metrics")[1]
+        assert "gpusched_extender_binder_errors_total 1" in metrics
+
+        # No API server at all: refused, with the transport's reason, and the server keeps serving.
+        api.close()
+        status, answer = bind(second)
+        assert status == 200 and f"API server http://127.0.0.1:{api.port}/proxy/: " in answer["Error"], answer
+        assert "gpusched_extender_binder_errors_total 2" in server.request("GET", "/metrics")[1]
+        assert server.request("GET", "/healthz") == (200, "ok")
+    finally:
+        stop(server)
+        api.close()
+
+
+@pytest.mark.parametrize("url, words", [("https://127.0.0.1:6443", "kubectl proxy"), ("127.0.0.1:8001", "expected http://"),
+                                        ("http://127.0.0.1:99999", "port"), ("http://:8001", "no host")])
+def test_bind_api_refuses_a_url_it_cannot_use(url: str, words: str) -> None:
+    r = subprocess.run([sys.executable, "-m", "gpusched", "serve", "--nodes", str(SNAPSHOT / "nodes.json"), "--bind-api", url],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "--bind-api" in r.stderr and words in r.stderr and "gpusched.scenario_error.203" in r.stderr, r.stderr

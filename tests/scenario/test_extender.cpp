@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -717,4 +719,200 @@ TEST_CASE("Extender: POST /pods/sync learns kube-scheduler's own bindings from a
   CHECK(refused["bound"] == 0);
   CHECK_THAT(refused["refused"]["ml/notebook-ana"].get<std::string>(), Catch::Contains("does not fit node gpu-t4-0"));
   post(e, "/pods/sync", json{{"items", 3}}, 400);
+}
+
+TEST_CASE("Extender with a binder: a binding the cluster accepts is kept; a refused one is forgotten and may be retried",
+          "[scenario][extender]") {
+  // kube-scheduler's assume / bind / ForgetPod: the placement is kept while the binder runs
+  // (without the extender's lock: the binder below asks the extender itself), and undone when
+  // the binder refuses or throws.
+  std::vector<BindingRequest> asked;
+  std::string answer;   // what the binder says next ("" accepts)
+  bool throws = false;
+  std::size_t pods_seen_by_binder = 0;
+  Extender* self = nullptr;
+  ExtenderOptions o;
+  o.profile = "gpushare-binpack";
+  o.nodes = snapshot("nodes.json");
+  o.binder = [&](const BindingRequest& b) -> std::string {
+    asked.push_back(b);
+    // Not deadlocked: the lock is not held. The pod is already assumed on the node.
+    pods_seen_by_binder = json::parse(self->handle("GET", "/pods", "").body).size();
+    if (throws) throw std::runtime_error("connection reset");
+    return answer;
+  };
+  Extender e(o);
+  self = &e;
+  auto p = pod("ranker-5f7c9d8b6-qz4lm");
+  p["spec"].erase("nodeName");
+  p["metadata"]["uid"] = "uid-1";
+  p["spec"]["containers"][0]["resources"] = {{"limits", {{"aliyun.com/gpu-mem", "6"}}}};
+  const std::vector<std::string> t4 = {"gpu-t4-0"};
+  const json bind = {{"PodName", "ranker-5f7c9d8b6-qz4lm"}, {"PodNamespace", "ml"}, {"PodUID", "uid-1"}, {"Node", "gpu-t4-0"}};
+  CHECK(post(e, "/filter", {{"Pod", p}, {"NodeNames", t4}})["NodeNames"] == json(t4));
+
+  answer = "pods \"ranker-5f7c9d8b6-qz4lm\" is forbidden";
+  CHECK(post(e, "/bind", bind)["Error"] ==
+        "binding pod ml/ranker-5f7c9d8b6-qz4lm to node gpu-t4-0 failed: pods \"ranker-5f7c9d8b6-qz4lm\" is forbidden");
+  REQUIRE(asked.size() == 1);
+  CHECK(pods_seen_by_binder == 1);   // assumed while the binder ran
+  CHECK(e.pod_count() == 0);         // forgotten after
+  CHECK(asked[0].pod_name == "ranker-5f7c9d8b6-qz4lm");
+  CHECK(asked[0].pod_namespace == "ml");
+  CHECK(asked[0].pod_uid == "uid-1");
+  CHECK(asked[0].node == "gpu-t4-0");
+  const std::map<std::string, std::string> a(asked[0].annotations.begin(), asked[0].annotations.end());
+  CHECK(a.at("ALIYUN_COM_GPU_MEM_IDX") == "0");
+  CHECK(a.at("ALIYUN_COM_GPU_MEM_POD") == "6");
+
+  throws = true;
+  CHECK_THAT(post(e, "/bind", bind)["Error"].get<std::string>(), Catch::Contains("failed: the binder failed: connection reset"));
+  CHECK(e.pod_count() == 0);
+
+  throws = false;
+  answer.clear();
+  CHECK(post(e, "/bind", bind)["Error"] == "");
+  CHECK(e.pod_count() == 1);
+  CHECK(asked.size() == 3);
+  CHECK(metric_value(e, "gpusched_extender_bindings_total") == 1);
+  CHECK(metric_value(e, "gpusched_extender_bind_errors_total") == 2);
+  CHECK(metric_value(e, "gpusched_extender_binder_errors_total") == 2);
+  // The GPU's memory the first two attempts took was given back: 6 of 16 GiB held, not 18.
+  auto q = p;
+  q["metadata"]["name"] = "ranker-2";
+  q["spec"]["containers"][0]["resources"] = {{"limits", {{"aliyun.com/gpu-mem", "10"}}}};
+  CHECK(post(e, "/filter", {{"Pod", q}, {"NodeNames", t4}})["NodeNames"] == json(t4));
+
+  // A pod deleted while its binding is refused stays deleted (nothing to forget twice).
+  o.binder = [&](const BindingRequest& b) -> std::string {
+    CHECK(self->handle("POST", "/pods/delete", json{{"PodName", b.pod_name}, {"PodNamespace", b.pod_namespace}}.dump()).status == 200);
+    return "too late";
+  };
+  Extender e2(o);
+  self = &e2;
+  post(e2, "/filter", {{"Pod", p}, {"NodeNames", t4}});
+  CHECK_THAT(post(e2, "/bind", bind)["Error"].get<std::string>(), Catch::Contains("failed: too late"));
+  CHECK(e2.pod_count() == 0);
+  CHECK(metric_value(e2, "gpusched_extender_pods") == 0);
+  CHECK(post(e2, "/filter", {{"Pod", q}, {"NodeNames", t4}})["NodeNames"] == json(t4));
+}
+
+TEST_CASE("Extender with a binder in shadow mode compares only the bindings the cluster accepted", "[scenario][extender]") {
+  t::TempDir dir;
+  const auto nodes_path = dir.path() / "nodes.json";
+  std::ofstream(nodes_path) << three_a100_nodes().dump();
+  std::vector<std::string> lines;
+  ExtenderOptions o;
+  o.profile = "binpack";
+  o.nodes = nodes_path;
+  o.shadow = true;
+  o.log = [&](const std::string& line) { lines.push_back(line); };
+  int calls = 0;
+  o.binder = [&](const BindingRequest&) -> std::string { return ++calls == 1 ? "conflict" : ""; };
+  Extender e(o);
+  json p = pod("ranker-5f7c9d8b6-qz4lm");
+  p["spec"].erase("nodeName");
+  p["metadata"]["name"] = "one";
+  post(e, "/filter", {{"Pod", p}, {"NodeNames", {"a100-a", "a100-b", "a100-c"}}});
+  const json bind = {{"PodName", "one"}, {"PodNamespace", "ml"}, {"Node", "a100-c"}};
+  CHECK_THAT(post(e, "/bind", bind)["Error"].get<std::string>(), Catch::Contains("conflict"));
+  CHECK(lines.empty());
+  CHECK(json::parse(e.handle("GET", "/shadow", "").body)["binds"] == 0);
+  CHECK(json::parse(e.handle("GET", "/shadow", "").body)["gpusched"]["gpu_alloc_pct"] == 0.0);
+  CHECK(post(e, "/bind", bind)["Error"] == "");
+  REQUIRE(lines.size() == 1);
+  CHECK(json::parse(lines[0])["kube_node"] == "a100-c");
+  CHECK(json::parse(e.handle("GET", "/shadow", "").body)["binds"] == 1);
+}
+
+namespace {
+
+/// three_a100_nodes() with HAMi's device registration on a100-a (the current JSON form) and
+/// a100-b (the older colon form), as its device plugin writes them
+/// (pkg/device/devices.go MarshalNodeDevices / EncodeNodeDevices).
+json hami_nodes() {
+  json nodes = three_a100_nodes();
+  json list = json::array();
+  std::string legacy;
+  for (int i = 0; i < 8; ++i) {
+    list.push_back({{"id", "GPU-a-" + std::to_string(i)}, {"index", i}, {"count", 10}, {"devmem", 81920}, {"devcore", 100},
+                    {"type", "NVIDIA-NVIDIA A100-SXM4-80GB"}, {"health", true}});
+    // Test_DecodeNodeDevices' old 7-field form: id,count,devmem,devcore,type,numa,health
+    legacy += "GPU-b-" + std::to_string(i) + ",10,40000,100,NVIDIA-NVIDIA A100-SXM4-80GB,0,true:";
+  }
+  nodes["items"][0]["metadata"]["annotations"]["hami.io/node-nvidia-register"] = list.dump();
+  nodes["items"][1]["metadata"]["annotations"]["hami.io/node-nvidia-register"] = legacy;
+  return nodes;
+}
+
+}  // namespace
+
+TEST_CASE("Extender /pods: on a node HAMi registered, a pod carries HAMi's device annotations with the GPUs' UUIDs",
+          "[scenario][extender]") {
+  t::TempDir dir;
+  const auto nodes_path = dir.path() / "nodes.json";
+  std::ofstream(nodes_path) << hami_nodes().dump();
+  ExtenderOptions o;
+  o.profile = "binpack";
+  o.nodes = nodes_path;
+  Extender e(o);
+  auto p = pod("ranker-5f7c9d8b6-qz4lm");
+  p["spec"].erase("nodeName");
+  const auto bind_on = [&](json spec_pod, const std::string& name, const std::string& node) {
+    spec_pod["metadata"]["name"] = name;
+    post(e, "/filter", {{"Pod", spec_pod}, {"NodeNames", {node}}});
+    REQUIRE(post(e, "/bind", {{"PodName", name}, {"PodNamespace", "ml"}, {"Node", node}})["Error"] == "");
+  };
+  // HAMi's vocabulary: 3000 MiB and 30 % of one GPU.
+  auto share = p;
+  share["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "3000"}, {"nvidia.com/gpucores", "30"}}}};
+  bind_on(share, "share", "a100-a");
+  auto two = p;   // two whole GPUs: HAMi's default request, all of each GPU's memory, cores 0
+  two["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "2"}}}};
+  bind_on(two, "two", "a100-b");
+  bind_on(two, "plain", "a100-c");   // not a HAMi node: no HAMi annotations
+  std::map<std::string, json> held;
+  for (const auto& h : json::parse(e.handle("GET", "/pods", "").body)) held[h["pod"]] = h;
+  const auto& a = held.at("ml/share")["annotations"];
+  const std::string gpu = "GPU-a-" + std::to_string(held.at("ml/share")["gpus"][0].get<int>());
+  // EncodePodSingleDevice: UUID,NVIDIA,memory MiB,cores %, ":" after each device, ";" after the container.
+  CHECK(a["hami.io/vgpu-devices-to-allocate"] == gpu + ",NVIDIA,3000,30:;");
+  CHECK(a["hami.io/vgpu-devices-allocated"] == a["hami.io/vgpu-devices-to-allocate"]);
+  CHECK(a["hami.io/vgpu-node"] == "a100-a");
+  CHECK(a["hami.io/bind-phase"] == "allocating");
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  CHECK(std::abs(std::stoll(a["hami.io/vgpu-time"].get<std::string>()) - now) < 600);
+  CHECK(a["hami.io/bind-time"] == a["hami.io/vgpu-time"]);
+  const auto& b = held.at("ml/two");
+  const auto g0 = std::to_string(b["gpus"][0].get<int>()), g1 = std::to_string(b["gpus"][1].get<int>());
+  CHECK(b["annotations"]["hami.io/vgpu-devices-to-allocate"] == "GPU-b-" + g0 + ",NVIDIA,40000,0:GPU-b-" + g1 + ",NVIDIA,40000,0:;");
+  CHECK(held.at("ml/plain")["annotations"].empty());
+}
+
+TEST_CASE("Extender: a HAMi registration that is not one device per GPU, or malformed, is refused at start", "[scenario][extender]") {
+  t::TempDir dir;
+  const auto nodes_path = dir.path() / "nodes.json";
+  const auto refused = [&](const std::string& value, const std::string& words) {
+    json nodes = three_a100_nodes();
+    nodes["items"][2]["metadata"]["annotations"]["hami.io/node-nvidia-register"] = value;
+    std::ofstream(nodes_path) << nodes.dump();
+    ExtenderOptions o;
+    o.nodes = nodes_path;
+    try {
+      Extender e(o);
+      FAIL("accepted " << value);
+    } catch (const Error& err) {
+      const std::string what = err.what();
+      INFO(what);
+      CHECK_THAT(what, Catch::Contains("metadata.annotations.hami.io/node-nvidia-register"));
+      CHECK_THAT(what, Catch::Contains("node a100-c: "));
+      CHECK_THAT(what, Catch::Contains(words));
+      CHECK(std::string(err.id()) == "gpusched.trace_error.102");
+    }
+  };
+  refused(R"([{"id":"GPU-1","devmem":81920}])", "lists 1 devices, but the node has 8 GPUs");
+  refused("[{\"devmem\":81920}]", "each device needs a string \"id\"");
+  refused("[{\"id\":\"GPU-1\",", "not valid JSON");
+  refused("GPU-1,10,40000,100:", "expected id,count,devmem,devcore,type,numa,health");
+  refused("GPU-1,10,lots,100,NVIDIA,0,true:", "devmem \"lots\" is not a number");
 }

@@ -26,7 +26,10 @@
 ///                     ExtenderBindingResult {Error}: places the pod (seen in an earlier filter or
 ///                     prioritize call, or pending in the snapshot) on that node, devices chosen
 ///                     by the profile, and keeps it. Error is set (HTTP 200, as kube-scheduler
-///                     expects) when it does not fit there or the pod is unknown.
+///                     expects) when it does not fit there or the pod is unknown. With a binder
+///                     (ExtenderOptions::binder) the placement is assumed, the binder called
+///                     outside the decision lock, and the placement forgotten again when the
+///                     binder refuses (kube-scheduler's assume / bind / ForgetPod).
 ///   POST /preempt     ExtenderPreemptionArgs {Pod, NodeNameToMetaVictims | NodeNameToVictims} ->
 ///                     ExtenderPreemptionResult {NodeNameToMetaVictims}: the proposed nodes where
 ///                     the pod fits the profile's filters once that node's victims are gone, with
@@ -53,10 +56,27 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <gpusched/policies/framework/registry.hpp>
 
 namespace gpusched::scenario {
+
+/// What a real binder is asked to do: the Binding object kube-scheduler's DefaultBinder creates
+/// (pkg/scheduler/framework/plugins/defaultbinder/default_binder.go: metadata {namespace, name,
+/// uid}, target {kind Node, name}), with the device annotations of the placement (GET /pods'
+/// `annotations`), which the API server copies onto the pod when it binds it.
+struct BindingRequest {
+  std::string pod_name, pod_namespace, pod_uid, node;
+  std::vector<std::pair<std::string, std::string>> annotations;
+};
+
+/// Binds a pod in the real cluster (ExtenderOptions::binder): "" when the cluster accepted the
+/// binding, otherwise why not (the bind call is answered with that Error and the pod stays
+/// pending in the extender). Called from the thread answering the bind, without the extender's
+/// lock held, possibly from several threads at once. An exception counts as a refusal.
+using Binder = std::function<std::string(const BindingRequest&)>;
 
 struct ExtenderOptions {
   std::string profile = "kube-default";   ///< built-in profile name or profile JSON file
@@ -71,6 +91,9 @@ struct ExtenderOptions {
   bool shadow = false;
   /// Shadow mode: called with one JSON line per bind ({"pod", "kube_node", "gpusched_node", "agree"}).
   std::function<void(const std::string&)> log;
+  /// The real binder (api_binder() in serve.hpp posts Bindings to the API server). Empty: a bind
+  /// is recorded in the extender's own state only.
+  Binder binder;
 };
 
 struct ExtenderResponse {

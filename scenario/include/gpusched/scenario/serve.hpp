@@ -27,6 +27,17 @@ struct ServeOptions {
   std::function<void(std::uint16_t)> on_listening;
 };
 
+/// A binder (ExtenderOptions::binder) that creates each Binding through the Kubernetes API server
+/// at `base_url`, `http://HOST:PORT` with an optional path prefix (`kubectl proxy`'s
+/// http://127.0.0.1:8001, which adds the credentials): POST
+/// {base}/api/v1/namespaces/{namespace}/pods/{name}/binding with a v1 Binding, as kube-scheduler's
+/// DefaultBinder does, carrying the device annotations (the API server copies a Binding's
+/// annotations onto the pod). A 2xx answer accepts the binding; any other answer, or none within
+/// `timeout_s`, refuses it with the API server's message. One connection per binding.
+/// Throws gpusched::Error (kScenarioBadValue, field `field`) for a URL it cannot use: https
+/// (put `kubectl proxy` in front), a missing host or a bad port.
+Binder api_binder(const std::string& base_url, double timeout_s = 10.0, const std::string& field = "--bind-api");
+
 /// Serves until SIGINT or SIGTERM; returns 0 then. Throws std::system_error when the address
 /// cannot be bound.
 int serve_http(Extender& extender, const ServeOptions& options);
