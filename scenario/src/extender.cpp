@@ -900,11 +900,22 @@ struct Extender::Impl {
   /// follows the real one and, in shadow mode, the profile's own choice is recorded beside
   /// kube-scheduler's for pods it was asked about. An item it cannot read or place is reported
   /// under `refused` with why; the others still apply.
-  ExtenderResponse snapshot(const nlohmann::json& list) {
+  ExtenderResponse snapshot(const nlohmann::json& list) { return sync(list, false); }
+
+  /// POST /pods/sync (see above). Pods the list shows finished (Succeeded, Failed) that the
+  /// extender holds give their devices back. `complete` (`?complete=true`: the list is every
+  /// pod of the cluster, `kubectl get pods -A`): held pods it does not list are gone too.
+  ExtenderResponse sync(const nlohmann::json& list, bool complete) {
     const auto& items = member(list, "items", "pod list");
     if (!items.is_array()) refuse(400, "pod list: 'items' must be an array of Pod objects");
-    std::size_t bound = 0, added = 0, held = 0, pending = 0;
+    std::size_t bound = 0, added = 0, held = 0, pending = 0, finished = 0, gone = 0;
     nlohmann::json refused = nlohmann::json::object();
+    std::unordered_set<std::string> listed;
+    const auto forget = [&](std::map<std::string, std::uint32_t>::iterator it) {
+      release_pod(it->second);
+      by_pod.erase(it);
+      ++deletions;
+    };
     for (std::size_t i = 0; i < items.size(); ++i) {
       const auto& item = items[i];
       std::string key = "items[" + std::to_string(i) + "]";
@@ -913,15 +924,25 @@ struct Extender::Impl {
         const auto& meta = member(item, "metadata", where);
         const auto ns = optional_string(meta, "namespace");
         key = (ns.empty() ? "default" : ns) + "/" + string_member(meta, "name", where + ".metadata");
+        if (complete) listed.insert(key);
         const auto spec = item.find("spec");
         const auto node = spec != item.end() ? optional_string(*spec, "nodeName") : std::string{};
         const auto status = item.find("status");
         const auto phase = status != item.end() ? optional_string(*status, "phase") : std::string{};
-        if (node.empty() || phase == "Succeeded" || phase == "Failed") {
+        const auto it = by_pod.find(key);
+        if (phase == "Succeeded" || phase == "Failed") {
+          if (it != by_pod.end() && !placed[it->second].empty()) {
+            forget(it);   // done: its devices are free (kubelet keeps a finished pod's object)
+            ++finished;
+          } else {
+            ++pending;
+          }
+          continue;
+        }
+        if (node.empty()) {
           ++pending;
           continue;
         }
-        const auto it = by_pod.find(key);
         if (it != by_pod.end() && !placed[it->second].empty()) {
           ++held;
           continue;
@@ -945,7 +966,22 @@ struct Extender::Impl {
         refused[key] = e.what();
       }
     }
-    return json_response(200, {{"bound", bound}, {"added", added}, {"already_held", held}, {"not_on_a_node", pending}, {"refused", refused}});
+    if (complete) {
+      // Every pod of the cluster was listed: a held pod missing from the list was deleted.
+      std::vector<std::string> missing;
+      for (const auto& [key, id] : by_pod) {
+        if (!placed[id].empty() && !listed.contains(key)) missing.push_back(key);
+      }
+      for (const auto& key : missing) forget(by_pod.find(key));
+      gone = missing.size();
+    }
+    return json_response(200, {{"bound", bound},
+                               {"added", added},
+                               {"already_held", held},
+                               {"not_on_a_node", pending},
+                               {"finished", finished},
+                               {"deleted", gone},
+                               {"refused", refused}});
   }
 
   static double frag_pct(const ClusterState& c, std::span<const policies::fgd::PodType> types) {
@@ -1377,6 +1413,30 @@ std::size_t Extender::pod_count() const {
 
 void Extender::record(std::string_view verb, int status, double seconds) { impl_->record(verb, status, seconds); }
 
+namespace {
+
+/// Whether the query string of `target` sets `name` to true (`name`, `name=true` or `name=1`).
+/// Any other value is refused, so a misspelt `?complete=yes` is not taken as false.
+bool query_flag(std::string_view target, std::string_view name) {
+  const auto q = target.find('?');
+  if (q == std::string_view::npos) return false;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const auto amp = rest.find('&');
+    const std::string_view item = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
+    const auto eq = item.find('=');
+    if (item.substr(0, eq) != name) continue;
+    const std::string_view value = eq == std::string_view::npos ? std::string_view("true") : item.substr(eq + 1);
+    if (value == "true" || value == "1") return true;
+    if (value == "false" || value == "0") return false;
+    refuse(400, "query parameter " + std::string(name) + ": expected true or false, got \"" + std::string(value) + "\"");
+  }
+  return false;
+}
+
+}  // namespace
+
 ExtenderResponse Extender::handle(std::string_view method, std::string_view target, std::string_view body) {
   const auto t0 = std::chrono::steady_clock::now();
   std::string_view path = target.substr(0, target.find('?'));
@@ -1429,7 +1489,13 @@ ExtenderResponse Extender::handle(std::string_view method, std::string_view targ
       const auto args = parse_json(body, "request body", kTraceJsonErrors);
       if (!args.is_object()) refuse(400, "request body: expected a JSON object");
       std::unique_lock lock(impl_->mu);
-      r = route->post == &Impl::bind && impl_->binder ? impl_->bind_through_binder(args, lock) : (impl_.get()->*(route->post))(args);
+      if (route->post == &Impl::bind && impl_->binder) {
+        r = impl_->bind_through_binder(args, lock);
+      } else if (route->post == &Impl::snapshot) {
+        r = impl_->sync(args, query_flag(target, "complete"));
+      } else {
+        r = (impl_.get()->*(route->post))(args);
+      }
     }
   } catch (const Refusal& e) {
     r = refusal_response(e);

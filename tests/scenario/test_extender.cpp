@@ -916,3 +916,56 @@ TEST_CASE("Extender: a HAMi registration that is not one device per GPU, or malf
   refused("GPU-1,10,40000,100:", "expected id,count,devmem,devcore,type,numa,health");
   refused("GPU-1,10,lots,100,NVIDIA,0,true:", "devmem \"lots\" is not a number");
 }
+
+TEST_CASE("Extender /pods/sync: held pods listed as finished give their devices back; with ?complete=true so do held pods "
+          "the list leaves out",
+          "[scenario][extender]") {
+  auto e = make("binpack");   // the snapshot's 4 bound pods
+  const auto held = [&] {
+    std::vector<std::string> out;
+    for (const auto& h : json::parse(e.handle("GET", "/pods", "").body)) out.push_back(h["pod"]);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const auto before = held();
+  REQUIRE(before.size() == 4);
+  json later = pods_doc();
+  std::string done, dropped;   // one bound pod finishes, another is left out of the list
+  json items = json::array();
+  for (auto p : later["items"]) {
+    if (!p["spec"].contains("nodeName")) {
+      items.push_back(p);
+      continue;
+    }
+    const std::string key = p["metadata"]["namespace"].get<std::string>() + "/" + p["metadata"]["name"].get<std::string>();
+    if (done.empty()) {
+      done = key;
+      p["status"]["phase"] = "Succeeded";
+    } else if (dropped.empty()) {
+      dropped = key;
+      continue;
+    }
+    items.push_back(p);
+  }
+  later["items"] = items;
+  const auto r = post(e, "/pods/sync", later);   // a partial list may leave pods out: they stay
+  CHECK(r["finished"] == 1);
+  CHECK(r["deleted"] == 0);
+  CHECK(r["already_held"] == 2);
+  auto now = held();
+  CHECK(std::find(now.begin(), now.end(), done) == now.end());
+  CHECK(std::find(now.begin(), now.end(), dropped) != now.end());
+  CHECK(now.size() == 3);
+  const auto c = post(e, "/pods/sync?complete=true", later);
+  CHECK(c["finished"] == 0);   // already forgotten: listed finished, held nowhere
+  CHECK(c["deleted"] == 1);
+  now = held();
+  CHECK(now.size() == 2);
+  CHECK(std::find(now.begin(), now.end(), dropped) == now.end());
+  CHECK(metric_value(e, "gpusched_extender_deletions_total") == 2);
+  CHECK(metric_value(e, "gpusched_extender_pods") == 2);
+  CHECK(post(e, "/pods/sync?complete=1", later)["deleted"] == 0);
+  CHECK(e.handle("POST", "/pods/sync?complete=yes", later.dump()).status == 400);
+  CHECK(json::parse(e.handle("POST", "/pods/sync?complete=yes", later.dump()).body)["Error"] ==
+        "query parameter complete: expected true or false, got \"yes\"");
+}

@@ -36,10 +36,13 @@
 ///                     the same victims (by UID); the others are dropped.
 ///   POST /pods/delete {PodName, PodNamespace} -> {Error}: the pod is gone; its devices are free.
 ///   POST /pods/sync   a `kubectl get pods -A -o json` list taken later -> {bound, added,
-///                     already_held, not_on_a_node, refused}: pods the list shows on a node that
+///                     already_held, not_on_a_node, finished, deleted, refused}: pods the list shows on a node that
 ///                     the extender does not hold are bound there, as if bind had been called
 ///                     (kube-scheduler binds itself when the extender has no bindVerb); shadow
-///                     mode compares those it was asked about with its own choice.
+///                     mode compares those it was asked about with its own choice. Held pods
+///                     the list shows finished (Succeeded, Failed) give their devices back
+///                     (`finished`); with `?complete=true` (the list is every pod of the
+///                     cluster) so do held pods it does not list (`deleted`).
 ///   GET  /pods        every pod the extender holds: node, devices (jobs.csv's placement) and
 ///                     the device annotations a device plugin would read.
 ///   GET  /shadow      shadow mode (ExtenderOptions::shadow): binds compared, agreement %, and
