@@ -488,6 +488,8 @@ class NodeIndex {
   static constexpr std::size_t kMinBytes = std::size_t{64} << 20;
   static constexpr std::size_t kMaxBytes = std::size_t{1} << 30;
   static constexpr std::size_t kBudgetClasses = 96;
+  /// How many nodes ahead a refresh asks for a node's words (prefetch): about one memory latency of work.
+  static constexpr std::size_t kPrefetchAhead = 8;
 
   using Class = NodeIndexClass;
 
@@ -580,7 +582,15 @@ class NodeIndex {
       dirty_.clear();
       const auto changed = cluster.changed_since(c->log_pos);
       if (changed && changed->size() <= n / 2) {
-        for (const std::uint32_t u : *changed) {
+        const auto& ch = *changed;
+        for (std::size_t i = 0; i < ch.size(); ++i) {
+          // A class not used for a while is cold: its per-node words are cache misses, at
+          // addresses known ahead (the change log). Asking for them early overlaps the misses.
+          if (i + kPrefetchAhead < ch.size()) {
+            __builtin_prefetch(&c->gen[ch[i + kPrefetchAhead]]);
+            __builtin_prefetch(&nodes[ch[i + kPrefetchAhead]].generation);
+          }
+          const std::uint32_t u = ch[i];
           if (c->gen[u] != nodes[u].generation) {
             c->gen[u] = nodes[u].generation;
             dirty_.push_back(u);
@@ -928,7 +938,16 @@ class NodeIndex {
     std::sort(touched_.begin(), touched_.end());
     touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
     while (!touched_.empty()) {   // all at one depth: leaves are
-      for (const std::size_t at : touched_) pull(c, at);
+      for (std::size_t i = 0; i < touched_.size(); ++i) {
+        if (i + kPrefetchAhead < touched_.size()) {
+          const std::size_t ahead = touched_[i + kPrefetchAhead];
+          __builtin_prefetch(&c.top[2 * ahead]);
+          __builtin_prefetch(&c.ties[2 * ahead]);
+          __builtin_prefetch(&c.top[ahead]);
+          __builtin_prefetch(&c.ties[ahead]);
+        }
+        pull(c, touched_[i]);
+      }
       if (touched_.front() == 1) break;
       for (auto& at : touched_) at /= 2;
       touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
@@ -947,7 +966,21 @@ class NodeIndex {
     const std::size_t n = c.nodes;
     fit_.clear();
     const auto states = cluster.nodes();
-    for (const std::uint32_t u : nodes) {
+    // The class's words for a node are spread over several arrays (cold in a rarely used class):
+    // fetched ahead, their misses overlap instead of stalling one after another.
+    const auto prefetch = [&](std::uint32_t v) {
+      __builtin_prefetch(&c.reject[v]);
+      __builtin_prefetch(&c.feasible[v]);
+      __builtin_prefetch(&states[v]);
+      for (std::size_t k = 0; k < scores_.size(); ++k) __builtin_prefetch(&c.raw[k * n + v]);
+      if (tree_) {
+        __builtin_prefetch(&c.top[c.leaves + v]);
+        __builtin_prefetch(&c.ties[c.leaves + v]);
+      }
+    };
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (i + kPrefetchAhead < nodes.size()) prefetch(nodes[i + kPrefetchAhead]);
+      const std::uint32_t u = nodes[i];
       const NodeId node{u};
       if (c.reject[u] == kDeferred) --c.deferred;
       if (c.feasible[u] != 0) {
