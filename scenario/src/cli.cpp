@@ -611,7 +611,9 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
       if (!ok) throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--listen"}, "expected HOST:PORT (e.g. 127.0.0.1:8888), got \"" + serve_listen + "\"");
       serve_http_options.address = serve_listen.substr(0, colon);
       serve_http_options.port = static_cast<std::uint16_t>(port);
-      if (!(serve_bind_timeout > 0)) throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--bind-timeout"}, "must be positive");
+      if (!(serve_bind_timeout > 0) || serve_bind_timeout > 3600) {
+        throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--bind-timeout"}, "must be more than 0 and at most 3600 seconds");
+      }
       if (!serve_bind_api.empty()) serve_options.binder = api_binder(serve_bind_api, serve_bind_timeout);
       std::mutex log_mu;
       if (serve_options.shadow) {

@@ -76,6 +76,44 @@ std::string string_member(const nlohmann::json& obj, const char* key, const std:
   return v.get<std::string>();
 }
 
+/// The GPUs each spec.containers entry asks for, as HAMi reads a pod (its Resourcereqs):
+/// nvidia.com/gpu from limits, else requests; a container asking for HAMi's memory or cores
+/// without it counts one (HAMi's webhook adds nvidia.com/gpu: 1).
+std::vector<std::uint16_t> gpu_containers_of(const nlohmann::json& pod) {
+  std::vector<std::uint16_t> out;
+  if (!pod.is_object()) return out;
+  const auto spec = pod.find("spec");
+  if (spec == pod.end() || !spec->is_object()) return out;
+  const auto containers = spec->find("containers");
+  if (containers == spec->end() || !containers->is_array()) return out;
+  for (const auto& c : *containers) {
+    std::int64_t n = -1;
+    bool hami = false;
+    const auto res = c.is_object() ? c.find("resources") : c.end();
+    if (c.is_object() && res != c.end() && res->is_object()) {
+      for (const char* section : {"limits", "requests"}) {
+        const auto sec = res->find(section);
+        if (sec == res->end() || !sec->is_object()) continue;
+        if (const auto g = sec->find("nvidia.com/gpu"); g != sec->end() && n < 0) {
+          if (g->is_number_integer()) {
+            n = g->get<std::int64_t>();
+          } else if (g->is_string()) {
+            const auto& text = g->get_ref<const std::string&>();
+            if (!text.empty() && text.size() < 6 &&
+                std::all_of(text.begin(), text.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)) != 0; })) {
+              n = std::stoll(text);
+            }
+          }
+        }
+        for (const char* r : {"nvidia.com/gpumem", "nvidia.com/gpucores", "nvidia.com/gpumem-percentage"}) hami = hami || sec->contains(r);
+      }
+    }
+    if (n < 0) n = hami ? 1 : 0;
+    out.push_back(static_cast<std::uint16_t>(std::clamp<std::int64_t>(n, 0, 4096)));
+  }
+  return out;
+}
+
 std::string optional_string(const nlohmann::json& obj, const char* key) {
   if (!obj.is_object()) return {};
   const auto it = obj.find(key);
@@ -170,7 +208,12 @@ struct Extender::Impl {
   std::mutex mu;                                  // the cluster, the scheduler and the pods
   std::vector<JobSpec> jobs;                      // every pod seen; index = JobId
   std::vector<std::vector<TaskPlacement>> placed; // per pod: its devices (empty: not bound)
-  std::vector<std::int64_t> assumed;              // per pod: when it was bound (Unix ns; 0: in the snapshot)
+  std::vector<std::int64_t> assumed;              // per pod: when it was bound (Unix ns, strictly increasing; 0: in the snapshot)
+  std::int64_t last_assumed = 0;
+  /// /pods/sync?complete=true: held pods the previous complete list did not name, with their
+  /// bind time then. Forgotten only if the next complete list does not name them either (a list
+  /// taken before a pod was bound does not free it).
+  std::map<std::string, std::int64_t> missing_once;
   std::map<std::string, std::uint32_t> by_pod;    // "namespace/name" -> latest JobId
   std::map<std::string, std::uint32_t> by_uid;    // metadata.uid -> JobId (MetaVictims name pods by UID)
   const JobSpec* attached_data = nullptr;         // jobs.data() when the scheduler was last attached (null: never, or again)
@@ -213,6 +256,8 @@ struct Extender::Impl {
   std::uint64_t version = 1;            // bumped by every change of the cluster or of the scheduler's view
   std::vector<std::uint64_t> stamp;     // per pod: bumped when its spec is read again
   std::vector<std::string> source;      // per pod: the minified Pod object it was read from ("": the snapshot's)
+  std::vector<std::string> pod_uids;       // per pod: its metadata.uid ("": not given)
+  std::vector<std::vector<std::uint16_t>> gpu_containers;   // per pod: GPUs of each spec.containers entry (HAMi's view)
   // Forgetting pods (compact()): deleted pods, and pending pods not asked about for a while.
   std::vector<std::uint64_t> asked;     // per pod: the epoch it was last asked about
   std::uint64_t epoch = 1;              // bumped at each compaction
@@ -308,6 +353,8 @@ struct Extender::Impl {
       jobs[it->second] = std::move(job);   // the same pending pod asked again: its latest spec
       ++stamp[it->second];
       source[it->second] = std::move(text);
+      pod_uids[it->second] = uid;
+      gpu_containers[it->second] = gpu_containers_of(pod);
       asked[it->second] = epoch;
       if (!uid.empty()) by_uid[uid] = it->second;   // a pod made again under the same name
       return it->second;
@@ -323,6 +370,8 @@ struct Extender::Impl {
     assumed.push_back(0);
     stamp.push_back(0);
     source.push_back(std::move(text));
+    pod_uids.push_back(uid);
+    gpu_containers.push_back(gpu_containers_of(pod));
     asked.push_back(epoch);
     return id;
   }
@@ -357,6 +406,8 @@ struct Extender::Impl {
     pick(assumed);
     pick(stamp);
     pick(source);
+    pick(pod_uids);
+    pick(gpu_containers);
     pick(asked);
     by_pod.clear();
     for (std::uint32_t k = 0; k < jobs.size(); ++k) by_pod[jobs[k].name] = k;
@@ -800,17 +851,19 @@ struct Extender::Impl {
       refused = "the binder failed";
     }
     lock.lock();
+    const auto now = by_pod.find(key);
+    const bool still = now != by_pod.end() && !placed[now->second].empty() && assumed[now->second] == when;
     if (refused.empty()) {
-      ++bindings;
-      if (shadowed) note_compared(std::move(*shadowed));
+      ++bindings;   // the cluster bound it; compared only if it was not deleted meanwhile
+      if (shadowed && still) note_compared(std::move(*shadowed));
       return json_response(200, {{"Error", ""}});
     }
     ++bind_errors;
     ++binder_errors;
-    // Forgotten again (pending, so kube-scheduler may retry), unless deleted or bound anew meanwhile.
-    if (const auto it = by_pod.find(key); it != by_pod.end() && !placed[it->second].empty() && assumed[it->second] == when) {
-      release_pod(it->second);
-    }
+    // Forgotten again (pending, so kube-scheduler may retry), unless deleted or bound anew
+    // meanwhile. A binding whose answer was lost may have been made all the same: as with
+    // kube-scheduler's ForgetPod, the next /pods/sync list shows the pod bound and puts it back.
+    if (still) release_pod(now->second);
     return json_response(200, {{"Error", "binding pod " + key + " to node " + node_name + " failed: " + refused}});
   }
 
@@ -876,7 +929,11 @@ struct Extender::Impl {
     }
     ++version;
     placed[id] = d.placements;
-    assumed[id] = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    // The bind time, and (strictly increasing, whatever the clock does) which binding this is:
+    // a binder's refusal forgets the placement only if it is still this one.
+    last_assumed = std::max(last_assumed + 1, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                  std::chrono::system_clock::now().time_since_epoch()).count());
+    assumed[id] = last_assumed;
     sched->job_started(jobs[id], JobId{id}, placed[id]);
     ++holding;
     if (deferred == nullptr) ++bindings;
@@ -929,15 +986,25 @@ struct Extender::Impl {
         const auto node = spec != item.end() ? optional_string(*spec, "nodeName") : std::string{};
         const auto status = item.find("status");
         const auto phase = status != item.end() ? optional_string(*status, "phase") : std::string{};
-        const auto it = by_pod.find(key);
+        auto it = by_pod.find(key);
+        const auto uid = optional_string(meta, "uid");
+        // The held pod of that name is the listed one unless both UIDs are known and differ
+        // (the pod was deleted and made again under its name).
+        const bool holds = it != by_pod.end() && !placed[it->second].empty();
+        const bool same = holds && (uid.empty() || pod_uids[it->second].empty() || pod_uids[it->second] == uid);
         if (phase == "Succeeded" || phase == "Failed") {
-          if (it != by_pod.end() && !placed[it->second].empty()) {
+          if (same) {
             forget(it);   // done: its devices are free (kubelet keeps a finished pod's object)
             ++finished;
           } else {
             ++pending;
           }
           continue;
+        }
+        if (holds && !same) {   // the pod held is gone; the listed one is another
+          forget(it);
+          ++gone;
+          it = by_pod.end();
         }
         if (node.empty()) {
           ++pending;
@@ -949,7 +1016,6 @@ struct Extender::Impl {
         }
         // A pod asked about before keeps the spec it was decided with (the list's pins it to its
         // node); one never seen, or made again under the name (another UID), is read from the list.
-        const auto uid = optional_string(meta, "uid");
         const auto by = uid.empty() ? by_uid.end() : by_uid.find(uid);
         const bool asked_before = it != by_pod.end() && (uid.empty() || (by != by_uid.end() && by->second == it->second));
         if (!asked_before) pod_job(item);
@@ -966,14 +1032,23 @@ struct Extender::Impl {
         refused[key] = e.what();
       }
     }
+    std::size_t unconfirmed = 0;
     if (complete) {
-      // Every pod of the cluster was listed: a held pod missing from the list was deleted.
-      std::vector<std::string> missing;
+      // Every pod of the cluster was listed: a held pod missing from this list and from the
+      // previous complete one (held then, and not bound again since) was deleted. One list
+      // is not enough: it may have been taken before the pod was bound.
+      std::map<std::string, std::int64_t> missing_now;
+      std::vector<std::string> confirmed;
       for (const auto& [key, id] : by_pod) {
-        if (!placed[id].empty() && !listed.contains(key)) missing.push_back(key);
+        if (placed[id].empty() || listed.contains(key)) continue;
+        const auto before = missing_once.find(key);
+        if (before != missing_once.end() && before->second == assumed[id]) confirmed.push_back(key);
+        else missing_now[key] = assumed[id];
       }
-      for (const auto& key : missing) forget(by_pod.find(key));
-      gone = missing.size();
+      for (const auto& key : confirmed) forget(by_pod.find(key));
+      gone += confirmed.size();
+      unconfirmed = missing_now.size();
+      missing_once = std::move(missing_now);
     }
     return json_response(200, {{"bound", bound},
                                {"added", added},
@@ -981,6 +1056,7 @@ struct Extender::Impl {
                                {"not_on_a_node", pending},
                                {"finished", finished},
                                {"deleted", gone},
+                               {"missing_once", unconfirmed},
                                {"refused", refused}});
   }
 
@@ -1175,24 +1251,51 @@ struct Extender::Impl {
     if (node && node->value < hami.size() && !hami[node->value].empty() &&
         (g.mode == GpuMode::kWhole || g.mode == GpuMode::kShared) && !p[0].gpus.empty()) {
       const auto& devices = hami[node->value];
-      std::string list;
-      for (const auto& grant : p[0].gpus) {
+      // One entry per spec.containers entry, in order, each with as many of the pod's GPUs as
+      // that container asks for (HAMi's device plugin hands entry i to container i). When the
+      // containers' counts do not add up to the GPUs granted, the first container asking for a
+      // GPU (else the first) gets them all.
+      const auto& layout = gpu_containers[id];
+      const auto& grants = p[0].gpus;
+      std::vector<std::string> per(std::max<std::size_t>(layout.size(), 1));
+      std::size_t asked_total = 0;
+      for (const auto n : layout) asked_total += n;
+      std::vector<std::size_t> owner(grants.size(), 0);
+      if (asked_total == grants.size()) {
+        std::size_t c = 0, used = 0;
+        for (auto& o : owner) {
+          while (used == layout[c]) {
+            ++c;
+            used = 0;
+          }
+          o = c;
+          ++used;
+        }
+      } else {
+        const auto first = std::find_if(layout.begin(), layout.end(), [](std::uint16_t n) { return n > 0; });
+        std::fill(owner.begin(), owner.end(), first == layout.end() ? 0 : static_cast<std::size_t>(first - layout.begin()));
+      }
+      for (std::size_t k = 0; k < grants.size(); ++k) {
+        const auto& grant = grants[k];
         const auto& dev = devices[grant.index];
         std::int64_t memory = grant.memory_mib;
         if (g.mode == GpuMode::kWhole || memory <= 0) {
           memory = dev.memory_mib > 0 ? dev.memory_mib : cluster->catalog()[cluster->gpus(p[0].node)[grant.index].model].memory_mib;
         }
         const std::int64_t cores = g.mode == GpuMode::kShared ? grant.milli / 10 : 0;
-        list += dev.uuid + ",NVIDIA," + std::to_string(memory) + "," + std::to_string(cores) + ":";
+        per[owner[k]] += dev.uuid + ",NVIDIA," + std::to_string(memory) + "," + std::to_string(cores) + ":";
       }
-      list += ";";
-      const auto seconds = std::to_string(assumed[id] / 1'000'000'000);
+      std::string list;
+      for (const auto& one : per) list += one + ";";
       a["hami.io/vgpu-node"] = cluster->spec(p[0].node).name;
-      a["hami.io/vgpu-time"] = seconds;
       a["hami.io/vgpu-devices-to-allocate"] = list;
       a["hami.io/vgpu-devices-allocated"] = list;
       a["hami.io/bind-phase"] = "allocating";
-      a["hami.io/bind-time"] = seconds;
+      if (assumed[id] > 0) {   // bound here (a pod bound in the snapshot has its own already)
+        const auto seconds = std::to_string(assumed[id] / 1'000'000'000);
+        a["hami.io/vgpu-time"] = seconds;
+        a["hami.io/bind-time"] = seconds;
+      }
     }
     return a;
   }
@@ -1225,7 +1328,9 @@ struct Extender::Impl {
       if (first != std::string::npos && text[first] == '[') {
         const auto list = nlohmann::json::parse(text, nullptr, false);
         if (!list.is_array()) bad("not valid JSON (expected HAMi's list of devices)");
+        std::vector<std::int64_t> index;   // "index" (omitted when 0: omitempty)
         for (const auto& d : list) {
+          index.push_back(d.is_object() && d.contains("index") && d["index"].is_number_integer() ? d["index"].get<std::int64_t>() : 0);
           if (!d.is_object() || !d.contains("id") || !d["id"].is_string() || d["id"].get<std::string>().empty()) {
             bad("each device needs a string \"id\" (the GPU's UUID)");
           }
@@ -1235,6 +1340,16 @@ struct Extender::Impl {
             dev.memory_mib = d["devmem"].get<std::int64_t>();
           }
           devices.push_back(std::move(dev));
+        }
+        // In GPU index order when "index" numbers them 0..n-1; otherwise as listed.
+        std::vector<std::int64_t> sorted = index;
+        std::sort(sorted.begin(), sorted.end());
+        bool numbered = true;
+        for (std::size_t k = 0; k < sorted.size(); ++k) numbered = numbered && sorted[k] == static_cast<std::int64_t>(k);
+        if (numbered) {
+          std::vector<HamiDevice> by_index(devices.size());
+          for (std::size_t k = 0; k < devices.size(); ++k) by_index[static_cast<std::size_t>(index[k])] = std::move(devices[k]);
+          devices = std::move(by_index);
         }
       } else {
         std::size_t at = 0;
@@ -1309,7 +1424,7 @@ struct Extender::Impl {
       << "# HELP gpusched_extender_binder_errors_total Bindings the real binder refused (the placement was forgotten again).\n"
          "# TYPE gpusched_extender_binder_errors_total counter\n"
       << "gpusched_extender_binder_errors_total " << binder_errors << "\n"
-      << "# HELP gpusched_extender_deletions_total Pods removed (POST /pods/delete).\n"
+      << "# HELP gpusched_extender_deletions_total Pods removed (POST /pods/delete, or /pods/sync finding them finished or gone).\n"
          "# TYPE gpusched_extender_deletions_total counter\n"
       << "gpusched_extender_deletions_total " << deletions << "\n"
       << "# HELP gpusched_extender_pods_forgotten_total Pods forgotten: deleted, or pending and not asked about since the last compaction.\n"
@@ -1366,6 +1481,8 @@ Extender::Extender(const ExtenderOptions& o, const policies::Registry& registry)
   m.assumed.assign(snapshot_pods, 0);
   m.stamp.assign(snapshot_pods, 0);
   m.source.resize(snapshot_pods);
+  m.pod_uids.resize(snapshot_pods);
+  m.gpu_containers.resize(snapshot_pods);
   m.asked.assign(snapshot_pods, m.epoch);
   for (std::uint32_t id = 0; id < snapshot_pods; ++id) {
     if (!m.jobs[id].constraints.bound) continue;
@@ -1389,7 +1506,10 @@ Extender::Extender(const ExtenderOptions& o, const policies::Registry& registry)
     for_each_pod_object(o.pods, [&](const nlohmann::json& item, const std::string& key) {
       const auto uid = optional_string(item["metadata"], "uid");
       const auto it = m.by_pod.find(key);
-      if (!uid.empty() && it != m.by_pod.end()) m.by_uid[uid] = it->second;
+      if (it == m.by_pod.end()) return;
+      if (!uid.empty()) m.by_uid[uid] = it->second;
+      m.pod_uids[it->second] = uid;
+      m.gpu_containers[it->second] = gpu_containers_of(item);
     });
   }
   m.read_hami_registrations(o.nodes);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string_view>
 #include <system_error>
 #include <thread>
@@ -185,19 +186,37 @@ Binder api_binder(const std::string& base_url, double timeout_s, const std::stri
   std::string prefix = slash == std::string::npos ? "" : rest.substr(slash);
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
   std::string host = authority, port = "80";
-  if (const auto colon = authority.rfind(':'); colon != std::string::npos && authority.find(']') == std::string::npos) {
+  if (!authority.empty() && authority.front() == '[') {   // an IPv6 literal: [addr] or [addr]:port
+    const auto close = authority.find(']');
+    if (close == std::string::npos) bad("an IPv6 address is written [ADDRESS]:PORT");
+    host = authority.substr(1, close - 1);
+    const std::string after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') bad("an IPv6 address is written [ADDRESS]:PORT");
+      port = after.substr(1);
+    }
+  } else if (const auto colon = authority.rfind(':'); colon != std::string::npos) {
     host = authority.substr(0, colon);
     port = authority.substr(colon + 1);
   }
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   if (host.empty()) bad("no host");
   if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }) ||
       std::stoul(port) == 0 || std::stoul(port) > 65535) {
     bad("the port must be 1..65535");
   }
-  if (!(timeout_s > 0)) bad("the timeout must be positive");
+  if (!(timeout_s > 0) || timeout_s > 3600) {
+    throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--bind-timeout"}, "must be more than 0 and at most 3600 seconds");
+  }
   const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
-  return [host, port, prefix, timeout, base_url](const BindingRequest& b) -> std::string {
+  // Resolved once, here: a name that does not resolve is refused at start, and no binding waits
+  // on the resolver (which no deadline covers).
+  asio::io_context resolving;
+  tcp::resolver resolver(resolving);
+  beast::error_code resolve_error;
+  const auto endpoints = resolver.resolve(host, port, resolve_error);
+  if (resolve_error) bad("cannot resolve " + host + ": " + resolve_error.message());
+  const std::string host_header = authority;
+  return [endpoints, host_header, prefix, timeout, timeout_s, base_url](const BindingRequest& b) -> std::string {
     // DefaultBinder's object (defaultbinder/default_binder.go Bind): metadata {namespace, name,
     // uid}, target {kind: Node, name}; annotations too, which the API server's binding REST
     // (pkg/registry/core/pod/storage/storage.go, setPodNodeAndMetadata) copies onto the pod.
@@ -212,31 +231,51 @@ Binder api_binder(const std::string& base_url, double timeout_s, const std::stri
                                     {"kind", "Binding"},
                                     {"metadata", std::move(meta)},
                                     {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", b.node}}}};
-    const std::string target = prefix + "/api/v1/namespaces/" + path_segment(b.pod_namespace) + "/pods/" + path_segment(b.pod_name) + "/binding";
-    asio::io_context ioc;
-    beast::tcp_stream stream(ioc);
-    beast::error_code ec;
-    tcp::resolver resolver(ioc);
-    const auto endpoints = resolver.resolve(host, port, ec);
-    if (ec) return "API server " + base_url + ": " + ec.message();
-    stream.expires_after(timeout);
-    stream.connect(endpoints, ec);
-    if (ec) return "API server " + base_url + ": " + ec.message();
-    http::request<http::string_body> req{http::verb::post, target, 11};
-    req.set(http::field::host, host);
+    http::request<http::string_body> req{http::verb::post,
+                                         prefix + "/api/v1/namespaces/" + path_segment(b.pod_namespace) + "/pods/" +
+                                             path_segment(b.pod_name) + "/binding",
+                                         11};
+    req.set(http::field::host, host_header);
     req.set(http::field::user_agent, "gpusched-extender");
     req.set(http::field::content_type, "application/json");
     req.set(http::field::accept, "application/json");
     req.body() = binding.dump();
     req.prepare_payload();
-    http::write(stream, req, ec);
-    if (ec) return "API server " + base_url + ": " + ec.message();
+    // Asynchronous steps on a private io_context: Beast's deadline (expires_after) covers
+    // asynchronous operations only, and it covers connect, send and answer together.
+    asio::io_context ioc;
+    beast::tcp_stream stream(ioc);
     beast::flat_buffer buffer;
     http::response_parser<http::string_body> parser;
     parser.body_limit(std::size_t{1} << 20);
-    http::read(stream, buffer, parser, ec);
-    if (ec) return "API server " + base_url + ": " + (ec == beast::error::timeout ? std::string("no answer in time") : ec.message());
-    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    beast::error_code failed;
+    std::string_view step = "connect";
+    stream.expires_after(timeout);
+    stream.async_connect(endpoints, [&](beast::error_code ec, const tcp::endpoint&) {
+      if (ec) {
+        failed = ec;
+        return;
+      }
+      step = "send the binding";
+      http::async_write(stream, req, [&](beast::error_code ec2, std::size_t) {
+        if (ec2) {
+          failed = ec2;
+          return;
+        }
+        step = "answer";
+        http::async_read(stream, buffer, parser, [&](beast::error_code ec3, std::size_t) { failed = ec3; });
+      });
+    });
+    ioc.run();
+    if (failed) {
+      std::ostringstream why;
+      why << "API server " << base_url << ": ";
+      if (failed == beast::error::timeout) why << "no " << step << " within " << timeout_s << " s";
+      else why << step << ": " << failed.message();
+      return why.str();
+    }
+    beast::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
     const auto& res = parser.get();
     const unsigned code = res.result_int();
     if (code >= 200 && code < 300) return {};

@@ -283,7 +283,19 @@ def test_bind_api_creates_bindings_through_the_api_server_and_forgets_refused_on
         status, held = server.request("GET", "/pods")
         mine = next(h for h in held if h["pod"] == "ml/notebook-ana")
         assert binding["target"] == {"apiVersion": "v1", "kind": "Node", "name": mine["node"]}
-        assert binding["metadata"].get("annotations", {}) == mine["annotations"]
+
+        # A GPU-memory share: the Binding carries the annotations gpushare's device plugin reads.
+        share = json.loads(json.dumps(second))
+        share["metadata"]["name"] = "mem-share"
+        share["metadata"]["uid"] = "uid-mem-share"
+        share["spec"]["containers"] = [dict(share["spec"]["containers"][0], resources={"limits": {"aliyun.com/gpu-mem": "4"}})]
+        assert bind(share) == (200, {"Error": ""})
+        path, binding = api.bindings[-1]
+        assert path.endswith("/pods/mem-share/binding") and binding["metadata"]["uid"] == "uid-mem-share"
+        held = server.request("GET", "/pods")[1]
+        mine = next(h for h in held if h["pod"].endswith("/mem-share"))
+        assert binding["metadata"]["annotations"] == mine["annotations"]
+        assert binding["metadata"]["annotations"]["ALIYUN_COM_GPU_MEM_POD"] == "4"
 
         # Refused by the API server: the Error says why, and the pod holds nothing here.
         api.refuse.add(second["metadata"]["name"])
@@ -308,8 +320,44 @@ def test_bind_api_creates_bindings_through_the_api_server_and_forgets_refused_on
 
 
 @pytest.mark.parametrize("url, words", [("https://127.0.0.1:6443", "kubectl proxy"), ("127.0.0.1:8001", "expected http://"),
-                                        ("http://127.0.0.1:99999", "port"), ("http://:8001", "no host")])
+                                        ("http://127.0.0.1:99999", "port"), ("http://:8001", "no host"),
+                                        ("http://[::1:8001", "[ADDRESS]:PORT"), ("http://no-such-host.invalid:8001", "cannot resolve")])
 def test_bind_api_refuses_a_url_it_cannot_use(url: str, words: str) -> None:
     r = subprocess.run([sys.executable, "-m", "gpusched", "serve", "--nodes", str(SNAPSHOT / "nodes.json"), "--bind-api", url],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "--bind-api" in r.stderr and words in r.stderr and "gpusched.scenario_error.203" in r.stderr, r.stderr
+
+
+def test_bind_api_gives_up_on_an_api_server_that_never_answers_and_keeps_serving() -> None:
+    """A listener that accepts connections and reads but never answers: each binding fails after
+    --bind-timeout, and the server keeps answering other requests meanwhile and stops cleanly."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    port = silent.getsockname()[1]
+    server = start("binpack", "--bind-api", f"http://127.0.0.1:{port}", "--bind-timeout", "1", "--threads", "2")
+    try:
+        pod = dict(next(p for p in pending_pods() if p["metadata"]["name"] == "notebook-ana"))
+        pod.pop("status", None)
+        assert server.request("POST", "/filter", {"Pod": pod, "NodeNames": NODES})[0] == 200
+        answers: List[Tuple[int, Any]] = []
+        t0 = time.monotonic()
+        worker = threading.Thread(target=lambda: answers.append(server.request(
+            "POST", "/bind", {"PodName": "notebook-ana", "PodNamespace": "ml", "Node": "mig-a100-0"})))
+        worker.start()
+        assert server.request("GET", "/healthz") == (200, "ok")   # answered while the binding waits
+        worker.join(timeout=30)
+        elapsed = time.monotonic() - t0
+        assert answers and answers[0][0] == 200, answers
+        assert answers[0][1]["Error"].endswith(f"API server http://127.0.0.1:{port}: no answer within 1 s"), answers
+        assert 0.9 <= elapsed < 10, elapsed
+        assert all(h["pod"] != "ml/notebook-ana" for h in server.request("GET", "/pods")[1])   # forgotten again
+    finally:
+        stop(server)
+        silent.close()
+
+
+def test_bind_timeout_out_of_range_is_refused() -> None:
+    r = subprocess.run([sys.executable, "-m", "gpusched", "serve", "--nodes", str(SNAPSHOT / "nodes.json"),
+                        "--bind-api", "http://127.0.0.1:8001", "--bind-timeout", "4000"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "--bind-timeout" in r.stderr and "at most 3600 seconds" in r.stderr, r.stderr

@@ -918,7 +918,7 @@ TEST_CASE("Extender: a HAMi registration that is not one device per GPU, or malf
 }
 
 TEST_CASE("Extender /pods/sync: held pods listed as finished give their devices back; with ?complete=true so do held pods "
-          "the list leaves out",
+          "missing from two complete lists in a row",
           "[scenario][extender]") {
   auto e = make("binpack");   // the snapshot's 4 bound pods
   const auto held = [&] {
@@ -927,8 +927,11 @@ TEST_CASE("Extender /pods/sync: held pods listed as finished give their devices 
     std::sort(out.begin(), out.end());
     return out;
   };
-  const auto before = held();
-  REQUIRE(before.size() == 4);
+  const auto holds = [&](const std::string& key) {
+    const auto now = held();
+    return std::find(now.begin(), now.end(), key) != now.end();
+  };
+  REQUIRE(held().size() == 4);
   json later = pods_doc();
   std::string done, dropped;   // one bound pod finishes, another is left out of the list
   json items = json::array();
@@ -952,20 +955,135 @@ TEST_CASE("Extender /pods/sync: held pods listed as finished give their devices 
   CHECK(r["finished"] == 1);
   CHECK(r["deleted"] == 0);
   CHECK(r["already_held"] == 2);
-  auto now = held();
-  CHECK(std::find(now.begin(), now.end(), done) == now.end());
-  CHECK(std::find(now.begin(), now.end(), dropped) != now.end());
-  CHECK(now.size() == 3);
-  const auto c = post(e, "/pods/sync?complete=true", later);
-  CHECK(c["finished"] == 0);   // already forgotten: listed finished, held nowhere
-  CHECK(c["deleted"] == 1);
-  now = held();
-  CHECK(now.size() == 2);
-  CHECK(std::find(now.begin(), now.end(), dropped) == now.end());
+  CHECK_FALSE(holds(done));
+  CHECK(holds(dropped));
+  CHECK(held().size() == 3);
+  CHECK(post(e, "/pods/sync?complete=false", later)["missing_once"] == 0);   // false: a partial list
+  // One complete list without it is not enough (it may predate the binding); two in a row are.
+  const auto once = post(e, "/pods/sync?complete=true", later);
+  CHECK(once["deleted"] == 0);
+  CHECK(once["missing_once"] == 1);
+  CHECK(holds(dropped));
+  const auto twice = post(e, "/pods/sync?complete", later);   // the bare flag is true
+  CHECK(twice["deleted"] == 1);
+  CHECK(twice["missing_once"] == 0);
+  CHECK_FALSE(holds(dropped));
+  CHECK(held().size() == 2);
   CHECK(metric_value(e, "gpusched_extender_deletions_total") == 2);
   CHECK(metric_value(e, "gpusched_extender_pods") == 2);
-  CHECK(post(e, "/pods/sync?complete=1", later)["deleted"] == 0);
   CHECK(e.handle("POST", "/pods/sync?complete=yes", later.dump()).status == 400);
   CHECK(json::parse(e.handle("POST", "/pods/sync?complete=yes", later.dump()).body)["Error"] ==
         "query parameter complete: expected true or false, got \"yes\"");
+}
+
+TEST_CASE("Extender /pods/sync?complete: a pod bound after the list was taken is not freed; a list naming it again clears "
+          "the first strike",
+          "[scenario][extender]") {
+  auto e = make("binpack", false);   // nothing bound
+  const json empty_list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
+  auto p = pod("ranker-5f7c9d8b6-qz4lm");
+  p["spec"].erase("nodeName");
+  p["metadata"]["uid"] = "uid-late";
+  const std::vector<std::string> t4 = {"gpu-t4-0"};
+  post(e, "/filter", {{"Pod", p}, {"NodeNames", t4}});
+  REQUIRE(post(e, "/bind", {{"PodName", p["metadata"]["name"]}, {"PodNamespace", "ml"}, {"Node", "gpu-t4-0"}})["Error"] == "");
+  // A list taken before the binding, sent after it: the pod is missing once, not freed.
+  CHECK(post(e, "/pods/sync?complete=1", empty_list)["missing_once"] == 1);
+  CHECK(e.pod_count() == 1);
+  // The next list (taken after the binding) shows it running: the strike is cleared...
+  json running = empty_list;
+  auto on = p;
+  on["spec"]["nodeName"] = "gpu-t4-0";
+  on["status"] = {{"phase", "Running"}};
+  running["items"].push_back(on);
+  const auto seen = post(e, "/pods/sync?complete=1", running);
+  CHECK(seen["already_held"] == 1);
+  CHECK(seen["missing_once"] == 0);
+  // ...so one more stale list does not free it either.
+  CHECK(post(e, "/pods/sync?complete=1", empty_list)["deleted"] == 0);
+  CHECK(e.pod_count() == 1);
+  // A finished pod of the same name but another UID (the one before it) frees nothing.
+  auto old = on;
+  old["metadata"]["uid"] = "uid-before";
+  old["status"]["phase"] = "Failed";
+  json stale = empty_list;
+  stale["items"].push_back(old);
+  const auto r = post(e, "/pods/sync", stale);
+  CHECK(r["finished"] == 0);
+  CHECK(e.pod_count() == 1);
+  // The same UID finished: freed.
+  old["metadata"]["uid"] = "uid-late";
+  stale["items"][0] = old;
+  CHECK(post(e, "/pods/sync", stale)["finished"] == 1);
+  CHECK(e.pod_count() == 0);
+}
+
+TEST_CASE("Extender with a binder: a pod deleted and bound again while a refused binding was in flight keeps its new placement",
+          "[scenario][extender]") {
+  Extender* self = nullptr;
+  int calls = 0;
+  ExtenderOptions o;
+  o.profile = "binpack";
+  o.nodes = snapshot("nodes.json");
+  auto p = pod("ranker-5f7c9d8b6-qz4lm");
+  p["spec"].erase("nodeName");
+  const std::vector<std::string> t4 = {"gpu-t4-0"};
+  const json bind = {{"PodName", "ranker-5f7c9d8b6-qz4lm"}, {"PodNamespace", "ml"}, {"Node", "gpu-t4-0"}};
+  o.binder = [&](const BindingRequest& b) -> std::string {
+    if (++calls > 1) return "";   // the second binding (made from inside the first) is accepted
+    // While the first binding is in flight: the pod is deleted, asked about and bound again.
+    CHECK(self->handle("POST", "/pods/delete", json{{"PodName", b.pod_name}, {"PodNamespace", b.pod_namespace}}.dump()).status == 200);
+    CHECK(self->handle("POST", "/filter", json{{"Pod", p}, {"NodeNames", t4}}.dump()).status == 200);
+    CHECK(json::parse(self->handle("POST", "/bind", bind.dump()).body)["Error"] == "");
+    return "conflict";   // the first one is refused
+  };
+  Extender e(o);
+  self = &e;
+  post(e, "/filter", {{"Pod", p}, {"NodeNames", t4}});
+  CHECK_THAT(post(e, "/bind", bind)["Error"].get<std::string>(), Catch::Contains("failed: conflict"));
+  CHECK(calls == 2);
+  CHECK(e.pod_count() == 1);   // the second binding's placement stays
+  CHECK(metric_value(e, "gpusched_extender_bindings_total") == 1);
+}
+
+TEST_CASE("Extender HAMi annotations: one entry per container in spec order; devices in the registration's index order",
+          "[scenario][extender]") {
+  t::TempDir dir;
+  const auto nodes_path = dir.path() / "nodes.json";
+  json nodes = hami_nodes();
+  // The JSON registration listed backwards: "index" says which GPU each device is.
+  json list = json::parse(nodes["items"][0]["metadata"]["annotations"]["hami.io/node-nvidia-register"].get<std::string>());
+  std::reverse(list.begin(), list.end());
+  for (auto& d : list) {
+    if (d["index"] == 0) d.erase("index");   // as omitempty writes index 0
+  }
+  nodes["items"][0]["metadata"]["annotations"]["hami.io/node-nvidia-register"] = list.dump();
+  std::ofstream(nodes_path) << nodes.dump();
+  ExtenderOptions o;
+  o.profile = "binpack";
+  o.nodes = nodes_path;
+  Extender e(o);
+  auto p = pod("ranker-5f7c9d8b6-qz4lm");
+  p["spec"].erase("nodeName");
+  p["metadata"]["name"] = "sidecar";
+  // A sidecar without GPUs first, then a container with 2 GPUs, then one with 1.
+  json c0 = p["spec"]["containers"][0];
+  c0["name"] = "sidecar";
+  c0["resources"] = {{"requests", {{"cpu", "100m"}}}};
+  json c1 = p["spec"]["containers"][0];
+  c1["name"] = "trainer";
+  c1["resources"] = {{"limits", {{"nvidia.com/gpu", "2"}}}};
+  json c2 = c1;
+  c2["name"] = "evaluator";
+  c2["resources"] = {{"limits", {{"nvidia.com/gpu", 1}}}};
+  p["spec"]["containers"] = {c0, c1, c2};
+  post(e, "/filter", {{"Pod", p}, {"NodeNames", {"a100-a"}}});
+  REQUIRE(post(e, "/bind", {{"PodName", "sidecar"}, {"PodNamespace", "ml"}, {"Node", "a100-a"}})["Error"] == "");
+  const auto held = json::parse(e.handle("GET", "/pods", "").body);
+  REQUIRE(held.size() == 1);
+  std::vector<std::string> uuid;
+  for (const auto& g : held[0]["gpus"]) uuid.push_back("GPU-a-" + std::to_string(g.get<int>()));
+  REQUIRE(uuid.size() == 3);
+  CHECK(held[0]["annotations"]["hami.io/vgpu-devices-to-allocate"] ==
+        ";" + uuid[0] + ",NVIDIA,81920,0:" + uuid[1] + ",NVIDIA,81920,0:;" + uuid[2] + ",NVIDIA,81920,0:;");
 }

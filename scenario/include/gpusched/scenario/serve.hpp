@@ -33,9 +33,11 @@ struct ServeOptions {
 /// {base}/api/v1/namespaces/{namespace}/pods/{name}/binding with a v1 Binding, as kube-scheduler's
 /// DefaultBinder does, carrying the device annotations (the API server copies a Binding's
 /// annotations onto the pod). A 2xx answer accepts the binding; any other answer, or none within
-/// `timeout_s`, refuses it with the API server's message. One connection per binding.
-/// Throws gpusched::Error (kScenarioBadValue, field `field`) for a URL it cannot use: https
-/// (put `kubectl proxy` in front), a missing host or a bad port.
+/// `timeout_s` (connecting, sending and answering together), refuses it with the API server's
+/// message. One connection per binding, each on its own io_context (the calling thread waits).
+/// The host is resolved once, here. Throws gpusched::Error (kScenarioBadValue, field `field`)
+/// for a URL it cannot use: https (put `kubectl proxy` in front), a missing host, a bad port, a
+/// name that does not resolve; or (field --bind-timeout) a timeout not in (0, 3600] s.
 Binder api_binder(const std::string& base_url, double timeout_s = 10.0, const std::string& field = "--bind-api");
 
 /// Serves until SIGINT or SIGTERM; returns 0 then. Throws std::system_error when the address
