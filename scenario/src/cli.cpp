@@ -27,6 +27,7 @@
 #include <gpusched/scenario/experiment.hpp>
 #include <gpusched/scenario/scenario.hpp>
 #include <gpusched/scenario/serve.hpp>
+#include <gpusched/scenario/tiresias.hpp>
 #include <cctype>
 #include <mutex>
 #include <system_error>
@@ -544,6 +545,23 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
       ->check(CLI::IsMember({"auto", "always", "never"}));
   fgd_cmd->add_flag("--quiet", quiet, "print nothing on success");
 
+  auto* tiresias_cmd = experiment_cmd->add_subcommand(
+      "tiresias", "Tiresias (NSDI'19): training-job schedulers (FIFO, SJF, SRTF, SRSF, LAS, 2D-LAS) on its job trace");
+  std::string tiresias_trace, tiresias_cluster, tiresias_policies = "all", tiresias_thresholds = "3250,7200";
+  double tiresias_k = 0.0;
+  bool tiresias_compat = false;
+  tiresias_cmd->add_option("--traces", traces_dir,
+                           "folder with tiresias/ (or the tiresias folder itself); default $GPUSCHED_TRACES_DIR, else ../shared/traces");
+  tiresias_cmd->add_option("--trace", tiresias_trace, "job list (default: tiresias/60_job.csv of --traces)");
+  tiresias_cmd->add_option("--cluster", tiresias_cluster,
+                           "cluster spec: a file, or a spec name of --traces (n1g4, n32g4, ...; default cluster_spec, the simulator's)");
+  tiresias_cmd->add_option("--policies", tiresias_policies, "all, or a comma list of fifo, fjf, sjf, srtf, srsf, las, 2d-las");
+  tiresias_cmd->add_flag("--compat", tiresias_compat, "the public Tiresias simulator's rules (GPUs counted only, integer seconds)");
+  tiresias_cmd->add_option("--starvation", tiresias_k, "las / 2d-las: promote a waiting job after K x its attained time (0: never)");
+  tiresias_cmd->add_option("--thresholds", tiresias_thresholds, "las / 2d-las queue thresholds, increasing (default 3250,7200)");
+  tiresias_cmd->add_option("--out", out_dir, "output folder (default: out/tiresias)");
+  tiresias_cmd->add_flag("--quiet", quiet, "print nothing on success");
+
   auto* policies_cmd = app.add_subcommand("policies", "List scheduling plugins, their arguments and the built-in profiles");
   auto* version_cmd = app.add_subcommand("version", "Print the version");
 
@@ -645,6 +663,80 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
           if (f.kind == kind) std::cout << "  " << f.name << std::string(f.name.size() < 18 ? 18 - f.name.size() : 1, ' ') << f.description << "\n";
         }
       }
+      return 0;
+    }
+    if (*tiresias_cmd) {
+      if (!tiresias_compat) {
+        throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--compat"},
+                    "these policies run with the Tiresias simulator's rules only for now (add --compat); gpusched's own "
+                    "engine mode for them (preemptive reallocation with placement, issue 17) is not built yet");
+      }
+      if (traces_dir.empty()) {
+        const char* env = std::getenv("GPUSCHED_TRACES_DIR");
+        traces_dir = (env != nullptr && *env != '\0') ? env : "../shared/traces";
+      }
+      std::filesystem::path folder = traces_dir;
+      if (std::filesystem::exists(folder / "tiresias")) folder /= "tiresias";
+      const std::filesystem::path trace = tiresias_trace.empty() ? folder / "60_job.csv" : std::filesystem::path(tiresias_trace);
+      std::filesystem::path spec = tiresias_cluster.empty() ? std::filesystem::path("cluster_spec") : std::filesystem::path(tiresias_cluster);
+      if (!std::filesystem::exists(spec)) spec = folder / (spec.extension() == ".csv" ? spec : std::filesystem::path(spec.string() + ".csv"));
+      TiresiasCompatOptions options;
+      options.starvation_k = tiresias_k;
+      options.queue_limits.clear();
+      for (std::size_t at = 0; at <= tiresias_thresholds.size();) {
+        const auto comma = std::min(tiresias_thresholds.find(',', at), tiresias_thresholds.size());
+        const std::string one = tiresias_thresholds.substr(at, comma - at);
+        if (one.empty() || one.size() > 12 || !std::all_of(one.begin(), one.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
+          throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--thresholds"}, "expected whole numbers, e.g. 3250,7200; got \"" + tiresias_thresholds + "\"");
+        }
+        options.queue_limits.push_back(std::stoll(one));
+        at = comma + 1;
+      }
+      std::vector<std::string> policies;
+      if (tiresias_policies == "all") {
+        policies = tiresias_compat_policies();
+      } else {
+        std::stringstream list(tiresias_policies);
+        for (std::string one; std::getline(list, one, ',');) {
+          const auto& known = tiresias_compat_policies();
+          if (std::find(known.begin(), known.end(), one) == known.end()) {
+            throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--policies"},
+                        "unknown policy \"" + one + "\" (fifo, fjf, sjf, srtf, srsf, las, 2d-las)");
+          }
+          if (std::find(policies.begin(), policies.end(), one) == policies.end()) policies.push_back(one);
+        }
+      }
+      const auto jobs = read_tiresias_compat_jobs(trace);
+      const auto gpus = read_tiresias_compat_gpus(spec);
+      const std::filesystem::path out = out_dir.empty() ? std::filesystem::path("out/tiresias") : std::filesystem::path(out_dir);
+      std::filesystem::create_directories(out);
+      std::ofstream summary(out / "summary.csv", std::ios::binary);
+      if (!summary) throw_error(ErrorCode::kOutputWrite, {(out / "summary.csv").string(), 0, ""}, "cannot write the file");
+      summary << "policy,jobs,completed,mean_jct_s,median_jct_s,p95_jct_s,makespan_s,mean_queueing_s,preemptions,stuck\n";
+      if (!quiet) {
+        std::printf("Tiresias compat mode: %zu jobs from %s on %lld GPUs (%s)\n", jobs.size(), trace.string().c_str(),
+                    static_cast<long long>(gpus), spec.string().c_str());
+        std::printf("%-8s %9s %10s %10s %10s %10s %11s %8s\n", "policy", "completed", "mean JCT", "median", "p95", "makespan",
+                    "mean queue", "preempt");
+      }
+      for (const auto& policy : policies) {
+        options.policy = policy;
+        const auto run = run_tiresias_compat(jobs, gpus, options);
+        write_tiresias_compat_jobs(run, out / ("jobs-" + policy + ".csv"));
+        const auto s = summarize(run);
+        char line[256];
+        std::snprintf(line, sizeof line, "%s,%zu,%zu,%.3f,%.3f,%.3f,%lld,%.3f,%lld,%s\n", policy.c_str(), s.jobs, s.completed, s.mean_jct,
+                      s.median_jct, s.p95_jct, static_cast<long long>(s.makespan), s.mean_pending, static_cast<long long>(s.preemptions),
+                      run.stuck ? "true" : "false");
+        summary << line;
+        if (!quiet) {
+          std::printf("%-8s %4zu/%-4zu %9.1fs %9.1fs %9.1fs %9llds %10.1fs %8lld%s\n", policy.c_str(), s.completed, s.jobs, s.mean_jct,
+                      s.median_jct, s.p95_jct, static_cast<long long>(s.makespan), s.mean_pending, static_cast<long long>(s.preemptions),
+                      run.stuck ? "  (stuck: jobs left that never fit)" : "");
+        }
+      }
+      if (!summary) throw_error(ErrorCode::kOutputWrite, {(out / "summary.csv").string(), 0, ""}, "cannot write the file");
+      if (!quiet) std::printf("Wrote %s (summary.csv, jobs-<policy>.csv)\n", out.string().c_str());
       return 0;
     }
     if (*fgd_cmd) {

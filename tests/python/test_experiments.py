@@ -149,3 +149,24 @@ def test_fgd_with_an_executor_checks_its_arguments_before_fanning_out(tmp_path):
         experiments.fgd(tmp_path, policies="fgd", seeds=[1], executor="threads")
     with pytest.raises(ValueError, match="executor"):
         experiments.fgd(tmp_path, policies="fgd", seeds=[1], executor="gpus")
+
+
+@pytest.mark.skipif(not (TRACES / "tiresias" / "60_job.csv").exists(), reason="../shared/traces/tiresias/60_job.csv is absent")
+def test_tiresias_compat_from_the_command_line_writes_the_simulators_figures(tmp_path):
+    """`gpusched experiment tiresias --compat`: summary.csv and jobs-<policy>.csv. On n1g4 the
+    simulator's averages over the 50 jobs that complete are fjf 840.58 s, srtf 608.02 s and srsf
+    587.16 s (its run_sim.py with --scheme=count; the per-job figures are checked in C++)."""
+    import csv
+    p = _cli("experiment", "tiresias", "--compat", "--traces", TRACES, "--cluster", "n1g4", "--policies", "fjf,srtf,srsf",
+             "--out", tmp_path / "t")
+    assert p.returncode == 0, p.stderr
+    assert "60 jobs" in p.stdout and "on 4 GPUs" in p.stdout
+    rows = {r["policy"]: r for r in csv.DictReader(open(tmp_path / "t" / "summary.csv"))}
+    assert list(rows) == ["fjf", "srtf", "srsf"]
+    assert {k: float(r["mean_jct_s"]) for k, r in rows.items()} == {"fjf": 840.58, "srtf": 608.02, "srsf": 587.16}
+    assert all(r["completed"] == "50" and r["stuck"] == "true" for r in rows.values())
+    jobs = list(csv.DictReader(open(tmp_path / "t" / "jobs-srtf.csv")))
+    assert len(jobs) == 60 and sum(j["completed"] == "true" for j in jobs) == 50
+    # Without --compat the command says what is missing instead of running something else.
+    p = _cli("experiment", "tiresias", "--traces", TRACES, "--cluster", "n1g4", "--out", tmp_path / "u")
+    assert p.returncode == 1 and "--compat" in p.stderr and "gpusched.scenario_error.203" in p.stderr

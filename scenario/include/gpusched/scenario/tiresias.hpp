@@ -1,0 +1,106 @@
+#pragma once
+/// Tiresias (Gu et al., NSDI'19) compatibility mode (issue 17): the training-job schedulers as
+/// the authors' public simulator runs them (SymbioticLab/Tiresias, `simulator/run_sim.py` with
+/// `--scheme=count`), so that results can be compared job by job with published artifacts.
+///
+/// The simulator's model, reproduced here (docs/tiresias.md):
+///  - integer seconds, event driven (arrivals, completions and, for the LAS family, the time a
+///    running job crosses its queue's threshold or a waiting job is due for promotion);
+///  - GPUs are only counted: a job runs when the cluster has as many free GPUs as it asks for,
+///    wherever they are; a running job completes one second of its duration per second;
+///  - fifo and fjf never preempt: pending jobs start in arrival order while they fit (fifo stops
+///    at the first that does not, fjf skips it);
+///  - the others rebuild the allocation at every event from an empty cluster, walking every
+///    job (running and pending) in the policy's order and admitting each that fits; a running
+///    job not admitted is preempted (it keeps its progress, no overhead), a pending one admitted
+///    starts or resumes. Ties keep the previous order (a stable sort of one persistent list).
+///
+/// Policies, by the names gpusched uses (the simulator's in brackets):
+///   fifo [fifo], fjf [fjf], sjf [sjf: fewest GPUs], srtf [shortest: least remaining time],
+///   srsf [shortest-gpu: least remaining time x GPUs], las [dlas: attained time], 2d-las
+///   [dlas-gpu: attained GPU time; with starvation_k > 0, dlas-gpu-K].
+/// The LAS family keeps the simulator's queues: thresholds 3,250 and 7,200 (seconds, or
+/// GPU-seconds for 2d-las), three queues, FIFO inside a queue with running jobs kept ahead of
+/// pending ones, and its demotion-time rule, which subtracts attained *time* from a GPU-time
+/// threshold before dividing by the GPUs (a multi-GPU job's demotion is seen at the first event
+/// at or after the true crossing, sometimes later).
+///
+/// Example:
+///   auto jobs = scenario::read_tiresias_compat_jobs("60_job.csv");
+///   auto r = scenario::run_tiresias_compat(jobs, 4, {.policy = "2d-las"});
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpusched::scenario {
+
+struct TiresiasCompatJob {
+  std::string id;            ///< job_id as written in the trace
+  std::int64_t gpus = 0;
+  std::int64_t submit = 0;   ///< s
+  std::int64_t duration = 0; ///< s (the simulator truncates a fractional duration)
+};
+
+struct TiresiasCompatOptions {
+  std::string policy = "2d-las";   ///< see tiresias_compat_policies()
+  /// Queue thresholds of the LAS family (attained seconds, or GPU-seconds for 2d-las), one per
+  /// queue but the last: the simulator's 3,250 and 7,200.
+  std::vector<std::int64_t> queue_limits = {3250, 7200};
+  /// 2d-las / las: a waiting job in a lower queue that has run before returns to the first
+  /// queue once it has waited starvation_k x its attained time (the simulator's dlas-gpu-K;
+  /// 0: never).
+  double starvation_k = 0.0;
+};
+
+/// One job's outcome, in the trace's order.
+struct TiresiasCompatResult {
+  std::string id;
+  std::int64_t gpus = 0, submit = 0, duration = 0;
+  bool completed = false;     ///< false: the run ended without it (it never fitted, or fifo blocked)
+  std::int64_t start = -1;    ///< first start (-1: never started)
+  std::int64_t end = -1;
+  std::int64_t pending = 0;   ///< seconds waiting (before its first start and while preempted)
+  std::int64_t preemptions = 0, resumptions = 0, promotions = 0;
+  [[nodiscard]] std::int64_t jct() const { return completed ? end - submit : -1; }
+};
+
+struct TiresiasCompatRun {
+  std::string policy;
+  std::vector<TiresiasCompatResult> jobs;
+  /// The simulator stops when nothing can happen any more (no arrival left and nothing
+  /// running): true when jobs were left waiting then.
+  bool stuck = false;
+};
+
+/// Summary of a run over its completed jobs: JCT and queueing delay in seconds.
+struct TiresiasCompatSummary {
+  std::size_t jobs = 0, completed = 0;
+  double mean_jct = 0, median_jct = 0, p95_jct = 0, mean_pending = 0;
+  std::int64_t makespan = 0;   ///< last completion
+  std::int64_t preemptions = 0;
+};
+
+/// The policies compat mode runs, in a sensible table order.
+[[nodiscard]] const std::vector<std::string>& tiresias_compat_policies();
+
+/// Reads a Tiresias job list (job_id, num_gpu, submit_time, duration, ...). Errors name the file,
+/// line and field (gpusched::Error, trace errors).
+[[nodiscard]] std::vector<TiresiasCompatJob> read_tiresias_compat_jobs(const std::filesystem::path& trace);
+/// Total GPUs of a Tiresias cluster spec (num_switch x num_node_p_switch x num_gpu_p_node).
+[[nodiscard]] std::int64_t read_tiresias_compat_gpus(const std::filesystem::path& spec);
+
+/// Runs `jobs` on `total_gpus` GPUs under `options`. Throws gpusched::Error (kScenarioBadValue)
+/// for an unknown policy or bad options.
+[[nodiscard]] TiresiasCompatRun run_tiresias_compat(std::span<const TiresiasCompatJob> jobs, std::int64_t total_gpus,
+                                                    const TiresiasCompatOptions& options);
+
+[[nodiscard]] TiresiasCompatSummary summarize(const TiresiasCompatRun& run);
+
+/// Per-job CSV (job_id, num_gpu, submit_time, start_time, end_time, jct, duration, pending_time,
+/// preempt, resume, promote, completed) of one run.
+void write_tiresias_compat_jobs(const TiresiasCompatRun& run, const std::filesystem::path& path);
+
+}  // namespace gpusched::scenario

@@ -1,0 +1,150 @@
+// Tiresias compatibility mode (scenario/tiresias.hpp, issue 17): job by job equal to what the
+// authors' public simulator (SymbioticLab/Tiresias simulator/run_sim.py, --scheme=count) gives
+// on its 60_job.csv. tests/data/tiresias/compat-expected.csv holds those figures: for each
+// (cluster, policy, starvation K, queue thresholds) the first start, end, pending time,
+// preemptions, resumptions and promotions of every job that completed. The runs it was taken
+// from: n1g4 (4 GPUs: the 8-GPU jobs never run, fifo blocks behind the first), n2g4 (8 GPUs,
+// tests/data/tiresias/n2g4.csv) and n32g4 (128 GPUs: no contention) with every policy, and
+// n1g4 with thresholds 300 and 900 (demotions, and promotions with K = 1, 2).
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <gpusched/error.hpp>
+#include <gpusched/scenario/tiresias.hpp>
+
+#include "support/support.hpp"
+
+using namespace gpusched;
+using namespace gpusched::scenario;
+namespace t = gpusched::test;
+
+namespace {
+
+struct Expected {
+  std::int64_t start, end, pending, preempt, resume, promote;
+};
+using RunKey = std::tuple<std::string, std::string, std::string, std::string>;   // cluster, policy, K, thresholds
+
+std::map<RunKey, std::map<std::string, Expected>> expected_runs() {
+  std::ifstream in(t::source_dir() / "tests" / "data" / "tiresias" / "compat-expected.csv");
+  REQUIRE(in);
+  std::string line;
+  std::getline(in, line);
+  std::map<RunKey, std::map<std::string, Expected>> out;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    if (line.back() == ',') f.emplace_back();
+    REQUIRE(f.size() == 11);
+    out[{f[0], f[1], f[2], f[3]}][f[4]] = {std::stoll(f[5]), std::stoll(f[6]), std::stoll(f[7]),
+                                          std::stoll(f[8]), std::stoll(f[9]), std::stoll(f[10])};
+  }
+  return out;
+}
+
+std::int64_t gpus_of(const std::string& cluster) {
+  if (cluster == "n2g4") return read_tiresias_compat_gpus(t::source_dir() / "tests" / "data" / "tiresias" / "n2g4.csv");
+  const auto spec = t::real_trace("tiresias/" + cluster + ".csv");
+  REQUIRE_FALSE(spec.empty());
+  return read_tiresias_compat_gpus(spec);
+}
+
+}  // namespace
+
+TEST_CASE("Tiresias compat mode equals the public simulator job by job on 60_job.csv", "[scenario][tiresias]") {
+  const auto trace = t::real_trace("tiresias/60_job.csv");
+  if (trace.empty()) return;   // real_trace() has already WARNed why
+  const auto jobs = read_tiresias_compat_jobs(trace);
+  REQUIRE(jobs.size() == 60);
+  const auto runs = expected_runs();
+  REQUIRE(runs.size() == 31);
+  for (const auto& [key, expected] : runs) {
+    const auto& [cluster, policy, k, limits] = key;
+    TiresiasCompatOptions o;
+    o.policy = policy;
+    o.starvation_k = k.empty() ? 0.0 : std::stod(k);
+    if (limits == "300;900") o.queue_limits = {300, 900};
+    INFO(cluster << " " << policy << " K=" << k << " thresholds=" << limits);
+    const auto run = run_tiresias_compat(jobs, gpus_of(cluster), o);
+    std::size_t completed = 0;
+    for (const auto& j : run.jobs) {
+      INFO("job " << j.id);
+      const auto it = expected.find(j.id);
+      CHECK(j.completed == (it != expected.end()));
+      if (it == expected.end()) continue;
+      ++completed;
+      CHECK(j.start == it->second.start);
+      CHECK(j.end == it->second.end);
+      CHECK(j.pending == it->second.pending);
+      CHECK(j.preemptions == it->second.preempt);
+      CHECK(j.resumptions == it->second.resume);
+      CHECK(j.promotions == it->second.promote);
+    }
+    CHECK(completed == expected.size());
+    CHECK(run.stuck == (completed < jobs.size()));
+  }
+}
+
+TEST_CASE("Tiresias compat policies order jobs as their rules say on small hand-made cases", "[scenario][tiresias]") {
+  // 2 GPUs. a: 2 GPUs x 100 s at 0; b: 1 GPU x 10 s at 1; c: 1 GPU x 50 s at 2.
+  const std::vector<TiresiasCompatJob> jobs = {{"a", 2, 0, 100}, {"b", 1, 1, 10}, {"c", 1, 2, 50}};
+  const auto end_of = [&](const std::string& policy) {
+    TiresiasCompatOptions o;
+    o.policy = policy;
+    const auto r = run_tiresias_compat(jobs, 2, o);
+    std::map<std::string, std::int64_t> e;
+    for (const auto& j : r.jobs) e[j.id] = j.end;
+    return e;
+  };
+  // fifo / fjf never preempt: a runs to 100, then b and c together.
+  CHECK(end_of("fifo") == std::map<std::string, std::int64_t>{{"a", 100}, {"b", 110}, {"c", 150}});
+  CHECK(end_of("fjf") == end_of("fifo"));
+  // sjf (fewest GPUs first, preemptive): b arrives at 1 and preempts a; c joins at 2. b ends at
+  // 11, c at 52, and a, preempted with 1 s done, runs its 99 s left from 52.
+  CHECK(end_of("sjf") == std::map<std::string, std::int64_t>{{"a", 151}, {"b", 11}, {"c", 52}});
+  // srtf: shortest remaining time: the same here.
+  CHECK(end_of("srtf") == end_of("sjf"));
+  // srsf: remaining x GPUs: a (99 x 2 = 198) after c (50) and b (10): the same order.
+  CHECK(end_of("srsf") == end_of("sjf"));
+  // las / 2d-las: nobody crosses 3,250 s: one queue, FIFO with running jobs first: a keeps
+  // running (it is ahead), b and c wait.
+  CHECK(end_of("las") == end_of("fifo"));
+  CHECK(end_of("2d-las") == end_of("fifo"));
+  // 2d-las with a 20 GPU-second threshold. a (2 GPUs) really crosses it at 10 s, but the
+  // simulator predicts the crossing at each event as t + floor((20 - attained time) / 2): 10 at
+  // 0 and 1, 11 at 2 (after c's arrival), so it demotes a at 11. b and c then run; b ends at 21.
+  // c crosses 20 s at 31 and joins the second queue behind a, which now fits and runs its 89 s
+  // left (to 120), preempting c, which ends at 150.
+  TiresiasCompatOptions o;
+  o.policy = "2d-las";
+  o.queue_limits = {20, 1000};
+  const auto r = run_tiresias_compat(jobs, 2, o);
+  CHECK(r.jobs[1].end == 21);
+  CHECK(r.jobs[0].end == 120);
+  CHECK(r.jobs[2].end == 150);
+  CHECK(r.jobs[0].preemptions == 1);
+  CHECK(r.jobs[2].preemptions == 1);
+  CHECK(r.jobs[0].pending == 20);   // waiting from 11 to 31
+}
+
+TEST_CASE("Tiresias compat mode refuses an unknown policy and bad options", "[scenario][tiresias]") {
+  const std::vector<TiresiasCompatJob> jobs = {{"a", 1, 0, 10}};
+  TiresiasCompatOptions o;
+  o.policy = "gittins";
+  CHECK_THROWS_WITH(run_tiresias_compat(jobs, 4, o), Catch::Contains("unknown policy \"gittins\""));
+  o.policy = "las";
+  o.queue_limits = {900, 300};
+  CHECK_THROWS_WITH(run_tiresias_compat(jobs, 4, o), Catch::Contains("increasing"));
+  o.queue_limits = {300};
+  o.starvation_k = -1;
+  CHECK_THROWS_WITH(run_tiresias_compat(jobs, 4, o), Catch::Contains("starvation_k"));
+  o.starvation_k = 0;
+  CHECK_THROWS_WITH(run_tiresias_compat(jobs, 0, o), Catch::Contains("no GPUs"));
+}
