@@ -258,4 +258,104 @@ def read_fgd_outputs(out: PathLike) -> FgdResult:
     return FgdResult(curve=read("curve.csv"), summary=read("summary.csv"), runs=read("runs.csv"), wall_s=float("nan"), threads=0)
 
 
-__all__ = ["FGD_POLICIES", "FGD_WORKLOADS", "FgdResult", "default_traces_dir", "fgd", "read_fgd_outputs"]
+#: The policies of the Tiresias compat mode (docs/tiresias.md).
+TIRESIAS_POLICIES: List[str] = list(_core.tiresias_compat_policies())
+
+
+@dataclass
+class TiresiasResult:
+    """What ``tiresias`` returns. ``jobs``: one row per (policy, job), in the trace's order:
+    policy, job_id, num_gpu, submit_time, start_time, end_time, jct, duration, pending_time,
+    preempt, resume, promote, completed (start/end/jct NaN when it never started or completed).
+    ``summary``: per policy, over the completed jobs: jobs, completed, mean/median/p95 JCT,
+    makespan, mean queueing time (s), preemptions, and whether the run was left stuck."""
+
+    jobs: pd.DataFrame
+    summary: pd.DataFrame
+    gpus: int
+
+    def plot_cdf(self, path: Optional[PathLike] = None, title: str = "") -> "Figure":
+        """The CDF of JCT per policy (completed jobs; log time axis). Saves a PNG when ``path`` is given."""
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(6.4, 4.0))
+        ax = fig.subplots()
+        done = self.jobs[self.jobs["completed"]]
+        for policy, g in done.groupby("policy", sort=False):
+            jct = g["jct"].sort_values().to_numpy()
+            ax.step(jct, [(i + 1) / len(jct) for i in range(len(jct))], where="post", label=str(policy), linewidth=1.2)
+        ax.set_xscale("log")
+        ax.set_xlabel("job completion time (s)")
+        ax.set_ylabel("fraction of completed jobs")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        ax.set_title(title or f"Tiresias compat mode, {self.gpus} GPUs")
+        if path is not None:
+            fig.savefig(Path(path), dpi=100, metadata={"Software": None})
+        return fig
+
+
+def tiresias(
+    traces: Optional[PathLike] = None,
+    *,
+    trace: Optional[PathLike] = None,
+    cluster: Union[str, PathLike] = "cluster_spec",
+    policies: Union[str, Iterable[str]] = "all",
+    compat: bool = True,
+    starvation: float = 0.0,
+    thresholds: Iterable[int] = (3250, 7200),
+) -> TiresiasResult:
+    """Tiresias' training-job schedulers (fifo, fjf, sjf, srtf, srsf, las, 2d-las) on its job
+    trace, with the public Tiresias simulator's rules (``compat=True``, the only mode for now:
+    docs/tiresias.md), as ``gpusched experiment tiresias --compat`` runs them.
+
+    ``traces``: the folder with ``tiresias/`` (default ``$GPUSCHED_TRACES_DIR``, else
+    ``../shared/traces``); ``trace``: a job list (default its ``60_job.csv``); ``cluster``: a
+    cluster spec file or a spec name of that folder (``"n1g4"``, ``"n32g4"``, ...).
+
+    >>> r = tiresias(cluster="n1g4", policies="srtf,2d-las")   # doctest: +SKIP
+    >>> r.summary[["policy", "mean_jct_s"]]                     # doctest: +SKIP
+    """
+    if not compat:
+        raise NotImplementedError("only compat=True for now: gpusched's own engine mode for these policies (issue 17) "
+                                  "is not built yet")
+    folder = Path(traces) if traces is not None else default_traces_dir()
+    if (folder / "tiresias").is_dir():
+        folder = folder / "tiresias"
+    trace_path = Path(trace) if trace is not None else folder / "60_job.csv"
+    spec = Path(cluster)
+    if not spec.exists():
+        spec = folder / (spec.name if spec.suffix == ".csv" else spec.name + ".csv")
+    names = list(TIRESIAS_POLICIES) if policies == "all" else (
+        [p for p in policies.split(",") if p] if isinstance(policies, str) else list(policies))
+    for n in names:
+        if n not in TIRESIAS_POLICIES:
+            raise ValueError(f"unknown policy {n!r} (one of {', '.join(TIRESIAS_POLICIES)})")
+    names = list(dict.fromkeys(names))
+    raw = _core.tiresias_compat(str(trace_path), str(spec), names, float(starvation), [int(t) for t in thresholds])
+    jobs = pd.DataFrame(raw["jobs"])
+    for col in ("start_time", "end_time"):
+        jobs[col] = jobs[col].where(jobs[col] >= 0)
+    jobs.insert(jobs.columns.get_loc("end_time") + 1, "jct", jobs["end_time"] - jobs["submit_time"])
+    stuck = dict(zip(raw["runs"]["policy"], raw["runs"]["stuck"]))
+    rows = []
+    for policy in names:
+        g = jobs[jobs["policy"] == policy]
+        done = g[g["completed"]]
+        rows.append({
+            "policy": policy,
+            "jobs": len(g),
+            "completed": len(done),
+            "mean_jct_s": done["jct"].mean(),
+            "median_jct_s": done["jct"].median(),
+            "p95_jct_s": done["jct"].quantile(0.95),
+            "makespan_s": done["end_time"].max(),
+            "mean_queueing_s": done["pending_time"].mean(),
+            "preemptions": int(g["preempt"].sum()),
+            "stuck": bool(stuck[policy]),
+        })
+    return TiresiasResult(jobs=jobs, summary=pd.DataFrame(rows), gpus=int(raw["gpus"]))
+
+
+__all__ = ["FGD_POLICIES", "FGD_WORKLOADS", "FgdResult", "TIRESIAS_POLICIES", "TiresiasResult", "default_traces_dir", "fgd",
+           "read_fgd_outputs", "tiresias"]

@@ -16,6 +16,7 @@
 #include <pybind11/stl/filesystem.h>
 
 #include <gpusched/scenario/experiment.hpp>
+#include <gpusched/scenario/tiresias.hpp>
 
 #include "bindings.hpp"
 
@@ -339,6 +340,71 @@ void bind_experiments(py::module_& m) {
       "Assembles fgd_run results (one FgdInputs per workload; runs workload-major, then policy-major: "
       "runs[(w * len(policies) + p) * len(seeds) + s]) into what fgd_experiment returns: the same medians, computed by "
       "the same C++; writes the same files to `out` when given.");
+
+  m.def("tiresias_compat_policies", [] { return scenario::tiresias_compat_policies(); },
+        "The policies of the Tiresias compat mode: fifo, fjf, sjf, srtf, srsf, las, 2d-las.");
+  m.def(
+      "tiresias_compat",
+      [](const std::filesystem::path& trace, const std::filesystem::path& cluster, const std::vector<std::string>& policies,
+         double starvation_k, const std::vector<std::int64_t>& queue_limits) {
+        std::vector<std::string> policy, id, stuck_policy;
+        std::vector<std::int64_t> gpus, submit, start, end, duration, pending, preempt, resume, promote;
+        std::vector<bool> completed, stuck;
+        std::int64_t total = 0;
+        {
+          py::gil_scoped_release release;
+          const auto jobs = scenario::read_tiresias_compat_jobs(trace);
+          total = scenario::read_tiresias_compat_gpus(cluster);
+          for (const auto& name : policies) {
+            scenario::TiresiasCompatOptions o;
+            o.policy = name;
+            o.starvation_k = starvation_k;
+            o.queue_limits = queue_limits;
+            const auto run = scenario::run_tiresias_compat(jobs, total, o);
+            stuck_policy.push_back(name);
+            stuck.push_back(run.stuck);
+            for (const auto& j : run.jobs) {
+              policy.push_back(name);
+              id.push_back(j.id);
+              gpus.push_back(j.gpus);
+              submit.push_back(j.submit);
+              start.push_back(j.start);
+              end.push_back(j.end);
+              duration.push_back(j.duration);
+              pending.push_back(j.pending);
+              preempt.push_back(j.preemptions);
+              resume.push_back(j.resumptions);
+              promote.push_back(j.promotions);
+              completed.push_back(j.completed);
+            }
+          }
+        }
+        py::dict jobs_cols;
+        jobs_cols["policy"] = policy;
+        jobs_cols["job_id"] = id;
+        jobs_cols["num_gpu"] = gpus;
+        jobs_cols["submit_time"] = submit;
+        jobs_cols["start_time"] = start;
+        jobs_cols["end_time"] = end;
+        jobs_cols["duration"] = duration;
+        jobs_cols["pending_time"] = pending;
+        jobs_cols["preempt"] = preempt;
+        jobs_cols["resume"] = resume;
+        jobs_cols["promote"] = promote;
+        jobs_cols["completed"] = completed;
+        py::dict runs;
+        runs["policy"] = stuck_policy;
+        runs["stuck"] = stuck;
+        py::dict out;
+        out["jobs"] = jobs_cols;
+        out["runs"] = runs;
+        out["gpus"] = total;
+        return out;
+      },
+      py::arg("trace"), py::arg("cluster"), py::arg("policies"), py::arg("starvation_k") = 0.0,
+      py::arg("queue_limits") = std::vector<std::int64_t>{3250, 7200},
+      "Tiresias compat mode (docs/tiresias.md): each policy on the trace and cluster spec; per-job columns "
+      "(start/end -1 when it never started/completed) and whether each run was left stuck.");
 }
 
 }  // namespace gpusched::python

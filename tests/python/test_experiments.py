@@ -170,3 +170,27 @@ def test_tiresias_compat_from_the_command_line_writes_the_simulators_figures(tmp
     # Without --compat the command says what is missing instead of running something else.
     p = _cli("experiment", "tiresias", "--traces", TRACES, "--cluster", "n1g4", "--out", tmp_path / "u")
     assert p.returncode == 1 and "--compat" in p.stderr and "gpusched.scenario_error.203" in p.stderr
+
+
+@pytest.mark.skipif(not (TRACES / "tiresias" / "60_job.csv").exists(), reason="../shared/traces/tiresias/60_job.csv is absent")
+def test_tiresias_from_python_gives_dataframes_equal_to_the_command_line(tmp_path):
+    import csv
+    r = experiments.tiresias(TRACES, cluster="n1g4", policies="fjf,srtf,2d-las")
+    assert list(r.summary["policy"]) == ["fjf", "srtf", "2d-las"] and r.gpus == 4
+    assert len(r.jobs) == 3 * 60
+    p = _cli("experiment", "tiresias", "--compat", "--traces", TRACES, "--cluster", "n1g4", "--policies", "fjf,srtf,2d-las",
+             "--out", tmp_path / "t", "--quiet")
+    assert p.returncode == 0, p.stderr
+    for row in csv.DictReader(open(tmp_path / "t" / "summary.csv")):
+        mine = r.summary[r.summary["policy"] == row["policy"]].iloc[0]
+        assert int(row["completed"]) == mine["completed"]
+        for col in ("mean_jct_s", "median_jct_s", "p95_jct_s", "mean_queueing_s"):
+            assert float(row[col]) == pytest.approx(mine[col], abs=1e-3), col
+        assert int(row["makespan_s"]) == mine["makespan_s"] and int(row["preemptions"]) == mine["preemptions"]
+    # Jobs that never completed (8 GPUs on 4) have no end.
+    never = r.jobs[(r.jobs["policy"] == "srtf") & ~r.jobs["completed"]]
+    assert len(never) == 10 and (never["num_gpu"] == 8).all() and never["end_time"].isna().all()
+    fig = r.plot_cdf(tmp_path / "cdf.png")
+    assert (tmp_path / "cdf.png").stat().st_size > 1000 and len(fig.axes[0].get_lines()) == 3
+    with pytest.raises(ValueError, match="unknown policy 'gittins'"):
+        experiments.tiresias(TRACES, cluster="n1g4", policies="gittins")
