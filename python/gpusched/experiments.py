@@ -285,6 +285,9 @@ class TiresiasResult:
             jct = g["jct"].sort_values().to_numpy()
             ax.step(jct, [(i + 1) / len(jct) for i in range(len(jct))], where="post", label=str(policy), linewidth=1.2)
         ax.set_xscale("log")
+        from matplotlib.ticker import NullFormatter
+
+        ax.xaxis.set_minor_formatter(NullFormatter())   # labels on powers of ten only: the minor ones overlap
         ax.set_xlabel("job completion time (s)")
         ax.set_ylabel("fraction of completed jobs")
         ax.grid(True, alpha=0.3)
