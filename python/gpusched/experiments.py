@@ -306,7 +306,7 @@ def tiresias(
     policies: Union[str, Iterable[str]] = "all",
     compat: bool = True,
     starvation: float = 0.0,
-    thresholds: Iterable[int] = (3250, 7200),
+    thresholds: Union[str, Iterable[int]] = (3250, 7200),
 ) -> TiresiasResult:
     """Tiresias' training-job schedulers (fifo, fjf, sjf, srtf, srsf, las, 2d-las) on its job
     trace, with the public Tiresias simulator's rules (``compat=True``, the only mode for now:
@@ -327,8 +327,10 @@ def tiresias(
         folder = folder / "tiresias"
     trace_path = Path(trace) if trace is not None else folder / "60_job.csv"
     spec = Path(cluster)
-    if not spec.exists():
-        spec = folder / (spec.name if spec.suffix == ".csv" else spec.name + ".csv")
+    if not spec.exists():   # as the command line: a spec name (or relative path) of the traces folder
+        spec = folder / (spec if spec.suffix == ".csv" else Path(str(spec) + ".csv"))
+    if isinstance(thresholds, str):
+        thresholds = [t for t in thresholds.split(",") if t.strip()]
     names = list(TIRESIAS_POLICIES) if policies == "all" else (
         [p for p in policies.split(",") if p] if isinstance(policies, str) else list(policies))
     for n in names:

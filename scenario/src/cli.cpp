@@ -706,8 +706,14 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
           if (std::find(policies.begin(), policies.end(), one) == policies.end()) policies.push_back(one);
         }
       }
+      if (policies.empty()) throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--policies"}, "no policy given");
       const auto jobs = read_tiresias_compat_jobs(trace);
       const auto gpus = read_tiresias_compat_gpus(spec);
+      {   // every option checked before anything is written or printed
+        TiresiasCompatOptions check = options;
+        check.policy = policies.front();
+        (void)run_tiresias_compat(std::span<const TiresiasCompatJob>{}, gpus, check);
+      }
       const std::filesystem::path out = out_dir.empty() ? std::filesystem::path("out/tiresias") : std::filesystem::path(out_dir);
       std::filesystem::create_directories(out);
       std::ofstream summary(out / "summary.csv", std::ios::binary);
@@ -725,14 +731,19 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
         write_tiresias_compat_jobs(run, out / ("jobs-" + policy + ".csv"));
         const auto s = summarize(run);
         char line[256];
-        std::snprintf(line, sizeof line, "%s,%zu,%zu,%.3f,%.3f,%.3f,%lld,%.3f,%lld,%s\n", policy.c_str(), s.jobs, s.completed, s.mean_jct,
-                      s.median_jct, s.p95_jct, static_cast<long long>(s.makespan), s.mean_pending, static_cast<long long>(s.preemptions),
-                      run.stuck ? "true" : "false");
+        if (s.completed == 0) {   // no JCT to average: empty cells, not zeros
+          std::snprintf(line, sizeof line, "%s,%zu,0,,,,,,%lld,%s\n", policy.c_str(), s.jobs, static_cast<long long>(s.preemptions),
+                        run.stuck ? "true" : "false");
+        } else {
+          std::snprintf(line, sizeof line, "%s,%zu,%zu,%.3f,%.3f,%.3f,%lld,%.3f,%lld,%s\n", policy.c_str(), s.jobs, s.completed, s.mean_jct,
+                        s.median_jct, s.p95_jct, static_cast<long long>(s.makespan), s.mean_pending, static_cast<long long>(s.preemptions),
+                        run.stuck ? "true" : "false");
+        }
         summary << line;
         if (!quiet) {
           std::printf("%-8s %4zu/%-4zu %9.1fs %9.1fs %9.1fs %9llds %10.1fs %8lld%s\n", policy.c_str(), s.completed, s.jobs, s.mean_jct,
                       s.median_jct, s.p95_jct, static_cast<long long>(s.makespan), s.mean_pending, static_cast<long long>(s.preemptions),
-                      run.stuck ? "  (stuck: jobs left that never fit)" : "");
+                      run.stuck ? "  (ended with jobs still waiting)" : "");
         }
       }
       if (!summary) throw_error(ErrorCode::kOutputWrite, {(out / "summary.csv").string(), 0, ""}, "cannot write the file");

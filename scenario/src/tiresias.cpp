@@ -337,6 +337,14 @@ class Sim {
         }
         next_jump = std::min(next_jump, jump);
       }
+      if (next_jump <= t) {
+        // A job attaining the first threshold's GPU-time in under a second: the simulator's
+        // prediction, floor((threshold - attained time) / GPUs), is 0 and it repeats the same
+        // second forever. Stop with the reason instead.
+        throw_error(ErrorCode::kScenarioBadValue, {"tiresias", 0, "queue_limits"},
+                    "at " + std::to_string(t) + " s a running job's queue crossing is predicted for the same second, so the "
+                    "simulator's loop would never advance (a threshold below a job's GPU count): raise the thresholds");
+      }
     }
     return false;
   }
@@ -380,8 +388,17 @@ std::int64_t read_tiresias_compat_gpus(const std::filesystem::path& spec) {
   if (!in) throw_error(ErrorCode::kTraceCannotOpen, {spec.string(), 0, ""}, "cannot open the file");
   GpuCatalog catalog = GpuCatalog::builtin();
   ResourceTable resources;
+  const auto nodes = traces::read_tiresias_cluster(in, spec.string(), catalog, resources);
+  // The simulator reads one row (it keeps the last one of several): take one.
+  std::ifstream again(spec, std::ios::binary);
+  std::size_t rows = 0;
+  for (std::string line; std::getline(again, line);) rows += line.find_first_not_of(" \t\r") != std::string::npos ? 1 : 0;
+  if (rows > 2) {
+    throw_error(ErrorCode::kTraceBadValue, {spec.string(), 3, ""},
+                "compat mode takes a cluster spec of one row (the simulator keeps only the last of several)");
+  }
   std::int64_t gpus = 0;
-  for (const auto& n : traces::read_tiresias_cluster(in, spec.string(), catalog, resources)) gpus += static_cast<std::int64_t>(n.gpus.size());
+  for (const auto& n : nodes) gpus += static_cast<std::int64_t>(n.gpus.size());
   return gpus;
 }
 
@@ -395,8 +412,12 @@ TiresiasCompatRun run_tiresias_compat(std::span<const TiresiasCompatJob> jobs, s
                 "unknown policy \"" + options.policy + "\" (compat mode runs " + list + ")");
   }
   if (total_gpus <= 0) throw_error(ErrorCode::kScenarioBadValue, {"tiresias", 0, "cluster"}, "the cluster has no GPUs");
-  if (!(options.starvation_k >= 0) || !std::isfinite(options.starvation_k)) {
-    throw_error(ErrorCode::kScenarioBadValue, {"tiresias", 0, "starvation_k"}, "must be a finite number >= 0");
+  if (!(options.starvation_k >= 0) || options.starvation_k > 1e6) {
+    throw_error(ErrorCode::kScenarioBadValue, {"tiresias", 0, "starvation_k"}, "must be a number from 0 to 1,000,000");
+  }
+  if (options.queue_limits.size() != 2) {
+    throw_error(ErrorCode::kScenarioBadValue, {"tiresias", 0, "queue_limits"},
+                "the simulator has three queues: give two thresholds (default 3250,7200)");
   }
   for (std::size_t i = 0; i < options.queue_limits.size(); ++i) {
     if (options.queue_limits[i] <= 0 || (i > 0 && options.queue_limits[i] <= options.queue_limits[i - 1])) {

@@ -148,3 +148,17 @@ TEST_CASE("Tiresias compat mode refuses an unknown policy and bad options", "[sc
   o.starvation_k = 0;
   CHECK_THROWS_WITH(run_tiresias_compat(jobs, 0, o), Catch::Contains("no GPUs"));
 }
+
+TEST_CASE("Tiresias compat mode stops with an error where the simulator would loop forever", "[scenario][tiresias]") {
+  // 2 GPUs, first threshold 1 GPU-second: floor((1 - 0) / 2) = 0, the same second again and again.
+  const std::vector<TiresiasCompatJob> jobs = {{"a", 2, 0, 5}};
+  TiresiasCompatOptions o;
+  o.policy = "2d-las";
+  o.queue_limits = {1, 100};
+  CHECK_THROWS_WITH(run_tiresias_compat(jobs, 2, o), Catch::Contains("would never advance"));
+  o.queue_limits = {10, 20, 30};   // the simulator has three queues: two thresholds
+  CHECK_THROWS_WITH(run_tiresias_compat(jobs, 2, o), Catch::Contains("two thresholds"));
+  o.queue_limits = {10, 20};
+  o.starvation_k = 1e19;           // would overflow attained x K
+  CHECK_THROWS_WITH(run_tiresias_compat(jobs, 2, o), Catch::Contains("1,000,000"));
+}
