@@ -264,7 +264,7 @@ TIRESIAS_POLICIES: List[str] = list(_core.tiresias_compat_policies())
 
 @dataclass
 class TiresiasResult:
-    """What ``tiresias`` returns. ``jobs``: one row per (policy, job), in the trace's order:
+    """What ``tiresias`` returns. ``jobs``: one row per (policy, job), by submit time (rows of equal time in file order):
     policy, job_id, num_gpu, submit_time, start_time, end_time, jct, duration, pending_time,
     preempt, resume, promote, completed (start/end/jct NaN when it never started or completed).
     ``summary``: per policy, over the completed jobs: jobs, completed, mean/median/p95 JCT,

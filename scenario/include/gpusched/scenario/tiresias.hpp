@@ -55,7 +55,8 @@ struct TiresiasCompatOptions {
   double starvation_k = 0.0;
 };
 
-/// One job's outcome, in the trace's order.
+/// One job's outcome, in the order of the jobs given (read_tiresias_compat_jobs: by submit time, rows of equal time
+/// in file order).
 struct TiresiasCompatResult {
   std::string id;
   std::int64_t gpus = 0, submit = 0, duration = 0;
