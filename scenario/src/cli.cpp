@@ -692,6 +692,10 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
         options.queue_limits.push_back(std::stoll(one));
         at = comma + 1;
       }
+      if (options.queue_limits.size() != 2) {
+        throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--thresholds"},
+                    "the simulator has three queues: give two thresholds, e.g. 3250,7200");
+      }
       std::vector<std::string> policies;
       if (tiresias_policies == "all") {
         policies = tiresias_compat_policies();

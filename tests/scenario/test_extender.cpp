@@ -109,6 +109,18 @@ json three_a100_nodes() {
   return nodes;
 }
 
+/// binpack in shadow mode on three_a100_nodes() (written into `dir`), logging into `lines`.
+ExtenderOptions shadow_binpack_on_three_a100s(const t::TempDir& dir, std::vector<std::string>& lines) {
+  const auto nodes_path = dir.path() / "nodes.json";
+  std::ofstream(nodes_path) << three_a100_nodes().dump();
+  ExtenderOptions o;
+  o.profile = "binpack";
+  o.nodes = nodes_path;
+  o.shadow = true;
+  o.log = [&lines](const std::string& line) { lines.push_back(line); };
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("Extender: each pending pod through filter, prioritize and bind lands where gpusched run puts it",
@@ -358,14 +370,8 @@ TEST_CASE("Extender shadow mode: each bind goes where kube-scheduler asked, next
   // anywhere (binpack's choice: a100-a, node order); kube-scheduler sends it to a100-c. The
   // second pod: binpack now prefers a100-c (the fuller node), and kube-scheduler agrees.
   t::TempDir dir;
-  const auto nodes_path = dir.path() / "nodes.json";
-  std::ofstream(nodes_path) << three_a100_nodes().dump();
   std::vector<std::string> lines;
-  ExtenderOptions o;
-  o.profile = "binpack";
-  o.nodes = nodes_path;
-  o.shadow = true;
-  o.log = [&](const std::string& line) { lines.push_back(line); };
+  ExtenderOptions o = shadow_binpack_on_three_a100s(dir, lines);
   Extender e(o);
   json p = pod("ranker-5f7c9d8b6-qz4lm");
   p["spec"].erase("nodeName");
@@ -799,14 +805,8 @@ TEST_CASE("Extender with a binder: a binding the cluster accepts is kept; a refu
 
 TEST_CASE("Extender with a binder in shadow mode compares only the bindings the cluster accepted", "[scenario][extender]") {
   t::TempDir dir;
-  const auto nodes_path = dir.path() / "nodes.json";
-  std::ofstream(nodes_path) << three_a100_nodes().dump();
   std::vector<std::string> lines;
-  ExtenderOptions o;
-  o.profile = "binpack";
-  o.nodes = nodes_path;
-  o.shadow = true;
-  o.log = [&](const std::string& line) { lines.push_back(line); };
+  ExtenderOptions o = shadow_binpack_on_three_a100s(dir, lines);
   int calls = 0;
   o.binder = [&](const BindingRequest&) -> std::string { return ++calls == 1 ? "conflict" : ""; };
   Extender e(o);
