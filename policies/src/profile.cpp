@@ -138,7 +138,9 @@ Profile Profile::from_json(const nlohmann::json& j, const std::string& source) {
     else if (k == "post_filter") list(p.post_filter, v, k, false);
     else if (k == "bind") list(p.bind, v, k, false);
     else if (k == "queueing") {
-      if (v != "greedy" && v != "strict-fifo" && v != "easy-backfill") bad(source, f, "expected \"greedy\", \"strict-fifo\" or \"easy-backfill\"");
+      if (v != "greedy" && v != "strict-fifo" && v != "easy-backfill" && v != "preemptive") {
+        bad(source, f, "expected \"greedy\", \"strict-fifo\", \"easy-backfill\" or \"preemptive\"");
+      }
       p.queueing = v.get<std::string>();
     } else if (k == "diagnosis") {
       if (v == "gpusched") p.diagnosis = Diagnosis::kGpusched;

@@ -11,6 +11,7 @@
 #include <gpusched/policies/noderesources/fit.hpp>
 #include <gpusched/policies/noderesources/requested_to_capacity_ratio.hpp>
 #include <gpusched/policies/queuesort/priority_sort.hpp>
+#include <gpusched/policies/queuesort/training.hpp>
 #include <gpusched/policies/random/random.hpp>
 #include <gpusched/policies/topology/topology_manager.hpp>
 
@@ -211,6 +212,60 @@ std::unique_ptr<Plugin> allocated_score(const PluginContext& c, AllocatedScore::
       mode, scored_resources(c, res.is_null() ? nlohmann::json::array({{{"name", "cpu"}, {"weight", 1}}, {{"name", "memory"}, {"weight", 1}}}) : res),
       name, c.args.at("non_zero_defaults").get<bool>());
 }
+
+/// las / 2d-las: `thresholds` strictly increasing, each in (0, 1e10] seconds; `starvation_k` in [0, 1e6].
+std::unique_ptr<Plugin> las_order(const PluginContext& c, bool gpu_time) {
+  auto bad = [&](const char* key, const std::string& what) {
+    throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(c.name) + "/args/" + key}, std::string(c.name) + ": " + what);
+  };
+  std::vector<double> thresholds;
+  for (const auto& v : c.args.at("thresholds")) {
+    if (!v.is_number()) bad("thresholds", "thresholds must be numbers of seconds");
+    const double t = v.get<double>();
+    if (!(t > 0.0 && t <= 1e10)) bad("thresholds", "each threshold must be > 0 and <= 1e10 seconds");
+    if (!thresholds.empty() && t <= thresholds.back()) bad("thresholds", "thresholds must be strictly increasing");
+    thresholds.push_back(t);
+  }
+  const double k = number_arg(c, "starvation_k", 0.0);
+  if (k > 1e6) bad("starvation_k", "starvation_k must be <= 1000000");
+  const auto within = c.args.at("within_queue").get<std::string>();
+  if (within != "running-first" && within != "fifo") bad("within_queue", "within_queue must be \"running-first\" or \"fifo\"");
+  return std::make_unique<LasOrder>(gpu_time, std::move(thresholds), k, within == "running-first");
+}
+
+std::vector<PluginArg> las_args(const char* unit) {
+  return {{"thresholds", "array",
+           std::string("queue thresholds in attained ") + unit + ", increasing (Tiresias: 3250, 7200; empty: one queue, FIFO)",
+           nlohmann::json::array({3250, 7200})},
+          {"starvation_k", "number",
+           "a waiting job in a lower queue returns to the first once it has waited K x its attained time (0: never)", 0},
+          {"within_queue", "string",
+           "running-first (running jobs ahead of waiting ones in a queue: never preempted by their own queue; the "
+           "Tiresias simulator) or fifo (by the time each entered the queue, running or not)",
+           "running-first"}};
+}
+
+std::unique_ptr<Plugin> gittins_order(const PluginContext& c) {
+  const double quantum = number_arg(c, "quantum", 0.0);
+  if (!(quantum > 0.0 && quantum <= 1e10)) {
+    throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(c.name) + "/args/quantum"},
+                std::string(c.name) + ": quantum must be > 0 and <= 1e10 seconds");
+  }
+  const auto service = c.args.at("service").get<std::string>();
+  if (service != "gpu-time" && service != "time") {
+    throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(c.name) + "/args/service"},
+                std::string(c.name) + ": service must be \"gpu-time\" or \"time\"");
+  }
+  const auto file = c.args.at("distribution").get<std::string>();
+  const auto within = c.args.at("within_queue").get<std::string>();
+  if (within != "running-first" && within != "fifo") {
+    throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(c.name) + "/args/within_queue"},
+                std::string(c.name) + ": within_queue must be \"running-first\" or \"fifo\"");
+  }
+  std::vector<double> samples;
+  if (!file.empty()) samples = read_service_distribution(file);
+  return std::make_unique<GittinsOrder>(service == "gpu-time", quantum, std::move(samples), within == "running-first");
+}
 }  // namespace
 
 Registry Registry::with_builtins() {
@@ -219,6 +274,25 @@ Registry Registry::with_builtins() {
          {"queue_sort"}, {}, [](const PluginContext&) { return std::make_unique<PriorityFifoSort>(); }});
   r.add({"fifo", "queue order: earlier submission, then job id", {"queue_sort"}, {},
          [](const PluginContext&) { return std::make_unique<FifoSort>(); }});
+  r.add({"sjf", "training order: fewest GPUs first, then FIFO (preemptive with queueing \"preemptive\")", {"queue_sort"}, {},
+         [](const PluginContext&) { return std::make_unique<SjfOrder>(); }});
+  r.add({"srtf", "training order: least remaining time first (the duration is known), then FIFO", {"queue_sort"}, {},
+         [](const PluginContext&) { return std::make_unique<RemainingOrder>(false); }});
+  r.add({"srsf", "training order: least remaining time x GPUs first, then FIFO", {"queue_sort"}, {},
+         [](const PluginContext&) { return std::make_unique<RemainingOrder>(true); }});
+  r.add({"las", "training order: discretized least attained service (time), queues split at thresholds, FIFO inside",
+         {"queue_sort"}, las_args("seconds"), [](const PluginContext& c) { return las_order(c, false); }});
+  r.add({"2d-las", "training order: Tiresias' discretized 2D-LAS on attained GPU-time, queues split at thresholds",
+         {"queue_sort"}, las_args("GPU-seconds"), [](const PluginContext& c) { return las_order(c, true); }});
+  r.add({"gittins",
+         "training order: highest Gittins index of attained service first (index over a service distribution, "
+         "taken at multiples of the quantum)",
+         {"queue_sort"},
+         {{"quantum", "number", "service quantum Q in seconds (GPU-seconds for gpu-time): the index's horizon and step", 3600},
+          {"distribution", "string", "file of service samples, one per line; empty: the trace's jobs (duration x GPUs)", ""},
+          {"service", "string", "gpu-time (Tiresias' 2D) or time", "gpu-time"},
+          {"within_queue", "string", "among equal indexes: running-first (running jobs ahead) or fifo", "running-first"}},
+         gittins_order});
   r.add({"node-resources-fit",
          "CPU, memory, extended resources, whole GPUs, GPU shares and GPU-model constraints fit the node "
          "(Kubernetes NodeResourcesFit); its pre-filter rejects tasks larger than every node",

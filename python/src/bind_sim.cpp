@@ -125,6 +125,14 @@ py::dict job_columns(const RunResult& r) {
   d["reason"] = str_column(n, [&](std::size_t i) -> const std::string& { return rows[i].reason; });
   d["requeues"] = column<std::uint32_t>(n, [&](std::size_t i) { return rows[i].requeues; });
   d["bound"] = column<bool>(n, [&](std::size_t i) { return rows[i].bound; });
+  d["attained_s"] = column<double>(n, [&](std::size_t i) { return rows[i].attained_s; });
+  d["attained_gpu_s"] = column<double>(n, [&](std::size_t i) { return rows[i].attained_gpu_s; });
+  d["queue_level"] = column<double>(n, [&](std::size_t i) {
+    return rows[i].queue_level >= 0 ? static_cast<double>(rows[i].queue_level) : std::numeric_limits<double>::quiet_NaN();
+  });
+  d["preemptions"] = column<std::uint32_t>(n, [&](std::size_t i) { return rows[i].preemptions; });
+  d["resumptions"] = column<std::uint32_t>(n, [&](std::size_t i) { return rows[i].resumptions; });
+  d["overhead_s"] = column<double>(n, [&](std::size_t i) { return rows[i].overhead_s; });
   return d;
 }
 

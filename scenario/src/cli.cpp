@@ -27,6 +27,7 @@
 #include <gpusched/scenario/experiment.hpp>
 #include <gpusched/scenario/scenario.hpp>
 #include <gpusched/scenario/serve.hpp>
+#include <gpusched/input_range.hpp>
 #include <gpusched/scenario/tiresias.hpp>
 #include <cctype>
 #include <mutex>
@@ -546,17 +547,29 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
   fgd_cmd->add_flag("--quiet", quiet, "print nothing on success");
 
   auto* tiresias_cmd = experiment_cmd->add_subcommand(
-      "tiresias", "Tiresias (NSDI'19): training-job schedulers (FIFO, SJF, SRTF, SRSF, LAS, 2D-LAS) on its job trace");
+      "tiresias", "Tiresias (NSDI'19): training-job schedulers (FIFO, SJF, SRTF, SRSF, LAS, 2D-LAS, Gittins) on its job trace");
   std::string tiresias_trace, tiresias_cluster, tiresias_policies = "all", tiresias_thresholds = "3250,7200";
-  double tiresias_k = 0.0;
+  std::string tiresias_placement = "binpack", tiresias_within = "running-first", tiresias_distribution;
+  double tiresias_k = 0.0, tiresias_overhead = 0.0, tiresias_quantum = 3600.0;
   bool tiresias_compat = false;
   tiresias_cmd->add_option("--traces", traces_dir,
                            "folder with tiresias/ (or the tiresias folder itself); default $GPUSCHED_TRACES_DIR, else ../shared/traces");
   tiresias_cmd->add_option("--trace", tiresias_trace, "job list (default: tiresias/60_job.csv of --traces)");
   tiresias_cmd->add_option("--cluster", tiresias_cluster,
                            "cluster spec: a file, or a spec name of --traces (n1g4, n32g4, ...; default cluster_spec, the simulator's)");
-  tiresias_cmd->add_option("--policies", tiresias_policies, "all, or a comma list of fifo, fjf, sjf, srtf, srsf, las, 2d-las");
-  tiresias_cmd->add_flag("--compat", tiresias_compat, "the public Tiresias simulator's rules (GPUs counted only, integer seconds)");
+  tiresias_cmd->add_option("--policies", tiresias_policies,
+                           "all, or a comma list of fifo, fjf, sjf, srtf, srsf, las, 2d-las, gittins (not with --compat)");
+  tiresias_cmd->add_flag("--compat", tiresias_compat,
+                         "the public Tiresias simulator's rules (GPUs counted only, integer seconds); default: gpusched's engine");
+  tiresias_cmd->add_option("--placement", tiresias_placement,
+                           "engine: count (GPUs counted only, as the simulator) or a built-in profile whose plugins place "
+                           "jobs (default binpack)");
+  tiresias_cmd->add_option("--restart-overhead", tiresias_overhead, "engine: seconds a preempted job spends restoring at each restart (default 0)");
+  tiresias_cmd->add_option("--within-queue", tiresias_within, "engine, las / 2d-las / gittins: inside a queue (equal index), running-first (default, the simulator's) or fifo")
+      ->check(CLI::IsMember({"running-first", "fifo"}));
+  tiresias_cmd->add_option("--quantum", tiresias_quantum, "engine, gittins: service quantum in GPU-seconds (default 3600)");
+  tiresias_cmd->add_option("--distribution", tiresias_distribution,
+                           "engine, gittins: file of service samples (GPU-seconds), one per line; default: the trace's jobs");
   tiresias_cmd->add_option("--starvation", tiresias_k, "las / 2d-las: promote a waiting job after K x its attained time (0: never)");
   tiresias_cmd->add_option("--thresholds", tiresias_thresholds, "las / 2d-las queue thresholds, increasing (default 3250,7200)");
   tiresias_cmd->add_option("--out", out_dir, "output folder (default: out/tiresias)");
@@ -666,11 +679,6 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
       return 0;
     }
     if (*tiresias_cmd) {
-      if (!tiresias_compat) {
-        throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--compat"},
-                    "these policies run with the Tiresias simulator's rules only for now (add --compat); gpusched's own "
-                    "engine mode for them (preemptive reallocation with placement, issue 17) is not built yet");
-      }
       if (traces_dir.empty()) {
         const char* env = std::getenv("GPUSCHED_TRACES_DIR");
         traces_dir = (env != nullptr && *env != '\0') ? env : "../shared/traces";
@@ -680,75 +688,152 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
       const std::filesystem::path trace = tiresias_trace.empty() ? folder / "60_job.csv" : std::filesystem::path(tiresias_trace);
       std::filesystem::path spec = tiresias_cluster.empty() ? std::filesystem::path("cluster_spec") : std::filesystem::path(tiresias_cluster);
       if (!std::filesystem::exists(spec)) spec = folder / (spec.extension() == ".csv" ? spec : std::filesystem::path(spec.string() + ".csv"));
-      TiresiasCompatOptions options;
-      options.starvation_k = tiresias_k;
-      options.queue_limits.clear();
-      for (std::size_t at = 0; at <= tiresias_thresholds.size();) {
+      std::vector<double> thresholds;
+      for (std::size_t at = 0; at <= tiresias_thresholds.size() && !tiresias_thresholds.empty();) {
         const auto comma = std::min(tiresias_thresholds.find(',', at), tiresias_thresholds.size());
         const std::string one = tiresias_thresholds.substr(at, comma - at);
-        if (one.empty() || one.size() > 12 || !std::all_of(one.begin(), one.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
-          throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--thresholds"}, "expected whole numbers, e.g. 3250,7200; got \"" + tiresias_thresholds + "\"");
+        const bool whole = !one.empty() && one.size() <= 12 &&
+                           std::all_of(one.begin(), one.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+        if (!whole) {
+          throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--thresholds"},
+                      "expected whole numbers of seconds, e.g. 3250,7200; got \"" + tiresias_thresholds + "\"");
         }
-        options.queue_limits.push_back(std::stoll(one));
+        thresholds.push_back(static_cast<double>(std::stoll(one)));
         at = comma + 1;
       }
-      if (options.queue_limits.size() != 2) {
-        throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--thresholds"},
-                    "the simulator has three queues: give two thresholds, e.g. 3250,7200");
-      }
+      const auto& known = tiresias_compat ? tiresias_compat_policies() : tiresias_engine_policies();
       std::vector<std::string> policies;
       if (tiresias_policies == "all") {
-        policies = tiresias_compat_policies();
+        policies = known;
       } else {
         std::stringstream list(tiresias_policies);
         for (std::string one; std::getline(list, one, ',');) {
-          const auto& known = tiresias_compat_policies();
           if (std::find(known.begin(), known.end(), one) == known.end()) {
+            std::string names;
+            for (const auto& n : known) names += (names.empty() ? "" : ", ") + n;
             throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--policies"},
-                        "unknown policy \"" + one + "\" (fifo, fjf, sjf, srtf, srsf, las, 2d-las)");
+                        "unknown policy \"" + one + "\"" + (tiresias_compat ? " in compat mode" : "") + " (" + names + ")" +
+                            (one == "gittins" ? ": the simulator's gittins does not run as published; run it without --compat" : ""));
           }
           if (std::find(policies.begin(), policies.end(), one) == policies.end()) policies.push_back(one);
         }
       }
       if (policies.empty()) throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--policies"}, "no policy given");
-      const auto jobs = read_tiresias_compat_jobs(trace);
-      const auto gpus = read_tiresias_compat_gpus(spec);
-      {   // every option checked before anything is written or printed
-        TiresiasCompatOptions check = options;
-        check.policy = policies.front();
-        (void)run_tiresias_compat(std::span<const TiresiasCompatJob>{}, gpus, check);
-      }
+      // One line per policy: summary.csv's row and the terminal's.
+      const auto row = [](const std::string& policy, const TiresiasCompatSummary& s, bool stuck, double overhead_gpu_h) {
+        char line[320];
+        if (s.completed == 0) {   // no JCT to average: empty cells, not zeros
+          std::snprintf(line, sizeof line, "%s,%zu,0,,,,,,%lld,%s,%.6f\n", policy.c_str(), s.jobs, static_cast<long long>(s.preemptions),
+                        stuck ? "true" : "false", overhead_gpu_h);
+        } else {
+          std::snprintf(line, sizeof line, "%s,%zu,%zu,%.3f,%.3f,%.3f,%s,%.3f,%lld,%s,%.6f\n", policy.c_str(), s.jobs, s.completed,
+                        s.mean_jct, s.median_jct, s.p95_jct, format_number(s.makespan).c_str(), s.mean_pending,
+                        static_cast<long long>(s.preemptions), stuck ? "true" : "false", overhead_gpu_h);
+        }
+        return std::string(line);
+      };
+      const auto print = [&](const std::string& policy, const TiresiasCompatSummary& s, bool stuck) {
+        if (quiet) return;
+        std::printf("%-8s %4zu/%-4zu %9.1fs %9.1fs %9.1fs %9.0fs %10.1fs %8lld%s\n", policy.c_str(), s.completed, s.jobs, s.mean_jct,
+                    s.median_jct, s.p95_jct, s.makespan, s.mean_pending, static_cast<long long>(s.preemptions),
+                    stuck ? "  (ended with jobs still waiting)" : "");
+      };
+      const char* header = "policy,jobs,completed,mean_jct_s,median_jct_s,p95_jct_s,makespan_s,mean_queueing_s,preemptions,stuck,overhead_gpu_hours\n";
       const std::filesystem::path out = out_dir.empty() ? std::filesystem::path("out/tiresias") : std::filesystem::path(out_dir);
-      std::filesystem::create_directories(out);
-      std::ofstream summary(out / "summary.csv", std::ios::binary);
-      if (!summary) throw_error(ErrorCode::kOutputWrite, {(out / "summary.csv").string(), 0, ""}, "cannot write the file");
-      summary << "policy,jobs,completed,mean_jct_s,median_jct_s,p95_jct_s,makespan_s,mean_queueing_s,preemptions,stuck\n";
-      if (!quiet) {
-        std::printf("Tiresias compat mode: %zu jobs from %s on %lld GPUs (%s)\n", jobs.size(), trace.string().c_str(),
-                    static_cast<long long>(gpus), spec.string().c_str());
+      const auto open_summary = [&] {
+        std::filesystem::create_directories(out);
+        std::ofstream summary(out / "summary.csv", std::ios::binary);
+        if (!summary) throw_error(ErrorCode::kOutputWrite, {(out / "summary.csv").string(), 0, ""}, "cannot write the file");
+        summary << header;
+        return summary;
+      };
+      const auto table_header = [&] {
+        if (quiet) return;
         std::printf("%-8s %9s %10s %10s %10s %10s %11s %8s\n", "policy", "completed", "mean JCT", "median", "p95", "makespan",
                     "mean queue", "preempt");
+      };
+      if (tiresias_compat) {
+        TiresiasCompatOptions options;
+        options.starvation_k = tiresias_k;
+        options.queue_limits.clear();
+        for (double t : thresholds) options.queue_limits.push_back(static_cast<std::int64_t>(t));
+        if (options.queue_limits.size() != 2) {
+          throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--thresholds"},
+                      "the simulator has three queues: give two thresholds, e.g. 3250,7200");
+        }
+        const auto jobs = read_tiresias_compat_jobs(trace);
+        const auto gpus = read_tiresias_compat_gpus(spec);
+        {   // every option checked before anything is written or printed
+          TiresiasCompatOptions check = options;
+          check.policy = policies.front();
+          (void)run_tiresias_compat(std::span<const TiresiasCompatJob>{}, gpus, check);
+        }
+        auto summary = open_summary();
+        if (!quiet) {
+          std::printf("Tiresias compat mode: %zu jobs from %s on %lld GPUs (%s)\n", jobs.size(), trace.string().c_str(),
+                      static_cast<long long>(gpus), spec.string().c_str());
+        }
+        table_header();
+        for (const auto& policy : policies) {
+          options.policy = policy;
+          const auto run = run_tiresias_compat(jobs, gpus, options);
+          write_tiresias_compat_jobs(run, out / ("jobs-" + policy + ".csv"));
+          const auto s = summarize(run);
+          summary << row(policy, s, run.stuck, 0.0);
+          print(policy, s, run.stuck);
+        }
+        if (!summary) throw_error(ErrorCode::kOutputWrite, {(out / "summary.csv").string(), 0, ""}, "cannot write the file");
+        if (!quiet) std::printf("Wrote %s (summary.csv, jobs-<policy>.csv)\n", out.string().c_str());
+        return 0;
       }
+      TiresiasEngineOptions options;
+      options.thresholds = thresholds;
+      options.starvation_k = tiresias_k;
+      options.within_queue = tiresias_within;
+      options.quantum = tiresias_quantum;
+      options.distribution = tiresias_distribution;
+      options.placement = tiresias_placement;
+      options.restart_overhead_s = tiresias_overhead;
+      // Every policy's scenario is built (and its arguments checked) before anything is written.
+      std::vector<Scenario> scenarios;
       for (const auto& policy : policies) {
         options.policy = policy;
-        const auto run = run_tiresias_compat(jobs, gpus, options);
-        write_tiresias_compat_jobs(run, out / ("jobs-" + policy + ".csv"));
-        const auto s = summarize(run);
-        char line[256];
-        if (s.completed == 0) {   // no JCT to average: empty cells, not zeros
-          std::snprintf(line, sizeof line, "%s,%zu,0,,,,,,%lld,%s\n", policy.c_str(), s.jobs, static_cast<long long>(s.preemptions),
-                        run.stuck ? "true" : "false");
-        } else {
-          std::snprintf(line, sizeof line, "%s,%zu,%zu,%.3f,%.3f,%.3f,%lld,%.3f,%lld,%s\n", policy.c_str(), s.jobs, s.completed, s.mean_jct,
-                        s.median_jct, s.p95_jct, static_cast<long long>(s.makespan), s.mean_pending, static_cast<long long>(s.preemptions),
-                        run.stuck ? "true" : "false");
+        try {
+          scenarios.push_back(tiresias_scenario(trace, spec, options));
+        } catch (const ProfileError& e) {
+          // A plugin argument from a flag: name the flag.
+          const std::string field = e.where().field;
+          const char* flag = field.find("thresholds") != std::string::npos     ? "--thresholds"
+                             : field.find("starvation") != std::string::npos   ? "--starvation"
+                             : field.find("quantum") != std::string::npos      ? "--quantum"
+                             : field.find("distribution") != std::string::npos ? "--distribution"
+                             : field.find("within") != std::string::npos       ? "--within-queue"
+                                                                               : "--placement";
+          throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, flag}, e.detail());
         }
-        summary << line;
-        if (!quiet) {
-          std::printf("%-8s %4zu/%-4zu %9.1fs %9.1fs %9.1fs %9llds %10.1fs %8lld%s\n", policy.c_str(), s.completed, s.jobs, s.mean_jct,
-                      s.median_jct, s.p95_jct, static_cast<long long>(s.makespan), s.mean_pending, static_cast<long long>(s.preemptions),
-                      run.stuck ? "  (ended with jobs still waiting)" : "");
+      }
+      auto summary = open_summary();
+      if (!quiet) {
+        std::printf("Tiresias policies on gpusched's engine: %zu jobs from %s on %zu nodes (%s), placement %s\n",
+                    scenarios.front().jobs.size(), trace.string().c_str(), scenarios.front().nodes.size(), spec.string().c_str(),
+                    tiresias_placement.c_str());
+      }
+      table_header();
+      const InterruptSignals signals;
+      for (std::size_t i = 0; i < policies.size(); ++i) {
+        const auto result = scenario::run(scenarios[i]);
+        const auto rows = result.jobs();
+        {
+          const auto path = out / ("jobs-" + policies[i] + ".csv");
+          std::ofstream jobs_out(path, std::ios::binary);
+          if (!jobs_out) throw_error(ErrorCode::kOutputWrite, {path.string(), 0, ""}, "cannot write the file");
+          sim::write_jobs_csv(jobs_out, rows);
+          if (!jobs_out) throw_error(ErrorCode::kOutputWrite, {path.string(), 0, ""}, "cannot write the file");
         }
+        const auto s = summarize(std::span<const sim::JobRow>(rows));
+        const bool stuck = result.summary().pending > 0;
+        summary << row(policies[i], s, stuck, result.summary().overhead_gpu_hours);
+        print(policies[i], s, stuck);
       }
       if (!summary) throw_error(ErrorCode::kOutputWrite, {(out / "summary.csv").string(), 0, ""}, "cannot write the file");
       if (!quiet) std::printf("Wrote %s (summary.csv, jobs-<policy>.csv)\n", out.string().c_str());

@@ -202,6 +202,21 @@ std::string hex64(std::uint64_t v) {
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
   return buf;
 }
+
+/// `preemption.placement: "count"`: every whole GPU a one-GPU task of the job's gang (CPU and
+/// memory split evenly, rounded up), so the job fits wherever the cluster has that many GPUs free.
+void count_gpus_only(Workload& workload) {
+  for (auto& j : workload) {
+    auto& g = j.request.gpu;
+    if ((g.mode != GpuMode::kWhole && g.mode != GpuMode::kPassthrough) || g.count <= 1) continue;
+    const std::int64_t per = g.count;
+    j.tasks = static_cast<std::int32_t>(j.tasks * per);
+    j.min_available = static_cast<std::int32_t>(j.min_available * per);
+    j.request.cpu_milli = (j.request.cpu_milli + per - 1) / per;
+    j.request.memory_mib = (j.request.memory_mib + per - 1) / per;
+    g.count = 1;
+  }
+}
 }  // namespace
 
 RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, const ProgressFn& progress,
@@ -231,6 +246,7 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
   // (Checked first: a sorted million-job workload spent 4% of the run moving JobSpecs.)
   const auto by_submit = [](const JobSpec& a, const JobSpec& b) { return a.submit < b.submit; };
   if (!std::is_sorted(workload.begin(), workload.end(), by_submit)) std::stable_sort(workload.begin(), workload.end(), by_submit);
+  if (sc.count_gpus) count_gpus_only(workload);
   if (!sc.keep_unplaceable) {
     traces::check_placeable(workload, cluster, workload_source);
     check_gangs(workload, cluster, workload_source);
@@ -238,6 +254,16 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
   sim::EngineConfig engine_config = sc.engine;
   if (sc.profile.queueing == "strict-fifo") engine_config.queue_policy = sim::QueuePolicy::kStrictFifo;
   else if (sc.profile.queueing == "easy-backfill") engine_config.queue_policy = sim::QueuePolicy::kEasyBackfill;
+  else if (sc.profile.queueing == "preemptive") {
+    engine_config.queue_policy = sim::QueuePolicy::kPreemptive;
+    // Preempted training jobs resume from where they were (Tiresias), unless the scenario says.
+    if (!sc.restart_given) engine_config.preemption.restart = sim::RestartPolicy::kResume;
+    if (engine_config.wait_for_pods_ready.enabled) {
+      throw_error(ErrorCode::kScenarioBadValue, {sc.source, 0, "wait_for_pods_ready"},
+                  "wait_for_pods_ready does not combine with the profile's \"preemptive\" queueing (profile \"" +
+                      sc.profile.name + "\"): the preemptive mode requeues by its own order");
+    }
+  }
 
   auto state = std::make_unique<RunResult::State>(std::move(cluster), std::move(workload), sc.outputs.sample_interval);
   state->scheduler = std::move(scheduler);

@@ -1035,11 +1035,19 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
           const auto r = p.str(pv, pf);
           if (r == "from-zero") sc.engine.preemption.restart = sim::RestartPolicy::kFromZero;
           else if (r == "checkpoint") sc.engine.preemption.restart = sim::RestartPolicy::kCheckpoint;
-          else p.fail(ErrorCode::kScenarioBadValue, pf, "expected \"from-zero\" or \"checkpoint\"");
+          else if (r == "resume") sc.engine.preemption.restart = sim::RestartPolicy::kResume;
+          else p.fail(ErrorCode::kScenarioBadValue, pf, "expected \"from-zero\", \"checkpoint\" or \"resume\"");
+          sc.restart_given = true;
         } else if (pk == "checkpoint_interval_s") {
           sc.engine.preemption.checkpoint_interval = p.seconds(pv, pf, true);
+        } else if (pk == "restart_overhead_s") {
+          sc.engine.preemption.restart_overhead = p.seconds(pv, pf, false);
+        } else if (pk == "placement") {
+          const auto m = p.str(pv, pf);
+          if (m == "count") sc.count_gpus = true;
+          else if (m != "profile") p.fail(ErrorCode::kScenarioBadValue, pf, "expected \"profile\" or \"count\"");
         } else {
-          p.unknown(pf, "restart, checkpoint_interval_s");
+          p.unknown(pf, "restart, checkpoint_interval_s, restart_overhead_s, placement");
         }
       }
     } else if (k == "wait_for_pods_ready") {

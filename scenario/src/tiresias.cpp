@@ -16,6 +16,9 @@
 #include <gpusched/error.hpp>
 #include <gpusched/gpu_catalog.hpp>
 #include <gpusched/resources.hpp>
+#include <gpusched/policies/framework/profile.hpp>
+#include <gpusched/policies/framework/registry.hpp>
+#include <gpusched/policies/framework/scheduler.hpp>
 #include <gpusched/traces/philly.hpp>
 
 namespace gpusched::scenario {
@@ -461,7 +464,7 @@ TiresiasCompatSummary summarize(const TiresiasCompatRun& run) {
     if (!j.completed) continue;
     jct.push_back(static_cast<double>(j.jct()));
     pending += static_cast<double>(j.pending);
-    s.makespan = std::max(s.makespan, j.end);
+    s.makespan = std::max(s.makespan, static_cast<double>(j.end));
   }
   s.completed = jct.size();
   if (jct.empty()) return s;
@@ -495,6 +498,101 @@ void write_tiresias_compat_jobs(const TiresiasCompatRun& run, const std::filesys
         << (j.completed ? "true" : "false") << '\n';
   }
   if (!out) throw_error(ErrorCode::kOutputWrite, {path.string(), 0, ""}, "cannot write the file");
+}
+
+// ---- gpusched's engine ----
+
+const std::vector<std::string>& tiresias_engine_policies() {
+  static const std::vector<std::string> p = {"fifo", "fjf", "sjf", "srtf", "srsf", "las", "2d-las", "gittins"};
+  return p;
+}
+
+Scenario tiresias_scenario(const std::filesystem::path& trace, const std::filesystem::path& cluster_spec,
+                           const TiresiasEngineOptions& o) {
+  const auto& names = tiresias_engine_policies();
+  if (std::find(names.begin(), names.end(), o.policy) == names.end()) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw_error(ErrorCode::kScenarioBadValue, {"", 0, "policy"}, "unknown policy \"" + o.policy + "\" (" + list + ")");
+  }
+  if (!(o.restart_overhead_s >= 0.0 && o.restart_overhead_s <= 1e10)) {
+    throw_error(ErrorCode::kScenarioBadValue, {"", 0, "restart_overhead"}, "the restart overhead must be in [0, 1e10] seconds");
+  }
+  Scenario sc;
+  sc.name = "tiresias-" + o.policy;
+  sc.source = trace.string();
+  sc.seed = 1;
+  sc.catalog = GpuCatalog::builtin();
+  {
+    std::ifstream in(cluster_spec, std::ios::binary);
+    if (!in) throw_error(ErrorCode::kTraceCannotOpen, {cluster_spec.string(), 0, ""}, "cannot open the file");
+    sc.nodes = traces::read_tiresias_cluster(in, cluster_spec.string(), sc.catalog, sc.resources);
+  }
+  traces::TiresiasOptions shape;
+  for (const auto& n : sc.nodes) shape.gpus_per_node = std::max<std::int32_t>(1, static_cast<std::int32_t>(n.gpus.size()));
+  {
+    std::ifstream in(trace, std::ios::binary);
+    if (!in) throw_error(ErrorCode::kTraceCannotOpen, {trace.string(), 0, ""}, "cannot open the file");
+    sc.jobs = traces::read_tiresias_jobs(in, trace.string(), sc.catalog, sc.resources, shape);
+  }
+  const bool count = o.placement == "count";
+  sc.profile = policies::builtin_profile(count ? "first-fit" : o.placement, "--placement");
+  sc.profile.name = "tiresias-" + o.policy;
+  nlohmann::json args = nlohmann::json::object();
+  if (o.policy == "las" || o.policy == "2d-las") {
+    args = {{"thresholds", o.thresholds}, {"starvation_k", o.starvation_k}, {"within_queue", o.within_queue}};
+  } else if (o.policy == "gittins") {
+    args = {{"quantum", o.quantum}, {"distribution", o.distribution}, {"within_queue", o.within_queue}};
+  }
+  const bool fifo = o.policy == "fifo" || o.policy == "fjf";
+  sc.profile.queue_sort = policies::PluginRef{fifo ? "fifo" : o.policy};
+  sc.profile.queue_sort.args = args;
+  sc.profile.queueing = o.policy == "fifo" ? "strict-fifo" : o.policy == "fjf" ? "greedy" : "preemptive";
+  sc.profile.post_filter.clear();   // the preemptive mode preempts by the order, nothing else
+  // Checked now, so that a bad argument is reported before any run.
+  (void)policies::Scheduler(sc.profile, policies::Registry::builtins(), sc.seed);
+  sc.count_gpus = count;
+  sc.engine.preemption.restart_overhead = SimTime::from_seconds_f(o.restart_overhead_s);
+  sc.keep_unplaceable = true;   // the simulator leaves a job larger than the cluster waiting
+  sc.document = {{"experiment", "tiresias"},
+                 {"trace", trace.string()},
+                 {"cluster", cluster_spec.string()},
+                 {"policy", o.policy},
+                 {"placement", o.placement},
+                 {"restart_overhead_s", o.restart_overhead_s},
+                 {"queue_sort", sc.profile.queue_sort.name},
+                 {"queue_sort_args", args}};
+  return sc;
+}
+
+TiresiasCompatSummary summarize(std::span<const sim::JobRow> jobs) {
+  TiresiasCompatSummary s;
+  s.jobs = jobs.size();
+  std::vector<double> jct;
+  double queueing = 0;
+  for (const auto& j : jobs) {
+    s.preemptions += j.preemptions;
+    if (j.state != "completed" || !j.jct_s) continue;
+    jct.push_back(*j.jct_s);
+    queueing += std::max(0.0, *j.jct_s - j.attained_s);
+    s.makespan = std::max(s.makespan, *j.end_s);
+  }
+  s.completed = jct.size();
+  if (jct.empty()) return s;
+  std::sort(jct.begin(), jct.end());
+  double sum = 0;
+  for (double v : jct) sum += v;
+  s.mean_jct = sum / static_cast<double>(jct.size());
+  s.mean_pending = queueing / static_cast<double>(jct.size());
+  const auto at = [&](double q) {   // linear interpolation between order statistics (numpy's default)
+    const double pos = q * static_cast<double>(jct.size() - 1);
+    const auto lo = static_cast<std::size_t>(pos);
+    const std::size_t hi = std::min(lo + 1, jct.size() - 1);
+    return jct[lo] + (jct[hi] - jct[lo]) * (pos - static_cast<double>(lo));
+  };
+  s.median_jct = at(0.5);
+  s.p95_jct = at(0.95);
+  return s;
 }
 
 }  // namespace gpusched::scenario

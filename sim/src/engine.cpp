@@ -30,6 +30,16 @@ std::string_view to_string(QueuePolicy q) {
     case QueuePolicy::kGreedy: return "greedy";
     case QueuePolicy::kStrictFifo: return "strict-fifo";
     case QueuePolicy::kEasyBackfill: return "easy-backfill";
+    case QueuePolicy::kPreemptive: return "preemptive";
+  }
+  return "?";
+}
+
+std::string_view to_string(RestartPolicy r) {
+  switch (r) {
+    case RestartPolicy::kFromZero: return "from-zero";
+    case RestartPolicy::kCheckpoint: return "checkpoint";
+    case RestartPolicy::kResume: return "resume";
   }
   return "?";
 }
@@ -178,6 +188,13 @@ void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
   }
   if (static_cast<std::int32_t>(rt.placements.size()) < spec.tasks && spec.request.tpu.hosts <= 1) growing_.push_back(j);
   rt.work_left_us = spec.duration.is_forever() ? 0.0 : std::max(0.0, static_cast<double>(spec.duration.us) - rt.work_kept_us);
+  if (rt.attempts > 1 && !spec.duration.is_forever() && !config_.fill_mode) {
+    // A restart after an eviction restores its checkpoint first, holding what it was given.
+    if (const auto overhead = restart_overhead_us(j); overhead > 0) {
+      rt.work_left_us += static_cast<double>(overhead);
+      overhead_gpu_hours_ += static_cast<double>(overhead) / 3.6e9 * held_gpus(j);
+    }
+  }
   for (const auto& p : rt.placements) {
     auto& list = on_node_[p.node.value];
     if (list.empty() || list.back() != j) list.push_back(j);
@@ -210,6 +227,9 @@ void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
 void Engine::stop_job(JobId j, bool release) {
   auto& rt = jobs_[j.value];
   GPUSCHED_ASSERT(rt.state == JobState::kRunning, "stopping a job that is not running");
+  // Attained service is added after the hook heard of the stop (it reads the run as still going).
+  const double ran = now_ > rt.start ? static_cast<double>((now_ - rt.start).us) : 0.0;
+  const double ran_gpu = ran * held_gpus(j);
   for (const auto& p : rt.placements) {
     if (release) {
       cluster_->release(workload_[j.value].request, p);
@@ -226,6 +246,8 @@ void Engine::stop_job(JobId j, bool release) {
   }
   std::erase(growing_, j);
   hook_->job_stopped(workload_[j.value], j, rt.placements);
+  rt.attained_us += ran;
+  rt.attained_gpu_us += ran_gpu;
   queue_.cancel(rt.finish_event);
   --running_;
   if (!sharers_.empty()) {
@@ -252,13 +274,53 @@ std::pair<double, double> Engine::progress(JobId j) const {
   const double ran = now_ > rt.running_since ? static_cast<double>((now_ - rt.running_since).us) : 0.0;
   if (config_.fill_mode || spec.duration.is_forever()) return {ran, 0.0};   // nothing to keep
   const double left = std::max(0.0, rt.work_left_us - ran * rt.rate);
+  // Below the kept work while a restart overhead is being paid (left counts the overhead too).
   const double done = static_cast<double>(spec.duration.us) - left;
   double kept = 0.0;
   if (config_.preemption.restart == RestartPolicy::kCheckpoint && config_.preemption.checkpoint_interval.us > 0) {
     const auto k = static_cast<double>(config_.preemption.checkpoint_interval.us);
-    kept = std::floor(done / k) * k;
+    kept = std::max(rt.work_kept_us, std::floor(done / k) * k);
+  } else if (config_.preemption.restart == RestartPolicy::kResume) {
+    kept = std::max(rt.work_kept_us, done);
   }
-  return {done, kept};
+  return {std::max(done, kept), kept};
+}
+
+double Engine::attained_us(JobId j) const {
+  const auto& rt = jobs_[j.value];
+  if (rt.state != JobState::kRunning || now_ <= rt.start) return rt.attained_us;
+  return rt.attained_us + static_cast<double>((now_ - rt.start).us);
+}
+
+double Engine::attained_gpu_us(JobId j) const {
+  const auto& rt = jobs_[j.value];
+  if (rt.state != JobState::kRunning || now_ <= rt.start) return rt.attained_gpu_us;
+  return rt.attained_gpu_us + static_cast<double>((now_ - rt.start).us) * held_gpus(j);
+}
+
+double Engine::work_done_us(JobId j) const {
+  const auto& rt = jobs_[j.value];
+  if (rt.state != JobState::kRunning) return rt.state == JobState::kCompleted ? static_cast<double>(workload_[j.value].duration.us) : rt.work_kept_us;
+  return progress(j).first;
+}
+
+double Engine::held_gpus(JobId j) const {
+  double gpus = 0.0;
+  for (const auto& p : jobs_[j.value].placements) {
+    for (const auto& g : p.gpus) gpus += static_cast<double>(g.milli) / kMilliPerGpu;
+  }
+  return gpus;
+}
+
+std::int64_t Engine::restart_overhead_us(JobId j) const {
+  const SimTime own = workload_[j.value].constraints.restart_overhead;
+  return own.is_forever() ? config_.preemption.restart_overhead.us : own.us;
+}
+
+double Engine::overhead_s(JobId j) const {
+  const auto& rt = jobs_[j.value];
+  if (rt.attempts <= 1 || workload_[j.value].duration.is_forever() || config_.fill_mode) return 0.0;
+  return static_cast<double>(rt.attempts - 1) * static_cast<double>(restart_overhead_us(j)) / 1e6;
 }
 
 double Engine::work_lost_us(JobId j) const {
@@ -270,10 +332,7 @@ double Engine::work_lost_us(JobId j) const {
 void Engine::evict(JobId j, const std::string& why, bool released) {
   auto& rt = jobs_[j.value];
   const auto [done, kept] = progress(j);
-  double gpus = 0.0;
-  for (const auto& p : rt.placements) {
-    for (const auto& g : p.gpus) gpus += static_cast<double>(g.milli) / kMilliPerGpu;
-  }
+  const double gpus = held_gpus(j);
   stop_job(j, !released);
   if (released) {
     // The preemptor may not use all the victim freed: other waiting jobs may fit there now.
@@ -319,6 +378,7 @@ void Engine::start_placed(JobId j) {
     const std::vector<JobId> victims(hook_->last_victims().begin(), hook_->last_victims().end());
     for (JobId v : victims) {
       ++preemptions_;
+      ++jobs_[v.value].preemptions;
       evict(v, "preempted by " + workload_[j.value].name, true);
     }
     for (const auto& [v, reason] : deferred_requeues_) {
@@ -421,6 +481,10 @@ void Engine::handle(const EventQueue::Entry& e, bool& capacity_freed) {
           const auto& rt = jobs_[ev.job.value];
           if (rt.state != JobState::kRunning || rt.attempts != ev.attempt) return;   // stopped meanwhile
           for (auto* o : observers_) o->on_job_running(now_, ev.job, *this);
+        } else if constexpr (std::is_same_v<T, Reorder>) {
+          if (ev.generation != reorder_generation_) return;   // a later one replaced it
+          reorder_at_ = SimTime::forever();
+          reorder_due_ = true;
         } else if constexpr (std::is_same_v<T, Timer>) {
           // Moved out first: the callback may call call_at(), which can reallocate timers_.
           const auto fn = std::move(timers_[ev.id]);
@@ -832,6 +896,203 @@ void Engine::schedule_cycle(bool full) {
   if (full && !growing_.empty()) grow_elastic();
 }
 
+namespace {
+/// A lower bound on the GPU share (milli) a waiting job needs to start: its minimum of tasks
+/// times what each takes of whole GPUs or a share (0 for MIG, vGPU and CPU-only requests).
+std::int64_t gpu_milli_needed(const JobSpec& spec) {
+  const auto& g = spec.request.gpu;
+  std::int64_t per_task = 0;
+  if (g.mode == GpuMode::kWhole || g.mode == GpuMode::kPassthrough) per_task = std::int64_t{g.count} * kMilliPerGpu;
+  else if (g.mode == GpuMode::kShared) per_task = g.milli;
+  return per_task * std::max<std::int32_t>(1, spec.min_available);
+}
+constexpr std::uint8_t kKept = 0, kStarted = 1, kVictim = 2;
+}  // namespace
+
+bool Engine::place_preempting(JobId j, std::size_t pos, std::vector<JobId>& victims) {
+  const auto& spec = workload_[j.value];
+  victims.clear();
+  if (spec.constraints.preempt_never) return false;   // preemptionPolicy: Never waits
+  // The running jobs after it in the order that still hold their room, first in order first.
+  std::vector<JobId> lower;
+  for (std::size_t k = pos + 1; k < active_.size(); ++k) {
+    const JobId r = active_[k];
+    if (jobs_[r.value].state == JobState::kRunning && decided_[r.value] == kKept && workload_[r.value].constraints.preemptible) {
+      lower.push_back(r);
+    }
+  }
+  if (lower.empty()) return false;
+  auto release = [this](JobId r) {
+    for (const auto& p : jobs_[r.value].placements) cluster_->release(workload_[r.value].request, p);
+  };
+  auto restore = [this](JobId r) {
+    const auto& ps = jobs_[r.value].placements;
+    for (auto it = ps.rbegin(); it != ps.rend(); ++it) cluster_->undo_release(workload_[r.value].request, *it);
+  };
+  auto undo_place = [&] {
+    for (auto it = scratch_.rbegin(); it != scratch_.rend(); ++it) cluster_->undo_allocate(spec.request, *it);
+  };
+  for (JobId r : lower) release(r);
+  ++attempts_;
+  if (!hook_->what_if(*cluster_, spec, j, scratch_).ok()) {
+    for (auto it = lower.rbegin(); it != lower.rend(); ++it) restore(*it);
+    return false;
+  }
+  // Where it would go with all of them gone. Jobs with no task on those nodes keep their room
+  // (that placement stays possible); the others, first in order first, keep theirs when the job
+  // still fits with them there. The rest are the victims: the last in the order that must go.
+  std::vector<NodeId> nodes;
+  for (const auto& p : scratch_) nodes.push_back(p.node);
+  std::sort(nodes.begin(), nodes.end());
+  undo_place();
+  auto touches = [&](JobId r) {
+    for (const auto& p : jobs_[r.value].placements) {
+      if (std::binary_search(nodes.begin(), nodes.end(), p.node)) return true;
+    }
+    return false;
+  };
+  std::vector<JobId> contested;
+  for (JobId r : lower) {
+    if (touches(r)) contested.push_back(r);
+    else restore(r);
+  }
+  for (JobId r : contested) {
+    restore(r);
+    ++attempts_;
+    if (hook_->what_if(*cluster_, spec, j, scratch_).ok()) {
+      undo_place();
+    } else {
+      release(r);
+      victims.push_back(r);
+    }
+  }
+  ++attempts_;
+  if (!hook_->what_if(*cluster_, spec, j, scratch_).ok()) {
+    // Only a plugin whose answers change between identical what-ifs gets here: nobody moves.
+    for (auto it = victims.rbegin(); it != victims.rend(); ++it) restore(*it);
+    victims.clear();
+    return false;
+  }
+  return true;
+}
+
+void Engine::preemptive_cycle() {
+  auto before = [this](JobId a, JobId b) { return hook_->before(order_spec(a), a, order_spec(b), b); };
+  if (in_active_.empty()) {
+    in_active_.assign(workload_.size(), 0);
+    decided_.assign(workload_.size(), kKept);
+  }
+  std::erase_if(active_, [this](JobId j) {
+    const auto s = jobs_[j.value].state;
+    if (s == JobState::kPending || s == JobState::kRunning) return false;
+    in_active_[j.value] = 0;
+    return true;
+  });
+  for (JobId j : arrived_) {
+    if (in_active_[j.value] || jobs_[j.value].state != JobState::kPending) continue;
+    in_active_[j.value] = 1;
+    active_.push_back(j);
+  }
+  arrived_.clear();
+  // Stable: jobs the order does not tell apart keep their places from the last cycle.
+  std::stable_sort(active_.begin(), active_.end(), before);
+
+  const std::int64_t capacity = cluster_->totals().gpu_milli;
+  std::int64_t held = 0;   // GPU milli taken by the jobs walked so far that run or start
+  started_.clear();
+  victims_.clear();
+  failed_.clear();
+  std::uint32_t behind_reason = 0;
+  std::vector<JobId> victims;
+  for (std::size_t i = 0; i < active_.size(); ++i) {
+    const JobId j = active_[i];
+    auto& rt = jobs_[j.value];
+    const auto& spec = workload_[j.value];
+    if (rt.state == JobState::kRunning) {
+      if (decided_[j.value] != kVictim) held += std::llround(held_gpus(j) * kMilliPerGpu);
+      continue;
+    }
+    if (rt.backing_off) continue;
+    fresh_[j.value] = 0;
+    const std::int64_t need = gpu_milli_needed(spec);
+    if (held + need > capacity) {
+      // The jobs before it take so many GPUs that it cannot fit, whatever it preempts.
+      if (behind_reason == 0) behind_reason = intern_reason("preemptive: the jobs ahead of it in the queue order hold the GPUs it needs");
+      rt.reason = behind_reason;
+      continue;
+    }
+    const std::uint64_t cls = config_.skip_equivalent ? class_[j.value] : 0;
+    if (config_.skip_equivalent) {
+      // Later in the walk the cluster is only fuller and fewer jobs can be preempted: a request
+      // that failed fails again.
+      if (const auto seen = failed_.find(cls); seen != failed_.end()) {
+        rt.reason = seen->second;
+        continue;
+      }
+    }
+    ++attempts_;
+    if (hook_->what_if(*cluster_, spec, j, scratch_).ok()) {
+      decided_[j.value] = kStarted;
+      started_.emplace_back(j, scratch_);
+      held += need;
+      continue;
+    }
+    if (place_preempting(j, i, victims)) {
+      for (JobId v : victims) {
+        decided_[v.value] = kVictim;
+        victims_.emplace_back(v, j);
+      }
+      decided_[j.value] = kStarted;
+      started_.emplace_back(j, scratch_);
+      held += need;
+      continue;
+    }
+    rt.reason = intern_reason(spec.constraints.preempt_never
+                                  ? "preemptive: does not fit, and its preemptionPolicy is Never"
+                                  : "preemptive: does not fit even if every preemptible job after it in the queue order left");
+    // (A job that may not preempt says nothing about one that may.)
+    if (config_.skip_equivalent && !spec.constraints.preempt_never) failed_.emplace(cls, rt.reason);
+  }
+
+  // Observers see each change as it happens: the starts are taken back (what_if left them
+  // allocated), the victims leave (every release before the acquisition that uses it, as
+  // start_placed), then each job is allocated again as it starts, so every callback sees what the
+  // running jobs hold.
+  for (auto it = started_.rbegin(); it != started_.rend(); ++it) {
+    const auto& request = workload_[it->first.value].request;
+    for (auto p = it->second.rbegin(); p != it->second.rend(); ++p) cluster_->undo_allocate(request, *p);
+  }
+  for (const auto& [v, by] : victims_) {
+    ++preemptions_;
+    ++jobs_[v.value].preemptions;
+    evict(v, "preempted by " + workload_[by.value].name + " (queue order)", true);
+    decided_[v.value] = kKept;
+  }
+  for (const auto& [v, reason] : deferred_requeues_) {
+    for (auto* o : observers_) o->on_job_requeue(now_, v, reasons_[reason], *this);
+  }
+  deferred_requeues_.clear();
+  requeued_.clear();   // the victims stay in active_: the next cycle sees them
+  for (auto& [j, placements] : started_) {
+    for (const auto& p : placements) cluster_->allocate(workload_[j.value].request, p);
+    decided_[j.value] = kKept;
+    start_job(j, placements);
+  }
+  pending_.clear();
+  for (JobId j : active_) {
+    if (jobs_[j.value].state == JobState::kPending && !jobs_[j.value].backing_off) pending_.push_back(j);
+  }
+  // An order that moves with time (attained service) is looked at again when it next changes.
+  const SimTime next = hook_->next_order_change(now_);
+  if (!next.is_forever()) {
+    const SimTime t = std::max(next, now_ + SimTime::from_us(1));
+    if (reorder_at_.is_forever() || t < reorder_at_) {
+      reorder_at_ = t;
+      queue_.push(t, Reorder{++reorder_generation_});
+    }
+  }
+}
+
 void Engine::grow_elastic() {
   // Volcano (pkg/scheduler/actions/allocate/allocate.go with the gang plugin's JobReady /
   // JobOrderFn, pkg/scheduler/plugins/gang/gang.go): a job with at least min_available tasks
@@ -854,7 +1115,11 @@ void Engine::grow_elastic() {
     // The hook hears of it as a stop and a start with all the placements: its accounting
     // (quotas, shares, PDBs, preemption candidates) then covers the added tasks.
     hook_->job_stopped(spec, j, rt.placements);
+    const double held_before = held_gpus(j);
     rt.placements.insert(rt.placements.end(), added.begin(), added.end());
+    // attained_gpu_us(j) adds (now - start) x the GPUs held now: the time before this counts at
+    // the GPUs held then.
+    if (now_ > rt.start) rt.attained_gpu_us += static_cast<double>((now_ - rt.start).us) * (held_before - held_gpus(j));
     bool shares = false;
     for (const auto& p : added) {
       auto& list = on_node_[p.node.value];
@@ -926,6 +1191,14 @@ void Engine::run(const std::function<void(double)>& progress) {
     }
     arrived_.insert(arrived_.end(), requeued_.begin(), requeued_.end());
     requeued_.clear();
+    if (config_.queue_policy == QueuePolicy::kPreemptive) {
+      if (freed || !arrived_.empty() || reorder_due_) {
+        reorder_due_ = false;
+        preemptive_cycle();
+        check_interrupt();
+      }
+      continue;
+    }
     if (freed || !arrived_.empty()) {
       schedule_cycle(freed);
       check_interrupt();

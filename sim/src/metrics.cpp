@@ -37,7 +37,8 @@ void to_json(nlohmann::json& j, const Summary& s) {
   j = {{"jobs", {{"total", s.jobs}, {"completed", s.completed}, {"failed", s.failed}, {"running", s.running},
                  {"pending", s.pending}, {"not_arrived", s.not_arrived}, {"requeued", s.requeued},
                  {"rejected", s.rejected}, {"deactivated", s.deactivated}, {"partial", s.partial}, {"pods_ready_requeues", s.pods_ready_requeues}}},
-       {"preemption", {{"preemptions", s.preemptions}, {"evictions", s.evictions}, {"lost_gpu_hours", s.lost_gpu_hours}}},
+       {"preemption", {{"preemptions", s.preemptions}, {"evictions", s.evictions}, {"lost_gpu_hours", s.lost_gpu_hours},
+                       {"overhead_gpu_hours", s.overhead_gpu_hours}}},
        {"cluster", {{"nodes", s.nodes}, {"gpus", s.gpus}}},
        {"time", {{"first_submit_s", s.first_submit.seconds()}, {"last_submit_s", s.last_submit.seconds()}, {"end_s", s.end.seconds()}, {"makespan_s", s.makespan_s}}},
        {"allocation", {{"gpu_pct_time_weighted", s.gpu_alloc_pct_time_weighted},
@@ -48,6 +49,7 @@ void to_json(nlohmann::json& j, const Summary& s) {
        {"queue", {{"peak_pending", s.peak_pending}}},
        {"wait", s.wait},
        {"jct", s.jct},
+       {"queueing", s.queueing},
        {"engine", {{"events", s.events}, {"schedule_attempts", s.schedule_attempts}}}};
 }
 
@@ -113,7 +115,7 @@ void MetricsCollector::on_end(SimTime end, const Engine& e) {
   s.gpus = tot.gpus;
   s.first_submit = first_submit_;
   s.end = end;
-  std::vector<std::int64_t> waits, jcts;
+  std::vector<std::int64_t> waits, jcts, queueing;
   SimTime last_completion = first_submit_;
   for (std::size_t i = 0; i < e.jobs().size(); ++i) {
     const auto& rt = e.jobs()[i];
@@ -123,6 +125,7 @@ void MetricsCollector::on_end(SimTime end, const Engine& e) {
         ++s.completed;
         if (static_cast<std::int32_t>(rt.placements.size()) < spec.tasks && spec.request.tpu.hosts <= 1) ++s.partial;
         jcts.push_back((rt.end - spec.submit).us);
+        queueing.push_back(std::max<std::int64_t>(0, (rt.end - spec.submit).us - std::llround(rt.attained_us)));
         last_completion = std::max(last_completion, rt.end);
         break;
       case JobState::kFailed:
@@ -157,8 +160,10 @@ void MetricsCollector::on_end(SimTime end, const Engine& e) {
   s.preemptions = static_cast<std::int64_t>(e.preemptions());
   s.evictions = static_cast<std::int64_t>(e.evictions());
   s.lost_gpu_hours = e.lost_gpu_hours();
+  s.overhead_gpu_hours = e.overhead_gpu_hours();
   s.wait = Distribution::of(std::move(waits));
   s.jct = Distribution::of(std::move(jcts));
+  s.queueing = Distribution::of(std::move(queueing));
   s.events = e.events_processed();
   s.schedule_attempts = e.schedule_attempts();
   summary_ = s;

@@ -123,6 +123,13 @@ JobRow job_row(const Engine& engine, std::size_t i) {
   }
   row.requeues = rt.requeues;
   row.bound = spec.constraints.bound;
+  const auto id = JobId{static_cast<std::uint32_t>(i)};
+  row.attained_s = engine.attained_us(id) / 1e6;
+  row.attained_gpu_s = engine.attained_gpu_us(id) / 1e6;
+  if (rt.state != JobState::kNotArrived && rt.state != JobState::kFailed) row.queue_level = engine.queue_level(id);
+  row.preemptions = rt.preemptions;
+  row.resumptions = rt.attempts > 1 ? rt.attempts - 1 : 0;
+  row.overhead_s = engine.overhead_s(id);
   return row;
 }
 
@@ -136,7 +143,8 @@ std::vector<JobRow> job_rows(const Engine& engine) {
 namespace {
 constexpr const char* kJobsHeader =
     "job,queue,priority,tasks,cpu_milli,memory_mib,gpus,gpu_milli,gpu_memory_mib,submit_s,start_s,end_s,wait_s,"
-    "jct_s,state,attempts,evictions,lost_gpu_hours,placement,reason,requeues,bound\n";
+    "jct_s,state,attempts,evictions,lost_gpu_hours,placement,reason,requeues,bound,attained_s,attained_gpu_s,queue_level,"
+    "preemptions,resumptions,overhead_s\n";
 
 void write_job_row(std::ostream& out, const JobRow& r) {
   auto opt = [](const std::optional<double>& v) { return v ? fixed(*v, 6) : std::string(); };
@@ -145,7 +153,9 @@ void write_job_row(std::ostream& out, const JobRow& r) {
       << fixed(r.submit_s, 6) << ',' << opt(r.start_s) << ',' << opt(r.end_s) << ',' << opt(r.wait_s) << ','
       << opt(r.jct_s) << ',' << r.state << ',' << r.attempts << ',' << r.evictions << ',' << fixed(r.lost_gpu_hours, 6)
       << ',' << csv_field(r.placement) << ','
-      << csv_field(r.reason) << ',' << r.requeues << ',' << (r.bound ? "true" : "false") << '\n';
+      << csv_field(r.reason) << ',' << r.requeues << ',' << (r.bound ? "true" : "false") << ',' << fixed(r.attained_s, 6)
+      << ',' << fixed(r.attained_gpu_s, 6) << ',' << (r.queue_level >= 0 ? std::to_string(r.queue_level) : std::string())
+      << ',' << r.preemptions << ',' << r.resumptions << ',' << fixed(r.overhead_s, 6) << '\n';
 }
 }  // namespace
 

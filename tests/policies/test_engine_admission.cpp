@@ -376,14 +376,16 @@ TEST_CASE("A gang in backoff is not tried even when room frees; it starts once i
   CHECK(g.start == s(160));
   CHECK(g.requeues == 1);
   CHECK_FALSE(g.deactivated);
-  // jobs.csv: existing columns keep their order; requeues, then bound, are appended last.
+  // jobs.csv: existing columns keep their order; requeues, then bound, then the training-scheduler
+  // columns (attained service, queue level, preemptions, resumptions, restart overhead) are appended.
   std::ostringstream csv;
   sim::write_jobs_csv(csv, sim::job_rows(sim.engine));
   const std::string out = csv.str();
   CHECK(out.rfind("job,queue,priority,tasks,cpu_milli,memory_mib,gpus,gpu_milli,gpu_memory_mib,submit_s,start_s,end_s,"
-                  "wait_s,jct_s,state,attempts,evictions,lost_gpu_hours,placement,reason,requeues,bound\n",
+                  "wait_s,jct_s,state,attempts,evictions,lost_gpu_hours,placement,reason,requeues,bound,attained_s,attained_gpu_s,"
+                  "queue_level,preemptions,resumptions,overhead_s\n",
                   0) == 0);
-  CHECK_THAT(out, Catch::Contains("\ngang,") && Catch::Contains(",completed,1,0,0.000000,\"n0[0,1];n0[2,3]\",,1,false\n"));
+  CHECK_THAT(out, Catch::Contains("\ngang,") && Catch::Contains(",completed,1,0,0.000000,\"n0[0,1];n0[2,3]\",,1,false,"));
   nlohmann::json summary = sim.metrics.summary();
   CHECK(summary["jobs"]["pods_ready_requeues"] == 1);
   CHECK(summary["jobs"]["deactivated"] == 0);

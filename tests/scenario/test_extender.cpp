@@ -599,10 +599,27 @@ TEST_CASE("jobs.csv of a snapshot run tells the pods it found bound from those i
   sim::write_jobs_csv(csv, result.jobs());
   std::istringstream lines(csv.str());
   std::string line;
+  // Fields of a jobs.csv line (placements are quoted: "n0[0,1]").
+  const auto fields = [](const std::string& l) {
+    std::vector<std::string> out(1);
+    bool quoted = false;
+    for (char c : l) {
+      if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) out.emplace_back();
+      else out.back() += c;
+    }
+    return out;
+  };
   std::getline(lines, line);
-  REQUIRE(line.substr(line.rfind(',') + 1) == "bound");
+  const auto header = fields(line);
+  const auto column = static_cast<std::size_t>(std::find(header.begin(), header.end(), "bound") - header.begin());
+  REQUIRE(column < header.size());
   std::map<std::string, std::string> bound;
-  while (std::getline(lines, line)) bound[line.substr(0, line.find(','))] = line.substr(line.rfind(',') + 1);
+  while (std::getline(lines, line)) {
+    const auto f = fields(line);
+    REQUIRE(f.size() == header.size());
+    bound[f[0]] = f[column];
+  }
   CHECK(bound["ml/train-llama-0"] == "true");
   CHECK(bound["ml/ranker-5f7c9d8b6-qz4lm"] == "true");
   CHECK(bound["default/web-0"] == "true");

@@ -87,7 +87,9 @@ TEST_CASE("Priority class and preemption settings are checked before the run", "
         "/priority_classes/a/preemption_policy");
   CHECK(code_and_field(R"("priority_classes": {"a": {"value": 1, "global_default": true}, "b": {"value": 2, "global_default": true}},)")
             .second == "/priority_classes/b/global_default");
-  CHECK(code_and_field(R"("preemption": {"restart": "resume"},)").second == "/preemption/restart");
+  CHECK(code_and_field(R"("preemption": {"restart": "rewind"},)").second == "/preemption/restart");
+  CHECK(code_and_field(R"("preemption": {"restart_overhead_s": -1},)").second == "/preemption/restart_overhead_s");
+  CHECK(code_and_field(R"("preemption": {"placement": "anywhere"},)").second == "/preemption/placement");
   CHECK(code_and_field(R"("preemption": {"checkpoint_interval_s": 0},)").second == "/preemption/checkpoint_interval_s");
   CHECK(code_and_field(R"("profile": {"queueing": "lifo"},)").first == ErrorCode::kProfileBadArgs);
 }

@@ -23,11 +23,11 @@ namespace {
 const std::vector<std::string> kMetaColumns = {"id", "submit_time", "duration", "tasks", "min_available",
                                                "priority", "queue", "gpu_model", "gpu_util", "app", "max_per_node",
                                                "priority_class", "preemption_policy", "preemptible", "gang_timeout",
-                                               "walltime"};
+                                               "walltime", "restart_overhead"};
 /// For the unknown-field message.
 constexpr const char* kJsonFields =
     "id, submit_time, duration, tasks, min_available, priority, queue, gpu_model, gpu_util, requests, node_selector, "
-    "affinity, tolerations, app, max_per_node, priority_class, preemption_policy, preemptible, gang_timeout, walltime";
+    "affinity, tolerations, app, max_per_node, priority_class, preemption_policy, preemptible, gang_timeout, walltime, restart_overhead";
 
 std::vector<std::string> split_models(const std::string& s) {
   std::vector<std::string> out;
@@ -49,6 +49,7 @@ std::vector<std::string> split_models(const std::string& s) {
 struct RawJob {
   std::string id, submit, duration, tasks, min_available, priority, queue, gpu_util;
   std::string app, max_per_node, priority_class, preemption_policy, preemptible, gang_timeout, walltime;
+  std::string restart_overhead;
   std::vector<std::string> models;
   std::vector<std::pair<std::string, std::string>> requests;
   JobConstraints constraints;   ///< node_selector, affinity, tolerations
@@ -81,6 +82,8 @@ void build_constraints(const RawJob& raw, const std::string& source, JobSpec& j)
   }
   c.gang_timeout = positive_seconds(raw.gang_timeout, at("gang_timeout"));
   c.walltime = positive_seconds(raw.walltime, at("walltime"));
+  // 0 is a real value here (no overhead for this job), unlike the limits above.
+  c.restart_overhead = trace_seconds(raw.restart_overhead, at("restart_overhead"), Span::kNonNegative, true);
   if (const auto problem = validate(c); !problem.empty()) {
     const auto colon = problem.find(": ");
     throw_error(ErrorCode::kTraceBadValue, at(problem.substr(0, colon)),
@@ -181,7 +184,7 @@ Workload read_csv(std::istream& in, const std::string& source, const GpuCatalog&
              c_priority = col("priority"), c_queue = col("queue"), c_model = col("gpu_model"), c_util = col("gpu_util");
   const auto c_app = col("app"), c_max = col("max_per_node"), c_class = col("priority_class"),
              c_policy = col("preemption_policy"), c_preemptible = col("preemptible"), c_gang = col("gang_timeout"),
-             c_wall = col("walltime");
+             c_wall = col("walltime"), c_overhead = col("restart_overhead");
   std::vector<std::size_t> resource_cols;
   for (std::size_t i = 0; i < csv.header().size(); ++i) {
     if (std::find(kMetaColumns.begin(), kMetaColumns.end(), csv.header()[i]) == kMetaColumns.end()) resource_cols.push_back(i);
@@ -206,6 +209,7 @@ Workload read_csv(std::istream& in, const std::string& source, const GpuCatalog&
     if (c_preemptible) raw.preemptible = f[*c_preemptible];
     if (c_gang) raw.gang_timeout = f[*c_gang];
     if (c_wall) raw.walltime = f[*c_wall];
+    if (c_overhead) raw.restart_overhead = f[*c_overhead];
     if (c_model) raw.models = split_models(f[*c_model]);
     for (auto c : resource_cols) {
       if (!f[c].empty()) raw.requests.emplace_back(csv.header()[c], f[c]);
@@ -397,6 +401,7 @@ Workload read_jsonl(std::istream& in, const std::string& source, const GpuCatalo
       else if (k == "preemption_policy") raw.preemption_policy = json_text(v, where);
       else if (k == "gang_timeout") raw.gang_timeout = json_text(v, where);
       else if (k == "walltime") raw.walltime = json_text(v, where);
+      else if (k == "restart_overhead") raw.restart_overhead = json_text(v, where);
       else if (k == "preemptible") {
         if (!v.is_boolean()) throw_error(ErrorCode::kTraceBadValue, where, "expected true or false");
         raw.preemptible = v.get<bool>() ? "true" : "false";
@@ -489,6 +494,7 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
       if (!c.preemptible) o["preemptible"] = false;
       if (!c.gang_timeout.is_forever()) o["gang_timeout"] = nlohmann::json::parse(seconds_text(c.gang_timeout));
       if (!c.walltime.is_forever()) o["walltime"] = nlohmann::json::parse(seconds_text(c.walltime));
+      if (!c.restart_overhead.is_forever()) o["restart_overhead"] = nlohmann::json::parse(seconds_text(c.restart_overhead));
       out << o.dump() << '\n';
     }
     return;
@@ -520,6 +526,7 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
   const bool preemptibles = any([](const JobSpec& j) { return !j.constraints.preemptible; });
   const bool gangs = any([](const JobSpec& j) { return !j.constraints.gang_timeout.is_forever(); });
   const bool walls = any([](const JobSpec& j) { return !j.constraints.walltime.is_forever(); });
+  const bool overheads = any([](const JobSpec& j) { return !j.constraints.restart_overhead.is_forever(); });
   out << "id,submit_time,duration,tasks,min_available,priority,queue,gpu_model";
   if (utils) out << ",gpu_util";
   if (apps) out << ",app";
@@ -529,6 +536,7 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
   if (preemptibles) out << ",preemptible";
   if (gangs) out << ",gang_timeout";
   if (walls) out << ",walltime";
+  if (overheads) out << ",restart_overhead";
   for (const auto& c : cols) out << ',' << c;
   out << '\n';
   auto q = [](const std::string& s) {
@@ -552,6 +560,7 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
     if (preemptibles) out << ',' << (jc.preemptible ? "true" : "false");
     if (gangs) out << ',' << seconds_text(jc.gang_timeout);
     if (walls) out << ',' << seconds_text(jc.walltime);
+    if (overheads) out << ',' << (jc.restart_overhead.is_forever() ? std::string() : seconds_text(jc.restart_overhead));
     const auto req = format_requests(j.request, resources);
     for (const auto& c : cols) {
       out << ',';

@@ -60,6 +60,9 @@ struct JobConstraints {
   bool preemptible = true;            ///< false: never chosen as a victim
   SimTime gang_timeout = SimTime::forever();   ///< a waiting gang fails after this long
   SimTime walltime = SimTime::forever();       ///< user-declared limit (backfill estimates)
+  /// Preemptive queueing: time a resumed job spends restoring its checkpoint before it makes
+  /// progress again (holding its GPUs). forever: the run's default (scenario `preemption`).
+  SimTime restart_overhead = SimTime::forever();
   bool operator==(const JobConstraints&) const = default;
 };
 

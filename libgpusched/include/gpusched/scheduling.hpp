@@ -33,6 +33,14 @@ class JobsView {
   /// Nominal work (microseconds at full speed) the job would lose if evicted now: everything
   /// since its last checkpoint.
   [[nodiscard]] virtual double work_lost_us(JobId j) const = 0;
+  /// Attained service: microseconds the job has run, all its runs and the current one up to
+  /// now() (restart overheads included: the job holds its GPUs then). Default 0.
+  [[nodiscard]] virtual double attained_us(JobId /*j*/) const { return 0.0; }
+  /// The same weighted by the GPUs held (a GPU share counts its fraction): GPU-microseconds.
+  [[nodiscard]] virtual double attained_gpu_us(JobId /*j*/) const { return 0.0; }
+  /// Nominal work done so far (microseconds at full speed), progress kept from earlier runs
+  /// included: the duration minus this is what is left. Default 0.
+  [[nodiscard]] virtual double work_done_us(JobId /*j*/) const { return 0.0; }
 };
 
 class SchedulingHook {
@@ -91,6 +99,14 @@ class SchedulingHook {
   /// True when before() depends on state that changes as jobs start and stop (fair share):
   /// the caller re-sorts its queue each cycle.
   [[nodiscard]] virtual bool dynamic_order() const { return false; }
+  /// For an order that moves with time alone (least attained service: a running job falls
+  /// behind as it runs): the next time after `now` at which before() may answer differently with
+  /// no job starting, stopping or arriving. The preemptive queueing mode reorders then.
+  /// forever: only those events change it.
+  [[nodiscard]] virtual SimTime next_order_change(SimTime /*now*/) const { return SimTime::forever(); }
+  /// The job's priority queue under a multi-level order (2D-LAS: 0 is the first queue); -1 when
+  /// the order has no levels. Written to jobs.csv.
+  [[nodiscard]] virtual std::int32_t queue_level(JobId /*j*/) const { return -1; }
 };
 
 }  // namespace gpusched

@@ -115,6 +115,11 @@ struct Scenario {
   /// Record every real decision's per-node breakdown (policies::Scheduler::set_explain):
   /// RunResult::explanations(). A full scan per task: for what-if reports on snapshots.
   bool explain = false;
+  /// `preemption.restart` was given (else the preemptive queueing mode resumes, the others restart from zero).
+  bool restart_given = false;
+  /// `preemption.placement: "count"`: GPUs are counted only, as the Tiresias simulator's
+  /// `--scheme=count` does: each job's whole GPUs become one-GPU tasks of one gang, placed anywhere.
+  bool count_gpus = false;
 };
 
 /// Gives jobs their PriorityClass's value and preemption policy (the global default to jobs

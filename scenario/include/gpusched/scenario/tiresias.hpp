@@ -30,6 +30,8 @@
 ///   auto r = scenario::run_tiresias_compat(jobs, 4, {.policy = "2d-las"});
 #include <cstdint>
 #include <filesystem>
+#include <gpusched/scenario/scenario.hpp>
+#include <gpusched/sim/outputs.hpp>
 #include <span>
 #include <string>
 #include <string_view>
@@ -80,7 +82,7 @@ struct TiresiasCompatRun {
 struct TiresiasCompatSummary {
   std::size_t jobs = 0, completed = 0;
   double mean_jct = 0, median_jct = 0, p95_jct = 0, mean_pending = 0;
-  std::int64_t makespan = 0;   ///< last completion
+  double makespan = 0;   ///< last completion (s)
   std::int64_t preemptions = 0;
 };
 
@@ -103,5 +105,38 @@ struct TiresiasCompatSummary {
 /// Per-job CSV (job_id, num_gpu, submit_time, start_time, end_time, jct, duration, pending_time,
 /// preempt, resume, promote, completed) of one run.
 void write_tiresias_compat_jobs(const TiresiasCompatRun& run, const std::filesystem::path& path);
+
+// ---- gpusched's engine (no --compat) ----
+
+/// The same policies on gpusched's own engine: the profile's placement plugins put tasks on
+/// nodes and GPUs, preempted jobs resume where they were after a restart overhead, and time is
+/// continuous (docs/tiresias.md says where this differs from the simulator).
+struct TiresiasEngineOptions {
+  std::string policy = "2d-las";            ///< see tiresias_engine_policies()
+  std::vector<double> thresholds = {3250, 7200};   ///< las / 2d-las queue thresholds (s or GPU-s)
+  double starvation_k = 0.0;                ///< las / 2d-las starvation promotion (0: never)
+  std::string within_queue = "running-first";   ///< las / 2d-las: "running-first" or "fifo"
+  double quantum = 3600.0;                  ///< gittins: service quantum (GPU-s)
+  std::string distribution;                 ///< gittins: service samples file ("": the trace's jobs)
+  /// "count" (GPUs counted only, as the simulator: every GPU a one-GPU task of the job's gang) or
+  /// a built-in profile whose filter, score and device plugins place the jobs (default binpack:
+  /// consolidated, as Tiresias places jobs that are sensitive to it).
+  std::string placement = "binpack";
+  double restart_overhead_s = 0.0;          ///< paid by a job at each restart after a preemption
+};
+
+/// fifo, fjf, sjf, srtf, srsf, las, 2d-las, gittins.
+[[nodiscard]] const std::vector<std::string>& tiresias_engine_policies();
+
+/// The scenario of one policy: the trace's jobs (a job larger than a node a gang of node-sized
+/// tasks) on the spec's nodes, the policy as the profile's queue sort with "preemptive" queueing
+/// (fifo: strict-fifo, fjf: greedy, both with the fifo sort). Jobs no node could hold stay pending
+/// (kept), as in the simulator. Throws gpusched::Error for bad options, naming the option.
+[[nodiscard]] Scenario tiresias_scenario(const std::filesystem::path& trace, const std::filesystem::path& cluster_spec,
+                                         const TiresiasEngineOptions& options);
+
+/// Summary of an engine run over its completed jobs (the same figures as the compat summary;
+/// queueing is JCT minus attained service; `completed` excludes jobs still running or waiting).
+[[nodiscard]] TiresiasCompatSummary summarize(std::span<const sim::JobRow> jobs);
 
 }  // namespace gpusched::scenario

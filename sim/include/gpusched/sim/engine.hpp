@@ -50,7 +50,9 @@ struct NodeEvent {
 enum class RestartPolicy : std::uint8_t {
   kFromZero,     ///< all progress is lost
   kCheckpoint,   ///< progress up to the last multiple of checkpoint_interval is kept
+  kResume,       ///< all progress is kept (the preemptive queueing mode's default)
 };
+std::string_view to_string(RestartPolicy r);
 
 /// In which order waiting jobs may start (an action of the scheduling cycle).
 enum class QueuePolicy : std::uint8_t {
@@ -58,6 +60,10 @@ enum class QueuePolicy : std::uint8_t {
   kStrictFifo,    ///< in queue order; the first job that does not fit blocks the rest
   kEasyBackfill,  ///< EASY backfilling (Slurm, Maui): the first job that does not fit gets a
                   ///< reservation at its earliest start; later jobs start only if they do not delay it
+  kPreemptive,    ///< preemptive reallocation (Tiresias, SRTF): at every event all jobs, running and
+                  ///< waiting, are ordered by the queue sort; in that order running jobs keep their
+                  ///< place and waiting ones start where they fit, taking the room of jobs after them
+                  ///< when needed; the jobs that lost their room are preempted (see Engine)
 };
 std::string_view to_string(QueuePolicy q);
 
@@ -90,6 +96,9 @@ struct WaitForPodsReady {
 struct PreemptionConfig {
   RestartPolicy restart = RestartPolicy::kFromZero;
   SimTime checkpoint_interval = SimTime::from_seconds(600);   ///< kCheckpoint: K minutes
+  /// Time a job restarted after an eviction spends restoring before it makes progress again
+  /// (it holds its resources meanwhile); a job's own `restart_overhead` replaces it. 0: none.
+  SimTime restart_overhead = SimTime::zero();
 };
 
 struct EngineConfig {
@@ -124,10 +133,13 @@ struct JobRuntime {
   double work_kept_us = 0.0;       ///< progress kept from earlier runs (checkpoints)
   double lost_work_us = 0.0;       ///< nominal work lost to evictions, all runs
   double lost_gpu_hours = 0.0;     ///< that work times the GPU share it held (grants' milli / 1000)
+  double attained_us = 0.0;        ///< time run in earlier runs (attained service; the current run adds now - start)
+  double attained_gpu_us = 0.0;    ///< the same in GPU-microseconds (time x GPU share held)
   std::uint64_t starts_at_requeue = 0;  ///< waitForPodsReady: the engine's job starts at its last requeue
   std::uint32_t attempts = 0;      ///< times the job started (requeues add one)
   std::uint32_t reason = 0;        ///< index into reasons(): why it is pending / failed (0 = none)
   std::uint32_t evictions = 0;     ///< times it was preempted or evicted while running
+  std::uint32_t preemptions = 0;   ///< of those, preemptions (by a scheduler or the preemptive mode)
   std::uint32_t requeues = 0;      ///< times waitForPodsReady put it back in the queue (timeouts)
   std::uint32_t timer_generation = 0;   ///< waitForPodsReady: only the latest timer counts
   JobState state = JobState::kNotArrived;
@@ -155,6 +167,17 @@ class Engine final : public JobsView {
   [[nodiscard]] std::span<const TaskPlacement> placements(JobId j) const override { return jobs_[j.value].placements; }
   [[nodiscard]] SimTime started(JobId j) const override { return jobs_[j.value].start; }
   [[nodiscard]] double work_lost_us(JobId j) const override;
+  [[nodiscard]] double attained_us(JobId j) const override;
+  [[nodiscard]] double attained_gpu_us(JobId j) const override;
+  [[nodiscard]] double work_done_us(JobId j) const override;
+  /// Restart overhead paid so far by job `j` (seconds): one overhead per start after an eviction.
+  [[nodiscard]] double overhead_s(JobId j) const;
+  /// The GPU share a running job holds (grants' milli / 1000, all tasks).
+  [[nodiscard]] double held_gpus(JobId j) const;
+  /// Restart overheads paid by all jobs, in GPU-hours (each overhead x the GPUs held meanwhile).
+  [[nodiscard]] double overhead_gpu_hours() const { return overhead_gpu_hours_; }
+  /// The job's queue under the hook's multi-level order (SchedulingHook::queue_level; -1: none).
+  [[nodiscard]] std::int32_t queue_level(JobId j) const { return hook_->queue_level(j); }
   /// Jobs evicted so far (preemption, reclaim, NoExecute taints, node failures with requeue),
   /// and the GPU-hours of work those evictions lost.
   [[nodiscard]] std::uint64_t evictions() const { return evictions_; }
@@ -191,6 +214,13 @@ class Engine final : public JobsView {
   [[nodiscard]] SimTime next_event_time() { return arrival_next() ? workload_[next_arrival_].submit : queue_.next_time(); }
   EventQueue::Entry next_event();
   void schedule_cycle(bool full);
+  /// kPreemptive: one reallocation over every running and waiting job (see QueuePolicy).
+  void preemptive_cycle();
+  /// kPreemptive: tries `j` where jobs at positions > `pos` of active_ lose their room if they
+  /// must; on success the placement is allocated, the victims released and listed in `victims`.
+  bool place_preempting(JobId j, std::size_t pos, std::vector<JobId>& victims);
+  /// The restart overhead of job `j` in microseconds.
+  [[nodiscard]] std::int64_t restart_overhead_us(JobId j) const;
   void start_job(JobId j, std::vector<TaskPlacement>& placements);
   /// Stops a running job: releases its resources (unless the scheduler already did, for
   /// preemption victims) and tells the hook.
@@ -274,6 +304,16 @@ class Engine final : public JobsView {
   /// touching the jobs (a cache miss per running job was a third of a slurm-backfill run).
   std::vector<std::pair<SimTime, JobId>> running_list_;
   std::vector<JobId> past_ends_;   // reserve()'s scratch: jobs past their estimate, by job
+  // kPreemptive: every running and waiting job, in the order of the last cycle (a stable sort
+  // keeps ties as they were); per job: in active_, and this cycle's decision.
+  std::vector<JobId> active_;
+  std::vector<std::uint8_t> in_active_, decided_;
+  std::vector<std::pair<JobId, std::vector<TaskPlacement>>> started_;   // this cycle's starts
+  std::vector<std::pair<JobId, JobId>> victims_;                        // (victim, preemptor)
+  SimTime reorder_at_ = SimTime::forever();   // the Reorder event pending (forever: none)
+  std::uint32_t reorder_generation_ = 0;
+  bool reorder_due_ = false;
+  double overhead_gpu_hours_ = 0.0;
   [[nodiscard]] bool tracks_ends() const {
     return !config_.fill_mode && config_.queue_policy == QueuePolicy::kEasyBackfill;
   }

@@ -22,6 +22,8 @@ struct NodeDown { NodeId node; };
 struct NodeUp { NodeId node; };
 struct NodeTaint { std::uint32_t index; };   ///< EngineConfig::node_events[index] (taint or untaint)
 struct Timer { std::uint32_t id; };   ///< call-me-later; the engine maps id -> callback
+/// The preemptive queueing mode reorders (the queue order moved with time); only the latest counts.
+struct Reorder { std::uint32_t generation; };
 /// The GPU instances created for a job are ready: it starts running (its `attempt`-th start;
 /// stale when the job was stopped meanwhile).
 struct JobRunning {
@@ -30,7 +32,7 @@ struct JobRunning {
 };
 
 /// The closed set of simulation events.
-using Event = std::variant<JobArrival, JobFinish, NodeDown, NodeUp, NodeTaint, Timer, JobRunning>;
+using Event = std::variant<JobArrival, JobFinish, NodeDown, NodeUp, NodeTaint, Timer, JobRunning, Reorder>;
 using EventId = std::uint64_t;   ///< the event's sequence number
 
 class EventQueue {

@@ -41,6 +41,7 @@ struct Summary {
   std::int64_t preemptions = 0;            ///< jobs evicted by the scheduler (preemption, reclaim)
   std::int64_t evictions = 0;              ///< all evictions: preemptions, NoExecute taints, node failures
   double lost_gpu_hours = 0;               ///< GPU-hours of work lost to evictions (restart policy applied)
+  double overhead_gpu_hours = 0;           ///< GPU-hours spent restoring after evictions (restart overheads)
   SimTime first_submit, end;
   double makespan_s = 0;                   ///< first submit -> last completion
   double gpu_alloc_pct_time_weighted = 0;  ///< over [first submit, end]
@@ -52,6 +53,9 @@ struct Summary {
   std::int64_t peak_pending = 0;
   Distribution wait;                       ///< start - submit, jobs that started
   Distribution jct;                        ///< end - submit, completed jobs
+  /// Time waiting over all its runs: end - submit - attained service, completed jobs. With
+  /// preemption a job waits again after each eviction, which `wait` (to its last start) misses.
+  Distribution queueing;
   std::int64_t nodes = 0, gpus = 0;
   std::uint64_t events = 0, schedule_attempts = 0;
 };

@@ -51,6 +51,13 @@ struct JobRow {
   /// The input had bound it to its node already (a snapshot's spec.nodeName): told apart from the
   /// pending pods a what-if places (last column; "true" / "false" in jobs.csv).
   bool bound = false;
+  /// Attained service (time run, all runs) in seconds and GPU-seconds; the queue level under a
+  /// multi-level order (-1: none; empty in jobs.csv); preemptions and restarts after them;
+  /// restart overhead paid (s).
+  double attained_s = 0, attained_gpu_s = 0;
+  std::int32_t queue_level = -1;
+  std::uint32_t preemptions = 0, resumptions = 0;
+  double overhead_s = 0;
 };
 
 /// The job table from the engine's final state, in workload order.

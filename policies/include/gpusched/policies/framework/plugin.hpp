@@ -109,6 +109,11 @@ class JobEventsPlugin : public virtual Plugin {
 class QueueSortPlugin : public virtual Plugin {
  public:
   [[nodiscard]] virtual bool less(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) const = 0;
+  /// SchedulingHook::next_order_change: for an order that moves with time alone (attained
+  /// service), the next time after `now` it may answer differently. Default: never.
+  [[nodiscard]] virtual SimTime next_order_change(SimTime /*now*/) const { return SimTime::forever(); }
+  /// SchedulingHook::queue_level: the job's queue under a multi-level order, -1 without levels.
+  [[nodiscard]] virtual std::int32_t queue_level(JobId /*id*/) const { return -1; }
 };
 
 /// Once per task before the node loop: may reject the task outright or prepare CycleState.

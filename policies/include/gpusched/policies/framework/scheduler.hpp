@@ -89,6 +89,8 @@ class Scheduler final : public SchedulingHook {
     return !reads_queue_ && !dynamic_order_ && profile_.percentage_of_nodes_to_score < 0;
   }
   [[nodiscard]] bool dynamic_order() const override { return dynamic_order_; }
+  [[nodiscard]] SimTime next_order_change(SimTime now) const override { return queue_sort_->next_order_change(now); }
+  [[nodiscard]] std::int32_t queue_level(JobId id) const override { return queue_sort_->queue_level(id); }
   [[nodiscard]] std::uint64_t equivalence_class(const JobSpec& job) const override;
   /// The running jobs, as attached (null before attach()).
   [[nodiscard]] const JobsView* jobs() const { return jobs_; }

@@ -1,0 +1,287 @@
+// The preemptive reallocation queueing mode and the training-job orders (issue 17): each order on
+// small hand-made cases with answers worked out by hand, restart overheads, the reorder event of
+// an order that moves with time, and (tests/scenario/test_tiresias.cpp) the Tiresias
+// simulator's figures reproduced by the engine with GPUs counted only.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gpusched/policies/framework/profile.hpp>
+#include <gpusched/policies/framework/registry.hpp>
+#include <gpusched/policies/framework/scheduler.hpp>
+#include <gpusched/policies/queuesort/training.hpp>
+#include <gpusched/sim/engine.hpp>
+#include <gpusched/sim/outputs.hpp>
+#include <gpusched/traces/native.hpp>
+
+#include "support/support.hpp"
+
+using namespace gpusched;
+using namespace gpusched::sim;
+namespace t = gpusched::test;
+
+namespace {
+
+struct Ran {
+  std::map<std::string, JobRow> rows;
+  std::vector<std::string> events;
+  double overhead_gpu_hours = 0;
+  std::uint64_t preemptions = 0;
+};
+
+/// One node of `gpus` A100s; jobs of (name, submit, duration, GPUs) run under `order` (with
+/// `args`) in the preemptive mode.
+Ran run(int gpus, const std::vector<std::tuple<std::string, double, double, int>>& specs, const std::string& order,
+        nlohmann::json args = nlohmann::json::object(), EngineConfig cfg = {}) {
+  auto cluster = t::cluster({t::node("n0", 64, 512, gpus)});
+  Workload jobs;
+  for (const auto& [name, submit, duration, g] : specs) {
+    jobs.push_back(t::job(name, submit, duration, t::request({{"cpu", "1"}, {"nvidia.com/gpu", std::to_string(g)}})));
+  }
+  auto profile = policies::builtin_profile("binpack");
+  profile.queue_sort = policies::PluginRef{order};
+  profile.queue_sort.args = std::move(args);
+  profile.queueing = "preemptive";
+  policies::Scheduler sched(profile, policies::Registry::builtins(), 1);
+  cfg.queue_policy = QueuePolicy::kPreemptive;
+  cfg.preemption.restart = RestartPolicy::kResume;
+  EventLog log;
+  Engine engine(cluster, jobs, sched, cfg);
+  engine.add_observer(&log);
+  engine.run();
+  Ran r;
+  for (const auto& row : job_rows(engine)) r.rows[row.job] = row;
+  r.events = log.lines();
+  r.overhead_gpu_hours = engine.overhead_gpu_hours();
+  r.preemptions = engine.preemptions();
+  REQUIRE(t::cluster_empty(cluster));
+  return r;
+}
+
+double end_of(const Ran& r, const std::string& job) { return r.rows.at(job).end_s.value_or(-1); }
+
+}  // namespace
+
+TEST_CASE("srtf: a short arrival preempts a long job, which resumes where it was", "[sim][preemptive]") {
+  // 1 GPU. a: 100 s at 0; b: 10 s at 5. b has less left (10 < 95): a is preempted at 5, b runs
+  // 5-15, a resumes at 15 with 95 s left and ends at 110.
+  const auto r = run(1, {{"a", 0, 100, 1}, {"b", 5, 10, 1}}, "srtf");
+  CHECK(end_of(r, "b") == 15);
+  CHECK(end_of(r, "a") == 110);
+  CHECK(r.rows.at("a").preemptions == 1);
+  CHECK(r.rows.at("a").resumptions == 1);
+  CHECK(r.rows.at("a").attained_s == Approx(100));
+  CHECK(r.rows.at("a").start_s == 15);   // jobs.csv's start is the last (re)start
+  CHECK(r.rows.at("b").preemptions == 0);
+  CHECK(r.preemptions == 1);
+  CHECK(r.rows.at("a").reason.empty());
+  // The victim leaves before the preemptor starts, at the same instant.
+  std::vector<std::string> at5;
+  for (const auto& e : r.events) {
+    if (e.rfind("5.000000,", 0) == 0) at5.push_back(e.substr(9, e.find(',', 9) - 9));
+  }
+  CHECK(at5 == std::vector<std::string>{"submit", "requeue", "start"});
+}
+
+TEST_CASE("A restart overhead delays the resumed job and is counted in GPU-hours", "[sim][preemptive]") {
+  EngineConfig cfg;
+  cfg.preemption.restart_overhead = SimTime::from_seconds(3);
+  // As above, but a resumes 3 s late: 113. Its overhead: 3 s on 1 GPU.
+  const auto r = run(1, {{"a", 0, 100, 1}, {"b", 5, 10, 1}}, "srtf", nlohmann::json::object(), cfg);
+  CHECK(end_of(r, "a") == 113);
+  CHECK(r.rows.at("a").overhead_s == 3);
+  CHECK(r.rows.at("b").overhead_s == 0);
+  CHECK(r.overhead_gpu_hours == Approx(3.0 / 3600));
+  // Preempted again while restoring, a keeps what it had done: c (2 s at 16) preempts a at 16,
+  // 1 s into its 3 s restore; a resumes at 18, restores 3 s, and has 95 s left: 116.
+  const auto r2 = run(1, {{"a", 0, 100, 1}, {"b", 5, 10, 1}, {"c", 16, 2, 1}}, "srtf", nlohmann::json::object(), cfg);
+  CHECK(end_of(r2, "c") == 18);
+  CHECK(end_of(r2, "a") == 116);
+  CHECK(r2.rows.at("a").overhead_s == 6);
+}
+
+TEST_CASE("sjf and srsf: fewest GPUs, least remaining GPU-time", "[sim][preemptive]") {
+  // 2 GPUs. a: 2 GPUs x 100 s at 0; b: 1 GPU x 150 s at 10.
+  // sjf: b (1 GPU) comes first: a is preempted at 10, b runs 10-160, a resumes at 160 with 90 s left: 250.
+  const auto sjf = run(2, {{"a", 0, 100, 2}, {"b", 10, 150, 1}}, "sjf");
+  CHECK(end_of(sjf, "b") == 160);
+  CHECK(end_of(sjf, "a") == 250);
+  // srsf: at 10, a has 90 s x 2 = 180 GPU-s left, b 150 x 1: b first again.
+  const auto srsf = run(2, {{"a", 0, 100, 2}, {"b", 10, 150, 1}}, "srsf");
+  CHECK(end_of(srsf, "b") == 160);
+  CHECK(end_of(srsf, "a") == 250);
+  // srtf: a has 90 s left, b 150: a keeps running (100), b follows (100-250).
+  const auto srtf = run(2, {{"a", 0, 100, 2}, {"b", 10, 150, 1}}, "srtf");
+  CHECK(end_of(srtf, "a") == 100);
+  CHECK(end_of(srtf, "b") == 250);
+  CHECK(srtf.preemptions == 0);
+}
+
+TEST_CASE("2d-las demotes a job at the moment it crosses a threshold, with no other event", "[sim][preemptive]") {
+  // 2 GPUs, one threshold at 100 GPU-s. a: 2 GPUs x 100 s at 0; b: 1 GPU x 10 s at 10.
+  // At 10 both are in queue 0 (a has 20 GPU-s); a runs, and a running job keeps its place in
+  // its queue, so b waits. a crosses 100 GPU-s at 50: it drops to queue 1 and b preempts it then
+  // (nothing else happens at 50: the order's own event). b ends at 60; a resumes, ends at 110.
+  const auto r = run(2, {{"a", 0, 100, 2}, {"b", 10, 10, 1}}, "2d-las", {{"thresholds", {100}}});
+  CHECK(end_of(r, "b") == 60);
+  CHECK(end_of(r, "a") == 110);
+  CHECK(r.rows.at("a").queue_level == 1);
+  CHECK(r.rows.at("b").queue_level == 0);
+  CHECK(r.rows.at("a").attained_gpu_s == Approx(200));
+  // las counts time, not GPU-time: a crosses 100 s only at its end; b waits until 100.
+  const auto las = run(2, {{"a", 0, 100, 2}, {"b", 10, 10, 1}}, "las", {{"thresholds", {100}}});
+  CHECK(end_of(las, "a") == 100);
+  CHECK(end_of(las, "b") == 110);
+}
+
+TEST_CASE("las within_queue: running-first keeps a running job ahead in its queue, fifo orders by entry", "[sim][preemptive]") {
+  // 1 GPU, one threshold at 10 s. a: 100 s at 0; b: 100 s at 5. a crosses 10 s at 10 (queue 1
+  // from 10) and b, in queue 0, preempts it; b crosses at 20 (queue 1 from 20).
+  // running-first: b runs on to 110, then a (90 s left) to 200.
+  const auto rf = run(1, {{"a", 0, 100, 1}, {"b", 5, 100, 1}}, "las", {{"thresholds", {10}}});
+  CHECK(end_of(rf, "b") == 110);
+  CHECK(end_of(rf, "a") == 200);
+  // fifo: a entered queue 1 first, so it preempts b at 20 and ends at 110; b ends at 200.
+  const auto fifo = run(1, {{"a", 0, 100, 1}, {"b", 5, 100, 1}}, "las", {{"thresholds", {10}}, {"within_queue", "fifo"}});
+  CHECK(end_of(fifo, "a") == 110);
+  CHECK(end_of(fifo, "b") == 200);
+  CHECK(fifo.rows.at("b").preemptions == 1);
+}
+
+TEST_CASE("las starvation: a waiting job that waited K x its attained time returns to the first queue", "[sim][preemptive]") {
+  // 1 GPU, one threshold at 10 s, K = 1. a: 100 s at 0; b: 1,000 s at 20.
+  //  0-20: a runs; it crosses 10 s at 10 (queue 1). At 20 b arrives in queue 0 and preempts a
+  //        (a has attained 20 s; it may wait 20 s).
+  //  30:   b crosses 10 s (queue 1). Both in queue 1, b runs: it keeps its place.
+  //  40:   a has waited 20 s: promoted to queue 0, it preempts b (b attained 20 s).
+  //  50:   a crosses 10 s again (counted from its promotion): queue 1, running, keeps running.
+  //  60:   b has waited 20 s: promoted, preempts a (a attained 20 s since its promotion)...
+  // Each preempts the other every 20 s (a's work: 20 + 20 + 20 ... until a is done).
+  const auto r = run(1, {{"a", 0, 100, 1}, {"b", 20, 1000, 1}}, "las", {{"thresholds", {10}}, {"starvation_k", 1}});
+  // a runs 0-20, 40-60, 80-100, 120-140, 160-180: done at 180 (100 s of work).
+  CHECK(end_of(r, "a") == 180);
+  CHECK(r.rows.at("a").preemptions == 4);
+  CHECK(end_of(r, "b") == 1100);
+  // Without starvation a never runs again until b is done (b stays ahead in queue 1, running).
+  const auto none = run(1, {{"a", 0, 100, 1}, {"b", 20, 1000, 1}}, "las", {{"thresholds", {10}}});
+  CHECK(end_of(none, "b") == 1020);
+  CHECK(end_of(none, "a") == 1100);
+}
+
+TEST_CASE("gittins: the index over a service distribution, and the order it gives", "[sim][preemptive]") {
+  // Samples 10, 20, 30, 100 s (service "time"), quantum 10 s:
+  //   G(0)  = P(S <= 10) / E[min(S, 10)]             = (1/4) / (40/4)            = 1/40
+  //   G(10) = P(S <= 20 | S > 10) / E[min(S-10, 10)] = (1/3) / ((10+10+10)/3)    = 1/30
+  //   G(20) = (1/2) / ((10 + 10) / 2)                = 1/20
+  //   G(30) = (0/1) / (10 / 1)                       = 0
+  //   G(100) = 0 (past every sample)
+  const auto file = std::filesystem::temp_directory_path() / "gpusched-gittins-samples.csv";
+  {
+    std::ofstream out(file);
+    out << "# service samples\nservice\n10\n20\n30\n100\n";
+  }
+  policies::GittinsOrder g(false, 10, policies::read_service_distribution(file.string()));
+  auto cluster = t::cluster({t::node("n0", 8, 64, 1)});
+  const Workload none;
+  g.attach(cluster, none, nullptr);
+  CHECK(g.index(0) == Approx(1.0 / 40));
+  CHECK(g.index(10) == Approx(1.0 / 30));
+  CHECK(g.index(20) == Approx(1.0 / 20));
+  CHECK(g.index(30) == 0);
+  CHECK(g.index(100) == 0);
+  // 1 GPU. a: 30 s at 0; b: 15 s at 12. At 12, a has 12 s (band 10: 1/30), b 0 (1/40): a keeps
+  // running. At 20 a enters band 20 (1/20), still ahead. At 30 a ends; b runs 30-45.
+  const auto r = run(1, {{"a", 0, 30, 1}, {"b", 12, 15, 1}}, "gittins",
+                     {{"quantum", 10}, {"distribution", file.string()}, {"service", "time"}});
+  CHECK(end_of(r, "a") == 30);
+  CHECK(end_of(r, "b") == 45);
+  // a: 50 s at 0; b at 32. At 30 a enters band 30 (index 0); b (index 1/40) preempts it at 32.
+  const auto r2 = run(1, {{"a", 0, 50, 1}, {"b", 32, 15, 1}}, "gittins",
+                      {{"quantum", 10}, {"distribution", file.string()}, {"service", "time"}});
+  CHECK(end_of(r2, "b") == 47);
+  CHECK(end_of(r2, "a") == 65);   // 32 s done before b, 18 s after
+  CHECK(r2.rows.at("a").queue_level == 5);   // 50 s of service in quanta of 10
+  std::filesystem::remove(file);
+}
+
+TEST_CASE("Training orders: bad arguments and distribution files are refused naming the field", "[sim][preemptive]") {
+  auto profile_with = [](const std::string& order, nlohmann::json args) {
+    auto p = policies::builtin_profile("binpack");
+    p.queue_sort = policies::PluginRef{order};
+    p.queue_sort.args = std::move(args);
+    return p;
+  };
+  auto field_of = [&](const std::string& order, nlohmann::json args) {
+    try {
+      policies::Scheduler s(profile_with(order, std::move(args)), policies::Registry::builtins(), 1);
+    } catch (const Error& e) {
+      return e.where().field;
+    }
+    return std::string("no error");
+  };
+  CHECK(field_of("las", {{"thresholds", {100, 50}}}) == "las/args/thresholds");
+  CHECK(field_of("2d-las", {{"thresholds", {0}}}) == "2d-las/args/thresholds");
+  CHECK(field_of("las", {{"starvation_k", -1}}) == "las/args/starvation_k");
+  CHECK(field_of("las", {{"within_queue", "lifo"}}) == "las/args/within_queue");
+  CHECK(field_of("gittins", {{"quantum", 0}}) == "gittins/args/quantum");
+  CHECK(field_of("gittins", {{"service", "gpus"}}) == "gittins/args/service");
+  CHECK(field_of("las", {{"thresholds", nlohmann::json::array()}}) == "no error");   // one queue: FIFO
+  const auto file = std::filesystem::temp_directory_path() / "gpusched-gittins-bad.csv";
+  {
+    std::ofstream out(file);
+    out << "gpu_time\n100\n-5\n";
+  }
+  const auto e = t::thrown<TraceError>([&] { (void)policies::read_service_distribution(file.string()); });
+  CHECK(e.where().file == file.string());
+  CHECK(e.where().line == 3);
+  CHECK(e.where().field == "gpu_time");
+  CHECK(e.code() == ErrorCode::kTraceBadValue);
+  std::filesystem::remove(file);
+  const auto missing = t::thrown<TraceError>([] { (void)policies::read_service_distribution("/nonexistent/samples.csv"); });
+  CHECK(missing.code() == ErrorCode::kTraceCannotOpen);
+}
+
+TEST_CASE("A job's own restart_overhead (trace field) replaces the run's, and round-trips through CSV and JSON Lines",
+          "[sim][preemptive][traces]") {
+  ResourceTable res;
+  const auto catalog = GpuCatalog::builtin();
+  std::istringstream in(
+      "{\"id\":\"a\",\"submit_time\":0,\"duration\":100,\"requests\":{\"nvidia.com/gpu\":1},\"restart_overhead\":4.5}\n"
+      "{\"id\":\"b\",\"submit_time\":5,\"duration\":10,\"requests\":{\"nvidia.com/gpu\":1}}\n");
+  const auto jobs = traces::read_trace(in, traces::TraceFormat::kJsonLines, "t.jsonl", catalog, res);
+  REQUIRE(jobs.size() == 2);
+  CHECK(jobs[0].constraints.restart_overhead == SimTime::from_seconds_f(4.5));
+  CHECK(jobs[1].constraints.restart_overhead.is_forever());
+  for (const auto format : {traces::TraceFormat::kCsv, traces::TraceFormat::kJsonLines}) {
+    std::ostringstream out;
+    traces::write_trace(out, format, jobs, catalog, res);
+    std::istringstream back(out.str());
+    const auto again = traces::read_trace(back, format, "back", catalog, res);
+    REQUIRE(again.size() == 2);
+    CHECK(again[0].constraints.restart_overhead == jobs[0].constraints.restart_overhead);
+    CHECK(again[1].constraints.restart_overhead.is_forever());
+  }
+  std::istringstream bad("id,submit_time,duration,restart_overhead,nvidia.com/gpu\na,0,10,-1,1\n");
+  const auto e = t::thrown<TraceError>([&] { (void)traces::read_trace(bad, traces::TraceFormat::kCsv, "bad.csv", catalog, res); });
+  CHECK(e.where().line == 2);
+  CHECK(e.where().field == "restart_overhead");
+  // The run's overhead is 3 s; a's own 4.5 s wins: a resumes at 15, restores 4.5 s and has 95 s left: 114.5.
+  auto cluster = t::cluster({t::node("n0", 64, 512, 1)});
+  auto profile = policies::builtin_profile("binpack");
+  profile.queue_sort = policies::PluginRef{"srtf"};
+  profile.queueing = "preemptive";
+  policies::Scheduler sched(profile, policies::Registry::builtins(), 1);
+  EngineConfig cfg;
+  cfg.queue_policy = QueuePolicy::kPreemptive;
+  cfg.preemption.restart = RestartPolicy::kResume;
+  cfg.preemption.restart_overhead = SimTime::from_seconds(3);
+  Engine engine(cluster, jobs, sched, cfg);
+  engine.run();
+  CHECK(engine.job(JobId{0}).end == SimTime::from_seconds_f(114.5));
+  CHECK(engine.overhead_s(JobId{0}) == 4.5);
+}
