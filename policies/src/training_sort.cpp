@@ -33,11 +33,25 @@ bool SjfOrder::less(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) cons
   return fifo(a, ia, b, ib);
 }
 
+void RemainingOrder::attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) {
+  TrainingOrder::attach(cluster, workload, jobs);
+  key_.assign(workload.size(), 0.0);
+  key_at_.assign(workload.size(), SimTime::forever());
+}
+
 double RemainingOrder::key(const JobSpec& s, JobId j) const {
   if (s.duration.is_forever()) return std::numeric_limits<double>::infinity();
-  const double done = jobs_ ? jobs_->work_done_us(j) : 0.0;
-  const double left = std::max(0.0, static_cast<double>(s.duration.us) - done);
-  return weight_gpus_ ? left * job_gpus(s) : left;
+  if (jobs_ == nullptr || j.value >= key_.size()) {
+    const double left = std::max(0.0, static_cast<double>(s.duration.us) - (jobs_ ? jobs_->work_done_us(j) : 0.0));
+    return weight_gpus_ ? left * job_gpus(s) : left;
+  }
+  const SimTime now = jobs_->now();
+  if (key_at_[j.value] != now) {
+    const double left = std::max(0.0, static_cast<double>(s.duration.us) - jobs_->work_done_us(j));
+    key_[j.value] = weight_gpus_ ? left * job_gpus(s) : left;
+    key_at_[j.value] = now;
+  }
+  return key_[j.value];
 }
 
 bool RemainingOrder::less(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) const {
@@ -61,6 +75,9 @@ void ServiceOrder::job_started(const JobSpec& /*job*/, JobId id, std::span<const
     for (const auto& g : p.gpus) gpus += static_cast<double>(g.milli) / kMilliPerGpu;
   }
   r.rate = gpu_time_ ? gpus : 1.0;
+  // Service accrues from the run's start (after a MIG reconfiguration delay), or from now when
+  // the run was announced again with more tasks (an elastic gang grew).
+  r.from = std::max(jobs_->now(), jobs_->started(id));
   r.service_at_start = service(id);
   if (!r.running) running_.push_back(id);
   r.running = true;
@@ -74,12 +91,9 @@ void ServiceOrder::job_stopped(const JobSpec& /*job*/, JobId id, std::span<const
 SimTime ServiceOrder::reaches(JobId j, double amount) const {
   const auto& r = run_[j.value];
   if (!r.running || r.rate <= 0.0) return SimTime::forever();
-  // Service accrues from the run's start (after a MIG reconfiguration delay), or from now when
-  // the run was re-announced with more tasks (an elastic gang grew).
-  const SimTime from = std::max(jobs_->now(), jobs_->started(j));
   const double dt = std::ceil((amount - r.service_at_start) / r.rate - 1e-6);
   if (!(dt < 4.0e18)) return SimTime::forever();
-  return from + SimTime::from_us(std::max<std::int64_t>(0, static_cast<std::int64_t>(dt)));
+  return r.from + SimTime::from_us(std::max<std::int64_t>(0, static_cast<std::int64_t>(dt)));
 }
 
 // ---- LAS / 2D-LAS ----
@@ -205,6 +219,8 @@ void GittinsOrder::attach(const ClusterState& cluster, std::span<const JobSpec> 
     if (samples_.empty()) warn("gittins: no job of the trace has a finite duration: every index is 0 (FIFO)");
   }
   std::sort(samples_.begin(), samples_.end());
+  key_.assign(workload.size(), 0.0);
+  key_at_.assign(workload.size(), SimTime::forever());
   prefix_.assign(samples_.size() + 1, 0.0);
   for (std::size_t i = 0; i < samples_.size(); ++i) prefix_[i + 1] = prefix_[i] + samples_[i];
 }
@@ -225,9 +241,14 @@ double GittinsOrder::index_us(double a) const {
 double GittinsOrder::index(double a_s) const { return index_us(a_s * 1e6) * 1e6; }
 
 double GittinsOrder::key(JobId j) const {
-  const double s = service(j);
-  const double q = std::floor((s + slack(s)) / quantum_);
-  return index_us(q * quantum_);
+  const SimTime now = jobs_->now();
+  if (key_at_[j.value] != now) {
+    const double s = service(j);
+    const double q = std::floor((s + slack(s)) / quantum_);
+    key_[j.value] = index_us(q * quantum_);
+    key_at_[j.value] = now;
+  }
+  return key_[j.value];
 }
 
 bool GittinsOrder::less(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) const {
@@ -242,6 +263,8 @@ SimTime GittinsOrder::next_order_change(SimTime /*now*/) const {
   for (JobId j : running_) {
     const double s = service(j);
     const double q = std::floor((s + slack(s)) / quantum_);
+    // Past the largest sample the index is 0 and stays 0: no change to wait for.
+    if (samples_.empty() || q * quantum_ >= samples_.back()) continue;
     next = std::min(next, reaches(j, (q + 1) * quantum_));
   }
   return next;

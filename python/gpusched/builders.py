@@ -302,10 +302,13 @@ class Profile:
 
     def queueing(self, mode: str = "greedy") -> "Profile":
         """The simulator's queueing action: "greedy" (every job that fits starts, Kubernetes),
-        "strict-fifo" (the first job that does not fit blocks the rest) or "easy-backfill"
-        (Slurm's EASY backfill: later jobs never delay the first waiting job's reservation)."""
-        if mode not in ("greedy", "strict-fifo", "easy-backfill"):
-            raise ValueError('queueing is "greedy", "strict-fifo" or "easy-backfill"')
+        "strict-fifo" (the first job that does not fit blocks the rest), "easy-backfill"
+        (Slurm's EASY backfill: later jobs never delay the first waiting job's reservation) or
+        "preemptive" (training schedulers: all jobs, running and waiting, in the queue sort's order
+        at every event; those that lose their room are preempted and resume later; with
+        ``queue_sort("srtf")``, ``"2d-las"``, ``"gittins"``... see docs/tiresias.md)."""
+        if mode not in ("greedy", "strict-fifo", "easy-backfill", "preemptive"):
+            raise ValueError('queueing is "greedy", "strict-fifo", "easy-backfill" or "preemptive"')
         self._queueing = mode
         return self
 
@@ -427,6 +430,7 @@ def job(
     max_per_node: Optional[int] = None,
     gang_timeout: Optional[float] = None,
     walltime: Optional[float] = None,
+    restart_overhead: Optional[float] = None,
 ) -> Dict[str, Any]:
     """One inline job (a trace row). Times in seconds; ``duration=None`` runs forever. ``gpus`` is
     nvidia.com/gpu, ``gpu_milli`` a share of one GPU (gpusched.io/gpu-milli); other resources go in
@@ -438,7 +442,8 @@ def job(
     [[{"key", "operator", "values"}]], "preferred": [{"weight", "term"}]}), ``tolerations``
     ([{"key", "operator", "value", "effect"}]), ``app`` with ``max_per_node`` (anti-affinity),
     ``gang_timeout`` (s: a gang still waiting then fails), ``walltime`` (s: the declared limit
-    backfill plans with)."""
+    backfill plans with), ``restart_overhead`` (s: restoring after a preemption, instead of the
+    scenario's ``preemption.restart_overhead_s``)."""
     req: Dict[str, Any] = {}
     if cpu is not None:
         req["cpu"] = cpu
@@ -468,6 +473,7 @@ def job(
         "max_per_node": max_per_node,
         "gang_timeout": gang_timeout,
         "walltime": walltime,
+        "restart_overhead": restart_overhead,
     }
     d.update({k: v for k, v in optional.items() if v is not None})
     if gpu_model is not None:

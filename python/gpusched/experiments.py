@@ -259,20 +259,29 @@ def read_fgd_outputs(out: PathLike) -> FgdResult:
 
 
 #: The policies of the Tiresias compat mode (docs/tiresias.md).
-TIRESIAS_POLICIES: List[str] = list(_core.tiresias_compat_policies())
+TIRESIAS_POLICIES: List[str] = list(_core.tiresias_engine_policies())
+TIRESIAS_COMPAT_POLICIES: List[str] = list(_core.tiresias_compat_policies())
 
 
 @dataclass
 class TiresiasResult:
-    """What ``tiresias`` returns. ``jobs``: one row per (policy, job), by submit time (rows of equal time in file order):
-    policy, job_id, num_gpu, submit_time, start_time, end_time, jct, duration, pending_time,
-    preempt, resume, promote, completed (start/end/jct NaN when it never started or completed).
+    """What ``tiresias`` returns.
+
+    On gpusched's engine (``compat=False``): ``jobs`` has one row per (policy, job) with the
+    columns of ``jobs.csv`` (job, submit_s, start_s, end_s, jct_s, state, placement, attained_s,
+    attained_gpu_s, queue_level, preemptions, resumptions, overhead_s, ...) after ``policy``.
+    In compat mode: policy, job_id, num_gpu, submit_time, start_time, end_time, jct, duration,
+    pending_time, preempt, resume, promote, completed (start/end/jct NaN when it never started or
+    completed), by submit time.
+
     ``summary``: per policy, over the completed jobs: jobs, completed, mean/median/p95 JCT,
-    makespan, mean queueing time (s), preemptions, and whether the run was left stuck."""
+    makespan, mean queueing time (s: waiting, all runs), preemptions, whether the run was left
+    with jobs waiting (stuck), and GPU-hours spent on restart overheads."""
 
     jobs: pd.DataFrame
     summary: pd.DataFrame
     gpus: int
+    compat: bool = False
 
     def plot_cdf(self, path: Optional[PathLike] = None, title: str = "") -> "Figure":
         """The CDF of JCT per policy (completed jobs; log time axis). Saves a PNG when ``path`` is given."""
@@ -280,9 +289,12 @@ class TiresiasResult:
 
         fig = Figure(figsize=(6.4, 4.0))
         ax = fig.subplots()
-        done = self.jobs[self.jobs["completed"]]
+        if self.compat:
+            done, column = self.jobs[self.jobs["completed"]], "jct"
+        else:
+            done, column = self.jobs[self.jobs["state"] == "completed"], "jct_s"
         for policy, g in done.groupby("policy", sort=False):
-            jct = g["jct"].sort_values().to_numpy()
+            jct = g[column].sort_values().to_numpy()
             ax.step(jct, [(i + 1) / len(jct) for i in range(len(jct))], where="post", label=str(policy), linewidth=1.2)
         ax.set_xscale("log")
         from matplotlib.ticker import NullFormatter
@@ -292,7 +304,8 @@ class TiresiasResult:
         ax.set_ylabel("fraction of completed jobs")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-        ax.set_title(title or f"Tiresias compat mode, {self.gpus} GPUs")
+        mode = "Tiresias compat mode" if self.compat else "Tiresias policies on gpusched's engine"
+        ax.set_title(title or f"{mode}, {self.gpus} GPUs")
         if path is not None:
             fig.savefig(Path(path), dpi=100, metadata={"Software": None})
         return fig
@@ -304,13 +317,23 @@ def tiresias(
     trace: Optional[PathLike] = None,
     cluster: Union[str, PathLike] = "cluster_spec",
     policies: Union[str, Iterable[str]] = "all",
-    compat: bool = True,
+    compat: bool = False,
     starvation: float = 0.0,
-    thresholds: Union[str, Iterable[int]] = (3250, 7200),
+    thresholds: Union[str, Iterable[float]] = (3250, 7200),
+    placement: str = "binpack",
+    restart_overhead: float = 0.0,
+    within_queue: str = "running-first",
+    quantum: float = 3600.0,
+    distribution: Optional[PathLike] = None,
 ) -> TiresiasResult:
-    """Tiresias' training-job schedulers (fifo, fjf, sjf, srtf, srsf, las, 2d-las) on its job
-    trace, with the public Tiresias simulator's rules (``compat=True``, the only mode for now:
-    docs/tiresias.md), as ``gpusched experiment tiresias --compat`` runs them.
+    """Tiresias' training-job schedulers (fifo, fjf, sjf, srtf, srsf, las, 2d-las, gittins) on its
+    job trace, as ``gpusched experiment tiresias`` runs them (docs/tiresias.md).
+
+    By default on gpusched's engine: the preemptive queueing mode, jobs placed by the plugins of
+    the built-in profile ``placement`` (``"count"``: GPUs counted only, as the simulator), a
+    ``restart_overhead`` (s) at each resumption; ``within_queue`` and ``quantum`` /
+    ``distribution`` (a file of service samples, GPU-seconds) tune las / 2d-las and gittins.
+    ``compat=True``: the public Tiresias simulator's own rules (no gittins).
 
     ``traces``: the folder with ``tiresias/`` (default ``$GPUSCHED_TRACES_DIR``, else
     ``../shared/traces``); ``trace``: a job list (default its ``60_job.csv``); ``cluster``: a
@@ -319,9 +342,6 @@ def tiresias(
     >>> r = tiresias(cluster="n1g4", policies="srtf,2d-las")   # doctest: +SKIP
     >>> r.summary[["policy", "mean_jct_s"]]                     # doctest: +SKIP
     """
-    if not compat:
-        raise NotImplementedError("only compat=True for now: gpusched's own engine mode for these policies (issue 17) "
-                                  "is not built yet")
     folder = Path(traces) if traces is not None else default_traces_dir()
     if (folder / "tiresias").is_dir():
         folder = folder / "tiresias"
@@ -331,12 +351,46 @@ def tiresias(
         spec = folder / (spec if spec.suffix == ".csv" else Path(str(spec) + ".csv"))
     if isinstance(thresholds, str):
         thresholds = [t for t in thresholds.split(",") if t.strip()]
-    names = list(TIRESIAS_POLICIES) if policies == "all" else (
+    known = TIRESIAS_COMPAT_POLICIES if compat else TIRESIAS_POLICIES
+    names = list(known) if policies == "all" else (
         [p for p in policies.split(",") if p] if isinstance(policies, str) else list(policies))
     for n in names:
-        if n not in TIRESIAS_POLICIES:
-            raise ValueError(f"unknown policy {n!r} (one of {', '.join(TIRESIAS_POLICIES)})")
+        if n not in known:
+            hint = " (gittins runs on the engine only: compat=False)" if compat and n == "gittins" else ""
+            raise ValueError(f"unknown policy {n!r} (one of {', '.join(known)}){hint}")
     names = list(dict.fromkeys(names))
+    if not names:
+        raise ValueError("no policy given")
+    if compat:
+        return _tiresias_compat(trace_path, spec, names, starvation, thresholds)
+    frames, rows, gpus = [], [], 0
+    for policy in names:
+        r = _core.tiresias_run(str(trace_path), str(spec), policy, [float(t) for t in thresholds], float(starvation),
+                               within_queue, float(quantum), "" if distribution is None else str(distribution),
+                               placement, float(restart_overhead))
+        s = r.summary()
+        gpus = int(s["cluster"]["gpus"])
+        jobs = pd.DataFrame(r.jobs())
+        jobs.insert(0, "policy", policy)
+        frames.append(jobs)
+        done = jobs[jobs["state"] == "completed"]
+        rows.append({
+            "policy": policy,
+            "jobs": len(jobs),
+            "completed": len(done),
+            "mean_jct_s": done["jct_s"].mean(),
+            "median_jct_s": done["jct_s"].median(),
+            "p95_jct_s": done["jct_s"].quantile(0.95),
+            "makespan_s": done["end_s"].max(),
+            "mean_queueing_s": (done["jct_s"] - done["attained_s"]).clip(lower=0).mean(),
+            "preemptions": int(jobs["preemptions"].sum()),
+            "stuck": bool(s["jobs"]["pending"] > 0),
+            "overhead_gpu_hours": float(s["preemption"]["overhead_gpu_hours"]),
+        })
+    return TiresiasResult(jobs=pd.concat(frames, ignore_index=True), summary=pd.DataFrame(rows), gpus=gpus, compat=False)
+
+
+def _tiresias_compat(trace_path: Path, spec: Path, names: List[str], starvation: float, thresholds) -> TiresiasResult:
     raw = _core.tiresias_compat(str(trace_path), str(spec), names, float(starvation), [int(t) for t in thresholds])
     jobs = pd.DataFrame(raw["jobs"])
     for col in ("start_time", "end_time"):
@@ -358,9 +412,10 @@ def tiresias(
             "mean_queueing_s": done["pending_time"].mean(),
             "preemptions": int(g["preempt"].sum()),
             "stuck": bool(stuck[policy]),
+            "overhead_gpu_hours": 0.0,
         })
-    return TiresiasResult(jobs=jobs, summary=pd.DataFrame(rows), gpus=int(raw["gpus"]))
+    return TiresiasResult(jobs=jobs, summary=pd.DataFrame(rows), gpus=int(raw["gpus"]), compat=True)
 
 
-__all__ = ["FGD_POLICIES", "FGD_WORKLOADS", "FgdResult", "TIRESIAS_POLICIES", "TiresiasResult", "default_traces_dir", "fgd",
+__all__ = ["FGD_POLICIES", "FGD_WORKLOADS", "FgdResult", "TIRESIAS_COMPAT_POLICIES", "TIRESIAS_POLICIES", "TiresiasResult", "default_traces_dir", "fgd",
            "read_fgd_outputs", "tiresias"]

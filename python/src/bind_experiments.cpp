@@ -405,6 +405,33 @@ void bind_experiments(py::module_& m) {
       py::arg("queue_limits") = std::vector<std::int64_t>{3250, 7200},
       "Tiresias compat mode (docs/tiresias.md): each policy on the trace and cluster spec; per-job columns "
       "(start/end -1 when it never started/completed) and whether each run was left stuck.");
+
+  m.def("tiresias_engine_policies", [] { return scenario::tiresias_engine_policies(); },
+        "The policies the Tiresias experiment runs on gpusched's engine: the compat ones and gittins.");
+  m.def(
+      "tiresias_run",
+      [](const std::filesystem::path& trace, const std::filesystem::path& cluster, const std::string& policy,
+         const std::vector<double>& thresholds, double starvation_k, const std::string& within_queue, double quantum,
+         const std::string& distribution, const std::string& placement, double restart_overhead_s) {
+        scenario::TiresiasEngineOptions o;
+        o.policy = policy;
+        o.thresholds = thresholds;
+        o.starvation_k = starvation_k;
+        o.within_queue = within_queue;
+        o.quantum = quantum;
+        o.distribution = distribution;
+        o.placement = placement;
+        o.restart_overhead_s = restart_overhead_s;
+        return interruptible([&] {
+          py::gil_scoped_release release;
+          return scenario::run(scenario::tiresias_scenario(trace, cluster, o));
+        });
+      },
+      py::arg("trace"), py::arg("cluster"), py::arg("policy"), py::arg("thresholds") = std::vector<double>{3250, 7200},
+      py::arg("starvation_k") = 0.0, py::arg("within_queue") = "running-first", py::arg("quantum") = 3600.0,
+      py::arg("distribution") = "", py::arg("placement") = "binpack", py::arg("restart_overhead_s") = 0.0,
+      "One Tiresias policy on gpusched's engine (scenario::tiresias_scenario): the preemptive queueing mode with "
+      "the profile's placement (or `placement='count'`). Returns a RunResult (GIL released while it runs).");
 }
 
 }  // namespace gpusched::python

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -794,12 +795,14 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
       options.distribution = tiresias_distribution;
       options.placement = tiresias_placement;
       options.restart_overhead_s = tiresias_overhead;
-      // Every policy's scenario is built (and its arguments checked) before anything is written.
-      std::vector<Scenario> scenarios;
+      // Every policy's profile is checked before anything is written; the trace is read once.
+      std::optional<Scenario> base;
+      std::vector<policies::Profile> profiles;
       for (const auto& policy : policies) {
         options.policy = policy;
         try {
-          scenarios.push_back(tiresias_scenario(trace, spec, options));
+          if (!base) base = tiresias_scenario(trace, spec, options);
+          profiles.push_back(tiresias_profile(options));
         } catch (const ProfileError& e) {
           // A plugin argument from a flag: name the flag.
           const std::string field = e.where().field;
@@ -815,13 +818,18 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
       auto summary = open_summary();
       if (!quiet) {
         std::printf("Tiresias policies on gpusched's engine: %zu jobs from %s on %zu nodes (%s), placement %s\n",
-                    scenarios.front().jobs.size(), trace.string().c_str(), scenarios.front().nodes.size(), spec.string().c_str(),
-                    tiresias_placement.c_str());
+                    base->jobs.size(), trace.string().c_str(), base->nodes.size(), spec.string().c_str(), tiresias_placement.c_str());
       }
       table_header();
       const InterruptSignals signals;
       for (std::size_t i = 0; i < policies.size(); ++i) {
-        const auto result = scenario::run(scenarios[i]);
+        options.policy = policies[i];
+        base->profile = profiles[i];
+        base->name = "tiresias-" + policies[i];
+        base->document["policy"] = policies[i];
+        base->document["queue_sort"] = profiles[i].queue_sort.name;
+        base->document["queue_sort_args"] = profiles[i].queue_sort.args;
+        const auto result = scenario::run(*base);
         const auto rows = result.jobs();
         {
           const auto path = out / ("jobs-" + policies[i] + ".csv");

@@ -507,14 +507,34 @@ const std::vector<std::string>& tiresias_engine_policies() {
   return p;
 }
 
-Scenario tiresias_scenario(const std::filesystem::path& trace, const std::filesystem::path& cluster_spec,
-                           const TiresiasEngineOptions& o) {
+policies::Profile tiresias_profile(const TiresiasEngineOptions& o) {
   const auto& names = tiresias_engine_policies();
   if (std::find(names.begin(), names.end(), o.policy) == names.end()) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
     throw_error(ErrorCode::kScenarioBadValue, {"", 0, "policy"}, "unknown policy \"" + o.policy + "\" (" + list + ")");
   }
+  auto profile = policies::builtin_profile(o.placement == "count" ? "first-fit" : o.placement, "--placement");
+  profile.name = "tiresias-" + o.policy;
+  nlohmann::json args = nlohmann::json::object();
+  if (o.policy == "las" || o.policy == "2d-las") {
+    args = {{"thresholds", o.thresholds}, {"starvation_k", o.starvation_k}, {"within_queue", o.within_queue}};
+  } else if (o.policy == "gittins") {
+    args = {{"quantum", o.quantum}, {"distribution", o.distribution}, {"within_queue", o.within_queue}};
+  }
+  const bool fifo = o.policy == "fifo" || o.policy == "fjf";
+  profile.queue_sort = policies::PluginRef{fifo ? "fifo" : o.policy};
+  profile.queue_sort.args = args;
+  profile.queueing = o.policy == "fifo" ? "strict-fifo" : o.policy == "fjf" ? "greedy" : "preemptive";
+  profile.post_filter.clear();   // the preemptive mode preempts by the order, nothing else
+  // Checked now, so that a bad argument is reported before any run.
+  (void)policies::Scheduler(profile, policies::Registry::builtins(), 1);
+  return profile;
+}
+
+Scenario tiresias_scenario(const std::filesystem::path& trace, const std::filesystem::path& cluster_spec,
+                           const TiresiasEngineOptions& o) {
+  auto profile = tiresias_profile(o);
   if (!(o.restart_overhead_s >= 0.0 && o.restart_overhead_s <= 1e10)) {
     throw_error(ErrorCode::kScenarioBadValue, {"", 0, "restart_overhead"}, "the restart overhead must be in [0, 1e10] seconds");
   }
@@ -535,23 +555,9 @@ Scenario tiresias_scenario(const std::filesystem::path& trace, const std::filesy
     if (!in) throw_error(ErrorCode::kTraceCannotOpen, {trace.string(), 0, ""}, "cannot open the file");
     sc.jobs = traces::read_tiresias_jobs(in, trace.string(), sc.catalog, sc.resources, shape);
   }
-  const bool count = o.placement == "count";
-  sc.profile = policies::builtin_profile(count ? "first-fit" : o.placement, "--placement");
-  sc.profile.name = "tiresias-" + o.policy;
-  nlohmann::json args = nlohmann::json::object();
-  if (o.policy == "las" || o.policy == "2d-las") {
-    args = {{"thresholds", o.thresholds}, {"starvation_k", o.starvation_k}, {"within_queue", o.within_queue}};
-  } else if (o.policy == "gittins") {
-    args = {{"quantum", o.quantum}, {"distribution", o.distribution}, {"within_queue", o.within_queue}};
-  }
-  const bool fifo = o.policy == "fifo" || o.policy == "fjf";
-  sc.profile.queue_sort = policies::PluginRef{fifo ? "fifo" : o.policy};
-  sc.profile.queue_sort.args = args;
-  sc.profile.queueing = o.policy == "fifo" ? "strict-fifo" : o.policy == "fjf" ? "greedy" : "preemptive";
-  sc.profile.post_filter.clear();   // the preemptive mode preempts by the order, nothing else
-  // Checked now, so that a bad argument is reported before any run.
-  (void)policies::Scheduler(sc.profile, policies::Registry::builtins(), sc.seed);
-  sc.count_gpus = count;
+  sc.profile = std::move(profile);
+  const auto& args = sc.profile.queue_sort.args;
+  sc.count_gpus = o.placement == "count";
   sc.engine.preemption.restart_overhead = SimTime::from_seconds_f(o.restart_overhead_s);
   sc.keep_unplaceable = true;   // the simulator leaves a job larger than the cluster waiting
   sc.document = {{"experiment", "tiresias"},

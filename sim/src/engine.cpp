@@ -993,6 +993,29 @@ void Engine::preemptive_cycle() {
     in_active_[j.value] = 1;
     active_.push_back(j);
   }
+  // With no job waiting there is nothing to start or preempt; with one job waiting, just
+  // arrived, that fits as things are, the walk would keep every running job and start it where
+  // it fits now. Both skip the sort (jobs the order ties keep the last sorted cycle's places).
+  const bool shortcuts = config_.preemptive_shortcuts;
+  if (shortcuts && arrived_.empty() && pending_.empty() && backing_off_ == 0) {
+    schedule_reorder();
+    return;
+  }
+  if (shortcuts && arrived_.size() == 1 && pending_.empty() && backing_off_ == 0) {
+    const JobId j = arrived_.front();
+    ++attempts_;
+    fresh_[j.value] = 0;
+    if (hook_->what_if(*cluster_, workload_[j.value], j, scratch_).ok()) {
+      arrived_.clear();
+      // start_job's observers see the cluster as the running jobs hold it: allocated as it starts.
+      for (auto it = scratch_.rbegin(); it != scratch_.rend(); ++it) cluster_->undo_allocate(workload_[j.value].request, *it);
+      for (const auto& p : scratch_) cluster_->allocate(workload_[j.value].request, p);
+      std::vector<TaskPlacement> placements = scratch_;
+      start_job(j, placements);
+      schedule_reorder();
+      return;
+    }
+  }
   arrived_.clear();
   // Stable: jobs the order does not tell apart keep their places from the last cycle.
   std::stable_sort(active_.begin(), active_.end(), before);
@@ -1082,14 +1105,19 @@ void Engine::preemptive_cycle() {
   for (JobId j : active_) {
     if (jobs_[j.value].state == JobState::kPending && !jobs_[j.value].backing_off) pending_.push_back(j);
   }
-  // An order that moves with time (attained service) is looked at again when it next changes.
+  schedule_reorder();
+}
+
+void Engine::schedule_reorder() {
+  // An order that moves with time (attained service) is looked at again when it next changes,
+  // if a job waits then (a running job overtaken by no one changes nothing).
+  if (pending_.empty() && backing_off_ == 0) return;
   const SimTime next = hook_->next_order_change(now_);
-  if (!next.is_forever()) {
-    const SimTime t = std::max(next, now_ + SimTime::from_us(1));
-    if (reorder_at_.is_forever() || t < reorder_at_) {
-      reorder_at_ = t;
-      queue_.push(t, Reorder{++reorder_generation_});
-    }
+  if (next.is_forever()) return;
+  const SimTime t = std::max(next, now_ + SimTime::from_us(1));
+  if (reorder_at_.is_forever() || t < reorder_at_) {
+    reorder_at_ = t;
+    queue_.push(t, Reorder{++reorder_generation_});
   }
 }
 

@@ -36,7 +36,8 @@ def test_a_gang_requeued_by_wait_for_pods_ready_shows_in_jobs_and_summary(tmp_pa
                     wait_for_pods_ready={"timeout_s": 100}, outputs={"event_log": True})
     r = gpusched.run(doc)
     jobs = r.jobs.set_index("job")
-    assert list(r.jobs.columns)[-2:] == ["requeues", "bound"]
+    assert list(r.jobs.columns)[-8:] == ["requeues", "bound", "attained_s", "attained_gpu_s", "queue_level", "preemptions",
+                                         "resumptions", "overhead_s"]
     assert jobs.loc["gang", "requeues"] == 1 and jobs.loc["blocker", "requeues"] == 0
     assert jobs.loc["gang", "start_s"] == 160.0
     assert r.summary["jobs"]["pods_ready_requeues"] == 1

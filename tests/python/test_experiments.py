@@ -167,16 +167,17 @@ def test_tiresias_compat_from_the_command_line_writes_the_simulators_figures(tmp
     assert all(r["completed"] == "50" and r["stuck"] == "true" for r in rows.values())
     jobs = list(csv.DictReader(open(tmp_path / "t" / "jobs-srtf.csv")))
     assert len(jobs) == 60 and sum(j["completed"] == "true" for j in jobs) == 50
-    # Without --compat the command says what is missing instead of running something else.
-    p = _cli("experiment", "tiresias", "--traces", TRACES, "--cluster", "n1g4", "--out", tmp_path / "u")
-    assert p.returncode == 1 and "--compat" in p.stderr and "gpusched.scenario_error.203" in p.stderr
+    # gittins has no compat mode: the simulator's fails as published.
+    p = _cli("experiment", "tiresias", "--compat", "--traces", TRACES, "--policies", "gittins", "--out", tmp_path / "u")
+    assert p.returncode == 1 and "without --compat" in p.stderr and "gpusched.scenario_error.203" in p.stderr
+    assert not (tmp_path / "u").exists()
 
 
 @pytest.mark.skipif(not (TRACES / "tiresias" / "60_job.csv").exists(), reason="../shared/traces/tiresias/60_job.csv is absent")
 def test_tiresias_from_python_gives_dataframes_equal_to_the_command_line(tmp_path):
     import csv
-    r = experiments.tiresias(TRACES, cluster="n1g4", policies="fjf,srtf,2d-las")
-    assert list(r.summary["policy"]) == ["fjf", "srtf", "2d-las"] and r.gpus == 4
+    r = experiments.tiresias(TRACES, cluster="n1g4", policies="fjf,srtf,2d-las", compat=True)
+    assert list(r.summary["policy"]) == ["fjf", "srtf", "2d-las"] and r.gpus == 4 and r.compat
     assert len(r.jobs) == 3 * 60
     p = _cli("experiment", "tiresias", "--compat", "--traces", TRACES, "--cluster", "n1g4", "--policies", "fjf,srtf,2d-las",
              "--out", tmp_path / "t", "--quiet")
@@ -192,5 +193,47 @@ def test_tiresias_from_python_gives_dataframes_equal_to_the_command_line(tmp_pat
     assert len(never) == 10 and (never["num_gpu"] == 8).all() and never["end_time"].isna().all()
     fig = r.plot_cdf(tmp_path / "cdf.png")
     assert (tmp_path / "cdf.png").stat().st_size > 1000 and len(fig.axes[0].get_lines()) == 3
-    with pytest.raises(ValueError, match="unknown policy 'gittins'"):
-        experiments.tiresias(TRACES, cluster="n1g4", policies="gittins")
+    with pytest.raises(ValueError, match="unknown policy 'gittins'.*compat=False"):
+        experiments.tiresias(TRACES, cluster="n1g4", policies="gittins", compat=True)
+
+
+@pytest.mark.skipif(not (TRACES / "tiresias" / "60_job.csv").exists(), reason="../shared/traces/tiresias/60_job.csv is absent")
+def test_tiresias_on_the_engine_from_python_and_the_command_line_agree(tmp_path):
+    """The default: gpusched's engine (preemptive mode, the profile's placement). With GPUs
+    counted only it gives the simulator's averages on n1g4 (no job is demoted at the default
+    thresholds): fjf 840.58 s, srtf 608.02 s, srsf 587.16 s."""
+    import csv
+    counted = experiments.tiresias(TRACES, cluster="n1g4", policies="fjf,srtf,srsf", placement="count")
+    assert not counted.compat
+    assert dict(zip(counted.summary["policy"], counted.summary["mean_jct_s"].round(2))) == {
+        "fjf": 840.58, "srtf": 608.02, "srsf": 587.16}
+    r = experiments.tiresias(TRACES, cluster=TRACES / "tiresias" / "n1g4.csv", policies="srtf,2d-las,gittins",
+                             restart_overhead=30, thresholds="300,900", quantum=600)
+    assert r.gpus == 4 and list(r.summary["policy"]) == ["srtf", "2d-las", "gittins"]
+    assert (r.summary["preemptions"] > 0).all() and (r.summary["overhead_gpu_hours"] > 0).all()
+    assert r.summary["stuck"].all()   # the 8-GPU jobs never fit 4 GPUs
+    # jobs.csv's columns, after the policy.
+    for col in ("job", "state", "placement", "attained_s", "attained_gpu_s", "queue_level", "preemptions", "resumptions",
+                "overhead_s"):
+        assert col in r.jobs.columns, col
+    # 2d-las: a job's queue level follows from its attained GPU-time (no promotion without K).
+    las = r.jobs[(r.jobs["policy"] == "2d-las") & (r.jobs["state"] == "completed")]
+    expected = (las["attained_gpu_s"] >= 300 - 1e-6).astype(int) + (las["attained_gpu_s"] >= 900 - 1e-6).astype(int)
+    assert (las["queue_level"] == expected).all()
+    p = _cli("experiment", "tiresias", "--traces", TRACES, "--cluster", "n1g4", "--policies", "srtf,2d-las,gittins",
+             "--restart-overhead", "30", "--thresholds", "300,900", "--quantum", "600", "--out", tmp_path / "e", "--quiet")
+    assert p.returncode == 0, p.stderr
+    for row in csv.DictReader(open(tmp_path / "e" / "summary.csv")):
+        mine = r.summary[r.summary["policy"] == row["policy"]].iloc[0]
+        assert int(row["completed"]) == mine["completed"] == 50
+        for col in ("mean_jct_s", "median_jct_s", "p95_jct_s", "mean_queueing_s", "makespan_s", "overhead_gpu_hours"):
+            assert float(row[col]) == pytest.approx(mine[col], abs=1e-3), col
+        assert int(row["preemptions"]) == mine["preemptions"]
+    engine_jobs = pd.read_csv(tmp_path / "e" / "jobs-2d-las.csv")
+    mine = r.jobs[r.jobs["policy"] == "2d-las"].reset_index(drop=True)
+    pd.testing.assert_series_equal(engine_jobs["end_s"], mine["end_s"], check_names=False)
+    assert list(engine_jobs["job"].astype(str)) == list(mine["job"])
+    fig = r.plot_cdf(tmp_path / "cdf.png")
+    assert len(fig.axes[0].get_lines()) == 3 and "engine" in fig.axes[0].get_title()
+    with pytest.raises(gpusched.ProfileError):
+        experiments.tiresias(TRACES, cluster="n1g4", policies="las", thresholds="900,300")

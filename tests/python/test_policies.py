@@ -78,3 +78,29 @@ def test_an_unknown_priority_class_is_an_error_naming_the_job():
         assert "nope" in str(e) and "priority_class" in str(e)
     else:
         raise AssertionError("no error")
+
+
+def test_training_orders_in_a_profile_preempt_and_report_attained_service():
+    """Issue 17: the Tiresias orders are queue sorts of any profile with "preemptive" queueing.
+    1 node x 4 GPUs. srtf: long (4 GPUs x 1,000 s at 0) is preempted at 100 by short (4 GPUs x
+    50 s), which ends at 150; long resumes after a 20 s restart overhead (its own, not the
+    scenario's 5 s) and ends at 150 + 20 + 900 = 1,070."""
+    work = jobs([job("long", 0, 1000, cpu=1, gpus=4, restart_overhead=20), job("short", 100, 50, cpu=1, gpus=4)])
+    sc = Scenario(_one_node(), Profile("srtf", extends="binpack").queue_sort("srtf").queueing("preemptive"), work,
+                  preemption={"restart_overhead_s": 5})
+    r = gpusched.run(sc)
+    t = r.jobs.set_index("job")
+    assert t.loc["short", "end_s"] == 150.0 and t.loc["long", "end_s"] == 1070.0
+    assert t.loc["long", "preemptions"] == 1 and t.loc["long", "resumptions"] == 1 and t.loc["long", "overhead_s"] == 20.0
+    assert t.loc["long", "attained_s"] == 1020.0 and t.loc["long", "attained_gpu_s"] == 4080.0
+    assert r.summary["preemption"]["overhead_gpu_hours"] == 20 * 4 / 3600
+    assert r.summary["queueing"]["count"] == 2
+    # 2d-las: thresholds in GPU-seconds; long drops to queue 1 at 400 GPU-s (100 s) and short,
+    # arriving then in queue 0, preempts it: the same run, now by attained service.
+    las = Profile("las", extends="binpack").queue_sort("2d-las", thresholds=[400], starvation_k=0).queueing("preemptive")
+    t2 = gpusched.run(Scenario(_one_node(), las, work)).jobs.set_index("job")
+    assert t2.loc["long", "queue_level"] == 1 and t2.loc["short", "queue_level"] == 0
+    assert t2.loc["long", "end_s"] == 1070.0
+    # greedy queueing with the same order never preempts.
+    t3 = gpusched.run(Scenario(_one_node(), Profile("g", extends="binpack").queue_sort("srtf"), work)).jobs.set_index("job")
+    assert t3.loc["long", "preemptions"] == 0 and t3.loc["short", "start_s"] == 1000.0

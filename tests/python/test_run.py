@@ -15,7 +15,7 @@ from conftest import medium_scenario
 JOB_COLUMNS = [
     "job", "queue", "priority", "tasks", "cpu_milli", "memory_mib", "gpus", "gpu_milli", "gpu_memory_mib",
     "submit_s", "start_s", "end_s", "wait_s", "jct_s", "state", "attempts", "evictions", "lost_gpu_hours", "placement", "reason",
-    "requeues", "bound",
+    "requeues", "bound", "attained_s", "attained_gpu_s", "queue_level", "preemptions", "resumptions", "overhead_s",
 ]
 TIMESERIES_COLUMNS = [
     "time_s", "gpu_alloc_pct", "gpus_busy_pct", "cpu_alloc_pct", "memory_alloc_pct", "pending_jobs", "running_jobs",

@@ -818,7 +818,8 @@ TEST_CASE("Preemptive queueing under every training order: invariants hold, runs
   // sort of a placement preset, in the preemptive reallocation mode, with a restart overhead.
   // The checker sees no over-commitment at any callback, only legal state changes, and no gang
   // started short; everything ends released; the same seed gives the same bytes; the node index
-  // and the plain scan give the same event log and jobs.csv.
+  // and the plain scan give the same event log and jobs.csv, and so does the engine walking
+  // every job at every event (EngineConfig::preemptive_shortcuts off).
   const std::vector<std::pair<std::string, nlohmann::json>> orders = {
       {"sjf", nlohmann::json::object()},
       {"srtf", nlohmann::json::object()},
@@ -854,8 +855,12 @@ TEST_CASE("Preemptive queueing under every training order: invariants hold, runs
         const auto indexed = logged_run(nodes, res, jobs, profile, seed, cfg, true);
         const auto again = logged_run(nodes, res, jobs, profile, seed, cfg, true);
         const auto scanned = logged_run(nodes, res, jobs, profile, seed, cfg, false);
+        EngineConfig walk_all = cfg;
+        walk_all.preemptive_shortcuts = false;
+        const auto walked = logged_run(nodes, res, jobs, profile, seed, walk_all, true);
         require_same_run(indexed, again);
         require_same_run(indexed, scanned);
+        require_same_run(indexed, walked);
         ++runs;
       }
     }

@@ -128,6 +128,10 @@ struct TiresiasEngineOptions {
 /// fifo, fjf, sjf, srtf, srsf, las, 2d-las, gittins.
 [[nodiscard]] const std::vector<std::string>& tiresias_engine_policies();
 
+/// The profile of one policy: the placement preset (`count`: first-fit) with the policy as its
+/// queue sort and queueing. Throws for an unknown policy or placement, or bad arguments.
+[[nodiscard]] policies::Profile tiresias_profile(const TiresiasEngineOptions& options);
+
 /// The scenario of one policy: the trace's jobs (a job larger than a node a gang of node-sized
 /// tasks) on the spec's nodes, the policy as the profile's queue sort with "preemptive" queueing
 /// (fifo: strict-fifo, fjf: greedy, both with the fifo sort). Jobs no node could hold stay pending

@@ -112,6 +112,9 @@ struct EngineConfig {
   /// last failed (exact: nothing else can have become feasible). Gangs are retried on every
   /// node. false: every retry scans every node.
   bool retry_changed_nodes_only = true;
+  /// kPreemptive: skip the walk over every job when no job waits, and start a lone arrival that
+  /// fits as things are without it (the walk would decide the same). false: every event walks.
+  bool preemptive_shortcuts = true;
   std::vector<NodeEvent> node_events;
   PreemptionConfig preemption;
   QueuePolicy queue_policy = QueuePolicy::kGreedy;
@@ -216,6 +219,8 @@ class Engine final : public JobsView {
   void schedule_cycle(bool full);
   /// kPreemptive: one reallocation over every running and waiting job (see QueuePolicy).
   void preemptive_cycle();
+  /// kPreemptive: a Reorder event at the hook's next_order_change, while jobs wait.
+  void schedule_reorder();
   /// kPreemptive: tries `j` where jobs at positions > `pos` of active_ lose their room if they
   /// must; on success the placement is allocated, the victims released and listed in `victims`.
   bool place_preempting(JobId j, std::size_t pos, std::vector<JobId>& victims);

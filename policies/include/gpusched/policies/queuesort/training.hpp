@@ -53,10 +53,15 @@ class RemainingOrder final : public TrainingOrder {
   explicit RemainingOrder(bool weight_gpus) : weight_gpus_(weight_gpus) {}
   [[nodiscard]] std::string_view name() const override { return weight_gpus_ ? "srsf" : "srtf"; }
   [[nodiscard]] bool less(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) const override;
+  void attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) override;
 
  private:
   [[nodiscard]] double key(const JobSpec& s, JobId j) const;
   bool weight_gpus_;
+  // Keys computed at one instant (a sort compares each job O(log n) times; work done moves only
+  // with time).
+  mutable std::vector<double> key_;
+  mutable std::vector<SimTime> key_at_;
 };
 
 /// Follows each job's attained service (time, or GPU-time) as it runs, to say when it crosses a
@@ -75,7 +80,8 @@ class ServiceOrder : public TrainingOrder {
   /// the microsecond above.
   [[nodiscard]] SimTime reaches(JobId j, double amount) const;
   struct Run {
-    double service_at_start = 0.0;   ///< service when the current run started
+    SimTime from = SimTime::zero();  ///< when the current run's service starts accruing
+    double service_at_start = 0.0;   ///< service then
     double rate = 0.0;               ///< service per microsecond while it runs (1, or its GPUs)
     bool running = false;
   };
@@ -147,6 +153,8 @@ class GittinsOrder final : public ServiceOrder {
  private:
   [[nodiscard]] double index_us(double a) const;
   [[nodiscard]] double key(JobId j) const;
+  mutable std::vector<double> key_;       // as RemainingOrder: keys of one instant
+  mutable std::vector<SimTime> key_at_;
   double quantum_;                  // service units
   bool running_first_;
   std::vector<double> given_;       // samples from a file (service units); empty: the trace's
