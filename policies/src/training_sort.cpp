@@ -78,12 +78,14 @@ void ServiceOrder::job_started(const JobSpec& /*job*/, JobId id, std::span<const
   // Service accrues from the run's start (after a MIG reconfiguration delay), or from now when
   // the run was announced again with more tasks (an elastic gang grew).
   r.from = std::max(jobs_->now(), jobs_->started(id));
-  r.service_at_start = service(id);
+  r.service_at_start = engine_service(id);
   if (!r.running) running_.push_back(id);
   r.running = true;
 }
 
 void ServiceOrder::job_stopped(const JobSpec& /*job*/, JobId id, std::span<const TaskPlacement> /*placements*/) {
+  // The engine still counts the run as going: its figure includes it.
+  run_[id.value].service_at_start = engine_service(id);
   run_[id.value].running = false;
   std::erase(running_, id);
 }
@@ -220,7 +222,7 @@ void GittinsOrder::attach(const ClusterState& cluster, std::span<const JobSpec> 
   }
   std::sort(samples_.begin(), samples_.end());
   key_.assign(workload.size(), 0.0);
-  key_at_.assign(workload.size(), SimTime::forever());
+  key_band_.assign(workload.size(), -1.0);
   prefix_.assign(samples_.size() + 1, 0.0);
   for (std::size_t i = 0; i < samples_.size(); ++i) prefix_[i + 1] = prefix_[i] + samples_[i];
 }
@@ -241,12 +243,11 @@ double GittinsOrder::index_us(double a) const {
 double GittinsOrder::index(double a_s) const { return index_us(a_s * 1e6) * 1e6; }
 
 double GittinsOrder::key(JobId j) const {
-  const SimTime now = jobs_->now();
-  if (key_at_[j.value] != now) {
-    const double s = service(j);
-    const double q = std::floor((s + slack(s)) / quantum_);
+  const double s = service(j);
+  const double q = std::floor((s + slack(s)) / quantum_);
+  if (key_band_[j.value] != q) {
     key_[j.value] = index_us(q * quantum_);
-    key_at_[j.value] = now;
+    key_band_[j.value] = q;
   }
   return key_[j.value];
 }

@@ -932,15 +932,33 @@ bool Engine::place_preempting(JobId j, std::size_t pos, std::vector<JobId>& vict
   auto undo_place = [&] {
     for (auto it = scratch_.rbegin(); it != scratch_.rend(); ++it) cluster_->undo_allocate(spec.request, *it);
   };
-  for (JobId r : lower) release(r);
-  ++attempts_;
-  if (!hook_->what_if(*cluster_, spec, j, scratch_).ok()) {
-    for (auto it = lower.rbegin(); it != lower.rend(); ++it) restore(*it);
-    return false;
+  // Not enough GPUs even with all of them gone: no placement to look for.
+  const auto& totals = cluster_->totals();
+  std::int64_t freed = totals.gpu_milli - totals.gpu_used_milli;
+  std::int64_t all = freed;
+  for (JobId r : lower) all += std::llround(held_gpus(r) * kMilliPerGpu);
+  const std::int64_t need = gpu_milli_needed(spec);
+  if (all < need) return false;
+  // The last in the order leave first: enough of them to free the GPUs it needs, then twice as
+  // many more at each try, until it fits or all are gone.
+  std::size_t released = 0;   // lower's last `released` jobs
+  auto release_next = [&] {
+    const JobId r = lower[lower.size() - 1 - released];
+    freed += std::llround(held_gpus(r) * kMilliPerGpu);
+    release(r);
+    ++released;
+  };
+  while (released < lower.size() && freed < need) release_next();
+  for (std::size_t batch = 1;; batch *= 2) {
+    ++attempts_;
+    if (hook_->what_if(*cluster_, spec, j, scratch_).ok()) break;
+    if (released == lower.size()) {
+      for (std::size_t k = lower.size() - released; k < lower.size(); ++k) restore(lower[k]);
+      return false;
+    }
+    for (std::size_t k = 0; k < batch && released < lower.size(); ++k) release_next();
   }
-  // Where it would go with all of them gone. Jobs with no task on those nodes keep their room
-  // (that placement stays possible); the others, first in order first, keep theirs when the job
-  // still fits with them there. The rest are the victims: the last in the order that must go.
+  lower.erase(lower.begin(), lower.begin() + static_cast<std::ptrdiff_t>(lower.size() - released));
   std::vector<NodeId> nodes;
   for (const auto& p : scratch_) nodes.push_back(p.node);
   std::sort(nodes.begin(), nodes.end());

@@ -63,7 +63,8 @@ enum class QueuePolicy : std::uint8_t {
   kPreemptive,    ///< preemptive reallocation (Tiresias, SRTF): at every event all jobs, running and
                   ///< waiting, are ordered by the queue sort; in that order running jobs keep their
                   ///< place and waiting ones start where they fit, taking the room of jobs after them
-                  ///< when needed; the jobs that lost their room are preempted (see Engine)
+                  ///< when needed (the last in the order first); the jobs that lost their room are
+                  ///< preempted (Engine::place_preempting)
 };
 std::string_view to_string(QueuePolicy q);
 
@@ -222,7 +223,9 @@ class Engine final : public JobsView {
   /// kPreemptive: a Reorder event at the hook's next_order_change, while jobs wait.
   void schedule_reorder();
   /// kPreemptive: tries `j` where jobs at positions > `pos` of active_ lose their room if they
-  /// must; on success the placement is allocated, the victims released and listed in `victims`.
+  /// must: they leave from the last in the order until `j` fits; those not on its nodes, then the
+  /// others first in order first while it still fits, get their room back. On success the
+  /// placement is allocated, the victims released and listed in `victims`.
   bool place_preempting(JobId j, std::size_t pos, std::vector<JobId>& victims);
   /// The restart overhead of job `j` in microseconds.
   [[nodiscard]] std::int64_t restart_overhead_us(JobId j) const;
