@@ -1,6 +1,7 @@
 #include <gpusched/policies/framework/registry.hpp>
 
 #include <algorithm>
+#include <filesystem>
 
 #include <gpusched/error.hpp>
 #include <gpusched/policies/devices/device_select.hpp>
@@ -263,7 +264,13 @@ std::unique_ptr<Plugin> gittins_order(const PluginContext& c) {
                 std::string(c.name) + ": within_queue must be \"running-first\" or \"fifo\"");
   }
   std::vector<double> samples;
-  if (!file.empty()) samples = read_service_distribution(file);
+  if (!file.empty()) {
+    if (!std::filesystem::exists(file)) {
+      throw_error(ErrorCode::kProfileBadArgs, {"", 0, std::string(c.name) + "/args/distribution"},
+                  std::string(c.name) + ": cannot open the service distribution \"" + file + "\"");
+    }
+    samples = read_service_distribution(file);
+  }
   return std::make_unique<GittinsOrder>(service == "gpu-time", quantum, std::move(samples), within == "running-first");
 }
 }  // namespace

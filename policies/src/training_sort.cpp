@@ -66,9 +66,12 @@ void ServiceOrder::attach(const ClusterState& cluster, std::span<const JobSpec> 
   TrainingOrder::attach(cluster, workload, jobs);
   run_.assign(workload.size(), Run{});
   running_.clear();
+  // The scheduler extender (gpusched serve) has no view of the jobs' attained service.
+  if (jobs == nullptr) warn(std::string(name()) + ": no view of the jobs' attained service here: jobs are taken in FIFO order");
 }
 
 void ServiceOrder::job_started(const JobSpec& /*job*/, JobId id, std::span<const TaskPlacement> placements) {
+  if (jobs_ == nullptr) return;
   auto& r = run_[id.value];
   double gpus = 0.0;
   for (const auto& p : placements) {
@@ -77,13 +80,14 @@ void ServiceOrder::job_started(const JobSpec& /*job*/, JobId id, std::span<const
   r.rate = gpu_time_ ? gpus : 1.0;
   // Service accrues from the run's start (after a MIG reconfiguration delay), or from now when
   // the run was announced again with more tasks (an elastic gang grew).
-  r.from = std::max(jobs_->now(), jobs_->started(id));
+  r.from = std::max(jobs_->now(), jobs_->progress_from(id));
   r.service_at_start = engine_service(id);
   if (!r.running) running_.push_back(id);
   r.running = true;
 }
 
 void ServiceOrder::job_stopped(const JobSpec& /*job*/, JobId id, std::span<const TaskPlacement> /*placements*/) {
+  if (jobs_ == nullptr) return;
   // The engine still counts the run as going: its figure includes it.
   run_[id.value].service_at_start = engine_service(id);
   run_[id.value].running = false;
@@ -130,7 +134,7 @@ SimTime LasOrder::promotion_due(JobId j) const {
 
 void LasOrder::refresh(JobId j, SimTime now) const {
   auto& st = state_[j.value];
-  if (st.seen == now) return;
+  if (st.seen == now || st.left) return;
   st.seen = now;
   if (const SimTime due = promotion_due(j); due <= now) {
     st.level = 0;
@@ -151,6 +155,7 @@ void LasOrder::refresh(JobId j, SimTime now) const {
 }
 
 void LasOrder::job_started(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) {
+  if (jobs_ == nullptr) return;
   refresh(id, jobs_->now());
   ServiceOrder::job_started(job, id, placements);
   state_[id.value].stopped = SimTime::forever();
@@ -158,6 +163,7 @@ void LasOrder::job_started(const JobSpec& job, JobId id, std::span<const TaskPla
 }
 
 void LasOrder::job_stopped(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) {
+  if (jobs_ == nullptr) return;
   const SimTime now = jobs_->now();
   state_[id.value].seen = SimTime::forever();
   refresh(id, now);   // while it still runs: a crossing during this run gets its time
@@ -168,9 +174,13 @@ void LasOrder::job_stopped(const JobSpec& job, JobId id, std::span<const TaskPla
   if (std::find(waiting_.begin(), waiting_.end(), id) == waiting_.end()) waiting_.push_back(id);
 }
 
-void LasOrder::job_left(const JobSpec& /*job*/, JobId id) { std::erase(waiting_, id); }
+void LasOrder::job_left(const JobSpec& /*job*/, JobId id) {
+  std::erase(waiting_, id);
+  if (id.value < state_.size()) state_[id.value].left = true;   // its queue stays as it ended
+}
 
 bool LasOrder::less(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) const {
+  if (jobs_ == nullptr) return fifo(a, ia, b, ib);
   const SimTime now = jobs_->now();
   refresh(ia, now);
   refresh(ib, now);
@@ -184,6 +194,7 @@ bool LasOrder::less(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) cons
 
 SimTime LasOrder::next_order_change(SimTime now) const {
   SimTime next = SimTime::forever();
+  if (jobs_ == nullptr) return next;
   for (JobId j : running_) {
     refresh(j, now);
     const auto& st = state_[j.value];
@@ -253,6 +264,7 @@ double GittinsOrder::key(JobId j) const {
 }
 
 bool GittinsOrder::less(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) const {
+  if (jobs_ == nullptr) return fifo(a, ia, b, ib);
   const double ka = key(ia), kb = key(ib);
   if (ka != kb) return ka > kb;
   if (running_first_ && run_[ia.value].running != run_[ib.value].running) return run_[ia.value].running;
@@ -261,6 +273,7 @@ bool GittinsOrder::less(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) 
 
 SimTime GittinsOrder::next_order_change(SimTime /*now*/) const {
   SimTime next = SimTime::forever();
+  if (jobs_ == nullptr) return next;
   for (JobId j : running_) {
     const double s = service(j);
     const double q = std::floor((s + slack(s)) / quantum_);

@@ -201,6 +201,7 @@ void use_profile(Scenario& sc, const std::string& arg, const policies::Registry&
     text << in.rdbuf();
     given = parse_json(text.str(), arg, kScenarioJsonErrors);
     sc.profile = policies::Profile::from_json(given, arg);
+    resolve_profile_paths(sc.profile, path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path());
     if (given.is_object() && !given.contains("name")) {
       sc.profile.name = printable_utf8(path.stem().string());   // file names need not be UTF-8; JSON does
       given["name"] = sc.profile.name;
@@ -786,6 +787,10 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
         if (!summary) throw_error(ErrorCode::kOutputWrite, {(out / "summary.csv").string(), 0, ""}, "cannot write the file");
         if (!quiet) std::printf("Wrote %s (summary.csv, jobs-<policy>.csv)\n", out.string().c_str());
         return 0;
+      }
+      if (!(tiresias_overhead >= 0.0 && tiresias_overhead <= 1e10)) {
+        throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--restart-overhead"},
+                    "expected seconds from 0 to 1e10, got " + format_number(tiresias_overhead));
       }
       TiresiasEngineOptions options;
       options.thresholds = thresholds;

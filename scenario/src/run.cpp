@@ -203,17 +203,26 @@ std::string hex64(std::uint64_t v) {
   return buf;
 }
 
-/// `preemption.placement: "count"`: every whole GPU a one-GPU task of the job's gang (CPU and
-/// memory split evenly, rounded up), so the job fits wherever the cluster has that many GPUs free.
-void count_gpus_only(Workload& workload) {
+/// `preemption.placement: "count"`: every whole GPU a one-GPU task of the job's gang (CPU, memory
+/// and extended resources split evenly, rounded up), so the job fits wherever the cluster has that
+/// many GPUs free. A job that would have more than 1,000,000 tasks (the trace limit) is refused.
+void count_gpus_only(Workload& workload, const std::string& source) {
+  constexpr std::int64_t kMaxTasks = 1'000'000;
   for (auto& j : workload) {
     auto& g = j.request.gpu;
     if ((g.mode != GpuMode::kWhole && g.mode != GpuMode::kPassthrough) || g.count <= 1) continue;
     const std::int64_t per = g.count;
-    j.tasks = static_cast<std::int32_t>(j.tasks * per);
-    j.min_available = static_cast<std::int32_t>(j.min_available * per);
+    const std::int64_t tasks = std::int64_t{j.tasks} * per;
+    if (tasks > kMaxTasks) {
+      throw_error(ErrorCode::kScenarioOutOfRange, {source, j.source_line, "tasks"},
+                  "with preemption.placement \"count\" every GPU is a task: job \"" + j.name + "\" would be " +
+                      std::to_string(tasks) + " one-GPU tasks (at most 1000000)");
+    }
+    j.tasks = static_cast<std::int32_t>(tasks);
+    j.min_available = static_cast<std::int32_t>(std::int64_t{j.min_available} * per);
     j.request.cpu_milli = (j.request.cpu_milli + per - 1) / per;
     j.request.memory_mib = (j.request.memory_mib + per - 1) / per;
+    for (auto& [id, amount] : j.request.extended) amount = (amount + per - 1) / per;
     g.count = 1;
   }
 }
@@ -246,7 +255,7 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
   // (Checked first: a sorted million-job workload spent 4% of the run moving JobSpecs.)
   const auto by_submit = [](const JobSpec& a, const JobSpec& b) { return a.submit < b.submit; };
   if (!std::is_sorted(workload.begin(), workload.end(), by_submit)) std::stable_sort(workload.begin(), workload.end(), by_submit);
-  if (sc.count_gpus) count_gpus_only(workload);
+  if (sc.count_gpus) count_gpus_only(workload, workload_source);
   if (!sc.keep_unplaceable) {
     traces::check_placeable(workload, cluster, workload_source);
     check_gangs(workload, cluster, workload_source);
@@ -258,10 +267,15 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
     engine_config.queue_policy = sim::QueuePolicy::kPreemptive;
     // Preempted training jobs resume from where they were (Tiresias), unless the scenario says.
     if (!sc.restart_given) engine_config.preemption.restart = sim::RestartPolicy::kResume;
-    if (engine_config.wait_for_pods_ready.enabled) {
-      throw_error(ErrorCode::kScenarioBadValue, {sc.source, 0, "wait_for_pods_ready"},
-                  "wait_for_pods_ready does not combine with the profile's \"preemptive\" queueing (profile \"" +
-                      sc.profile.name + "\"): the preemptive mode requeues by its own order");
+    const char* clash = engine_config.wait_for_pods_ready.enabled ? "wait_for_pods_ready"
+                        : engine_config.fill_mode                   ? "mode"
+                        : !engine_config.retry                      ? "retry"
+                                                                    : nullptr;
+    if (clash != nullptr) {
+      throw_error(ErrorCode::kScenarioBadValue, {sc.source, 0, clash},
+                  std::string(clash == std::string_view("mode") ? "mode \"fill\"" : clash == std::string_view("retry") ? "retry: false" : clash) +
+                      " does not combine with the profile's \"preemptive\" queueing (profile \"" + sc.profile.name +
+                      "\"): a preempted job waits and runs again by the queue order");
     }
   }
 

@@ -925,6 +925,16 @@ void parse_wait_for_pods_ready(const Parser& p, const nlohmann::json& j, sim::Wa
 
 }  // namespace
 
+void resolve_profile_paths(policies::Profile& profile, const std::filesystem::path& base_dir) {
+  // gittins' service distribution: a file beside the scenario, as every other path it names.
+  auto& qs = profile.queue_sort;
+  if (qs.name != "gittins" || !qs.args.is_object() || base_dir.empty()) return;
+  const auto it = qs.args.find("distribution");
+  if (it == qs.args.end() || !it->is_string()) return;
+  const std::filesystem::path file = it->get<std::string>();
+  if (!file.empty() && file.is_relative()) *it = (base_dir / file).string();
+}
+
 Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, const std::filesystem::path& base_dir,
                         const policies::Registry& registry) {
   if (doc.is_object() && doc.contains("kubernetes_objects")) {
@@ -973,6 +983,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
       try {
         sc.profile = v.is_string() ? policies::builtin_profile(v.get<std::string>(), source)
                                    : policies::Profile::from_json(v, source);
+        resolve_profile_paths(sc.profile, sc.base_dir);
         // Build it once now, so a bad profile is reported with this file before anything runs.
         policies::Scheduler check(sc.profile, registry, 0);
       } catch (const ProfileError& e) {

@@ -190,10 +190,7 @@ void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
   rt.work_left_us = spec.duration.is_forever() ? 0.0 : std::max(0.0, static_cast<double>(spec.duration.us) - rt.work_kept_us);
   if (rt.attempts > 1 && !spec.duration.is_forever() && !config_.fill_mode) {
     // A restart after an eviction restores its checkpoint first, holding what it was given.
-    if (const auto overhead = restart_overhead_us(j); overhead > 0) {
-      rt.work_left_us += static_cast<double>(overhead);
-      overhead_gpu_hours_ += static_cast<double>(overhead) / 3.6e9 * held_gpus(j);
-    }
+    if (const auto overhead = restart_overhead_us(j); overhead > 0) rt.work_left_us += static_cast<double>(overhead);
   }
   for (const auto& p : rt.placements) {
     auto& list = on_node_[p.node.value];
@@ -228,8 +225,10 @@ void Engine::stop_job(JobId j, bool release) {
   auto& rt = jobs_[j.value];
   GPUSCHED_ASSERT(rt.state == JobState::kRunning, "stopping a job that is not running");
   // Attained service is added after the hook heard of the stop (it reads the run as still going).
+  // The run's first microseconds after an eviction restore the checkpoint: overhead, not service.
+  const double held = held_gpus(j);
   const double ran = now_ > rt.start ? static_cast<double>((now_ - rt.start).us) : 0.0;
-  const double ran_gpu = ran * held_gpus(j);
+  const double restoring = std::min(ran, static_cast<double>(run_overhead_us(j)));
   for (const auto& p : rt.placements) {
     if (release) {
       cluster_->release(workload_[j.value].request, p);
@@ -246,8 +245,10 @@ void Engine::stop_job(JobId j, bool release) {
   }
   std::erase(growing_, j);
   hook_->job_stopped(workload_[j.value], j, rt.placements);
-  rt.attained_us += ran;
-  rt.attained_gpu_us += ran_gpu;
+  rt.attained_us += ran - restoring;
+  rt.attained_gpu_us += (ran - restoring) * held;
+  rt.overhead_paid_us += restoring;
+  overhead_gpu_hours_ += restoring / 3.6e9 * held;
   queue_.cancel(rt.finish_event);
   --running_;
   if (!sharers_.empty()) {
@@ -286,16 +287,20 @@ std::pair<double, double> Engine::progress(JobId j) const {
   return {std::max(done, kept), kept};
 }
 
+SimTime Engine::progress_from(JobId j) const { return jobs_[j.value].start + SimTime::from_us(run_overhead_us(j)); }
+
 double Engine::attained_us(JobId j) const {
   const auto& rt = jobs_[j.value];
-  if (rt.state != JobState::kRunning || now_ <= rt.start) return rt.attained_us;
-  return rt.attained_us + static_cast<double>((now_ - rt.start).us);
+  const SimTime from = progress_from(j);
+  if (rt.state != JobState::kRunning || now_ <= from) return rt.attained_us;
+  return rt.attained_us + static_cast<double>((now_ - from).us);
 }
 
 double Engine::attained_gpu_us(JobId j) const {
   const auto& rt = jobs_[j.value];
-  if (rt.state != JobState::kRunning || now_ <= rt.start) return rt.attained_gpu_us;
-  return rt.attained_gpu_us + static_cast<double>((now_ - rt.start).us) * held_gpus(j);
+  const SimTime from = progress_from(j);
+  if (rt.state != JobState::kRunning || now_ <= from) return rt.attained_gpu_us;
+  return rt.attained_gpu_us + static_cast<double>((now_ - from).us) * held_gpus(j);
 }
 
 double Engine::work_done_us(JobId j) const {
@@ -317,10 +322,19 @@ std::int64_t Engine::restart_overhead_us(JobId j) const {
   return own.is_forever() ? config_.preemption.restart_overhead.us : own.us;
 }
 
+std::int64_t Engine::run_overhead_us(JobId j) const {
+  const auto& rt = jobs_[j.value];
+  if (rt.attempts <= 1 || workload_[j.value].duration.is_forever() || config_.fill_mode) return 0;
+  return restart_overhead_us(j);
+}
+
 double Engine::overhead_s(JobId j) const {
   const auto& rt = jobs_[j.value];
-  if (rt.attempts <= 1 || workload_[j.value].duration.is_forever() || config_.fill_mode) return 0.0;
-  return static_cast<double>(rt.attempts - 1) * static_cast<double>(restart_overhead_us(j)) / 1e6;
+  double spent = rt.overhead_paid_us;
+  if (rt.state == JobState::kRunning && now_ > rt.start) {
+    spent += std::min(static_cast<double>((now_ - rt.start).us), static_cast<double>(run_overhead_us(j)));
+  }
+  return spent / 1e6;
 }
 
 double Engine::work_lost_us(JobId j) const {
@@ -896,16 +910,18 @@ void Engine::schedule_cycle(bool full) {
   if (full && !growing_.empty()) grow_elastic();
 }
 
-namespace {
-/// A lower bound on the GPU share (milli) a waiting job needs to start: its minimum of tasks
-/// times what each takes of whole GPUs or a share (0 for MIG, vGPU and CPU-only requests).
-std::int64_t gpu_milli_needed(const JobSpec& spec) {
+std::int64_t Engine::gpu_milli_needed(const JobSpec& spec) const {
+  // A lower bound on the GPU share (milli) a waiting job needs to start: its minimum of tasks
+  // times what each takes of whole GPUs (a time-slicing or MPS replica grants a fraction of
+  // one) or a share; 0 for MIG, vGPU and CPU-only requests.
   const auto& g = spec.request.gpu;
   std::int64_t per_task = 0;
-  if (g.mode == GpuMode::kWhole || g.mode == GpuMode::kPassthrough) per_task = std::int64_t{g.count} * kMilliPerGpu;
+  if (g.mode == GpuMode::kWhole || g.mode == GpuMode::kPassthrough) per_task = std::int64_t{g.count} * whole_gpu_min_milli_;
   else if (g.mode == GpuMode::kShared) per_task = g.milli;
   return per_task * std::max<std::int32_t>(1, spec.min_available);
 }
+
+namespace {
 constexpr std::uint8_t kKept = 0, kStarted = 1, kVictim = 2;
 }  // namespace
 
@@ -999,6 +1015,10 @@ void Engine::preemptive_cycle() {
   if (in_active_.empty()) {
     in_active_.assign(workload_.size(), 0);
     decided_.assign(workload_.size(), kKept);
+    whole_gpu_min_milli_ = kMilliPerGpu;
+    for (const auto& g : cluster_->all_gpus()) {
+      if (is_shared_replica(g.partition)) whole_gpu_min_milli_ = std::min(whole_gpu_min_milli_, ClusterState::mps_client_milli(g));
+    }
   }
   std::erase_if(active_, [this](JobId j) {
     const auto s = jobs_[j.value].state;
@@ -1017,6 +1037,7 @@ void Engine::preemptive_cycle() {
   const bool shortcuts = config_.preemptive_shortcuts;
   if (shortcuts && arrived_.empty() && pending_.empty() && backing_off_ == 0) {
     schedule_reorder();
+    if (!growing_.empty()) grow_elastic();
     return;
   }
   if (shortcuts && arrived_.size() == 1 && pending_.empty() && backing_off_ == 0) {
@@ -1031,6 +1052,7 @@ void Engine::preemptive_cycle() {
       std::vector<TaskPlacement> placements = scratch_;
       start_job(j, placements);
       schedule_reorder();
+      if (!growing_.empty()) grow_elastic();
       return;
     }
   }
@@ -1049,10 +1071,12 @@ void Engine::preemptive_cycle() {
     const JobId j = active_[i];
     auto& rt = jobs_[j.value];
     const auto& spec = workload_[j.value];
-    if (rt.state == JobState::kRunning) {
-      if (decided_[j.value] != kVictim) held += std::llround(held_gpus(j) * kMilliPerGpu);
+    const bool victim = rt.state == JobState::kRunning && decided_[j.value] == kVictim;
+    if (rt.state == JobState::kRunning && !victim) {
+      held += std::llround(held_gpus(j) * kMilliPerGpu);
       continue;
     }
+    // A job preempted in this walk waits from here on, and may start again elsewhere now.
     if (rt.backing_off) continue;
     fresh_[j.value] = 0;
     const std::int64_t need = gpu_milli_needed(spec);
@@ -1073,7 +1097,7 @@ void Engine::preemptive_cycle() {
     }
     ++attempts_;
     if (hook_->what_if(*cluster_, spec, j, scratch_).ok()) {
-      decided_[j.value] = kStarted;
+      if (!victim) decided_[j.value] = kStarted;
       started_.emplace_back(j, scratch_);
       held += need;
       continue;
@@ -1083,11 +1107,12 @@ void Engine::preemptive_cycle() {
         decided_[v.value] = kVictim;
         victims_.emplace_back(v, j);
       }
-      decided_[j.value] = kStarted;
+      if (!victim) decided_[j.value] = kStarted;
       started_.emplace_back(j, scratch_);
       held += need;
       continue;
     }
+    if (victim) continue;   // its reason is its preemption
     rt.reason = intern_reason(spec.constraints.preempt_never
                                   ? "preemptive: does not fit, and its preemptionPolicy is Never"
                                   : "preemptive: does not fit even if every preemptible job after it in the queue order left");
@@ -1124,18 +1149,28 @@ void Engine::preemptive_cycle() {
     if (jobs_[j.value].state == JobState::kPending && !jobs_[j.value].backing_off) pending_.push_back(j);
   }
   schedule_reorder();
+  // Elastic gangs take what is left when no job waits (as under strict FIFO).
+  if (!growing_.empty()) grow_elastic();
 }
 
 void Engine::schedule_reorder() {
   // An order that moves with time (attained service) is looked at again when it next changes,
-  // if a job waits then (a running job overtaken by no one changes nothing).
-  if (pending_.empty() && backing_off_ == 0) return;
+  // if a job waits then (a running job overtaken by no one changes nothing). An event no longer
+  // needed is taken out, so that it does not prolong the run.
+  if (pending_.empty() && backing_off_ == 0) {
+    if (!reorder_at_.is_forever()) {
+      queue_.cancel(reorder_event_);
+      reorder_at_ = SimTime::forever();
+    }
+    return;
+  }
   const SimTime next = hook_->next_order_change(now_);
   if (next.is_forever()) return;
   const SimTime t = std::max(next, now_ + SimTime::from_us(1));
   if (reorder_at_.is_forever() || t < reorder_at_) {
+    if (!reorder_at_.is_forever()) queue_.cancel(reorder_event_);
     reorder_at_ = t;
-    queue_.push(t, Reorder{++reorder_generation_});
+    reorder_event_ = queue_.push(t, Reorder{++reorder_generation_});
   }
 }
 
@@ -1165,7 +1200,9 @@ void Engine::grow_elastic() {
     rt.placements.insert(rt.placements.end(), added.begin(), added.end());
     // attained_gpu_us(j) adds (now - start) x the GPUs held now: the time before this counts at
     // the GPUs held then.
-    if (now_ > rt.start) rt.attained_gpu_us += static_cast<double>((now_ - rt.start).us) * (held_before - held_gpus(j));
+    if (const SimTime from = progress_from(j); now_ > from) {
+      rt.attained_gpu_us += static_cast<double>((now_ - from).us) * (held_before - held_gpus(j));
+    }
     bool shares = false;
     for (const auto& p : added) {
       auto& list = on_node_[p.node.value];

@@ -4,7 +4,9 @@
 // simulator's figures reproduced by the engine with GPUs counted only.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -16,6 +18,8 @@
 #include <gpusched/policies/framework/scheduler.hpp>
 #include <gpusched/policies/queuesort/training.hpp>
 #include <gpusched/sim/engine.hpp>
+#include <gpusched/scenario/scenario.hpp>
+#include <gpusched/sim/metrics.hpp>
 #include <gpusched/sim/outputs.hpp>
 #include <gpusched/traces/native.hpp>
 
@@ -102,7 +106,7 @@ TEST_CASE("A restart overhead delays the resumed job and is counted in GPU-hours
   const auto r2 = run(1, {{"a", 0, 100, 1}, {"b", 5, 10, 1}, {"c", 16, 2, 1}}, "srtf", nlohmann::json::object(), cfg);
   CHECK(end_of(r2, "c") == 18);
   CHECK(end_of(r2, "a") == 116);
-  CHECK(r2.rows.at("a").overhead_s == 6);
+  CHECK(r2.rows.at("a").overhead_s == 4);   // 1 s cut short by c, then 3 s
 }
 
 TEST_CASE("sjf and srsf: fewest GPUs, least remaining GPU-time", "[sim][preemptive]") {
@@ -284,4 +288,146 @@ TEST_CASE("A job's own restart_overhead (trace field) replaces the run's, and ro
   engine.run();
   CHECK(engine.job(JobId{0}).end == SimTime::from_seconds_f(114.5));
   CHECK(engine.overhead_s(JobId{0}) == 4.5);
+}
+
+namespace {
+/// Runs a scenario given as JSON text (jobs.csv rows by job, and the summary).
+std::pair<std::map<std::string, JobRow>, Summary> run_text(const std::string& text,
+                                                           const std::filesystem::path& base = ".") {
+  const auto r = scenario::run(scenario::parse_scenario(std::string_view(text), "t.json", base));
+  std::map<std::string, JobRow> rows;
+  for (const auto& row : r.jobs()) rows[row.job] = row;
+  return {rows, r.summary()};
+}
+const std::string kHead = R"({"schema_version": 1, "seed": 1, )";
+std::string one_node(int gpus, const std::string& extra = "") {
+  return R"("cluster": {"nodes": [{"name": "n0", "cpu": "32", "memory": "256Gi", "gpus": )" + std::to_string(gpus) +
+         R"(, "gpu_model": "A100-80GB")" + extra + "}]}, ";
+}
+std::string job_json(const std::string& id, double submit, double duration, int gpus, const std::string& extra = "") {
+  return R"({"id": ")" + id + R"(", "submit_time": )" + std::to_string(submit) + R"(, "duration": )" + std::to_string(duration) +
+         R"(, "requests": {"cpu": "1", "nvidia.com/gpu": )" + std::to_string(gpus) + "}" + extra + "}";
+}
+}  // namespace
+
+TEST_CASE("Preemptive mode: victims start again at once where there is room; elastic gangs grow", "[sim][preemptive]") {
+  // n0: 2 A100s, n1: 1 T4 (down until 5). v (any GPU) and y (A100) start on n0 at 0; p (2 A100s)
+  // preempts both at 10; v starts again on n1 at 10, in the same cycle.
+  const auto [rows, summary] = run_text(kHead + R"("cluster": {"nodes": [
+      {"name": "n0", "cpu": "32", "memory": "256Gi", "gpus": 2, "gpu_model": "A100-80GB"},
+      {"name": "n1", "cpu": "32", "memory": "256Gi", "gpus": 1, "gpu_model": "T4"}]},
+    "profile": {"name": "p", "extends": "binpack", "queueing": "preemptive", "queue_sort": "srtf"},
+    "workload": {"jobs": [)" + job_json("v", 0, 1000, 1) + "," + job_json("y", 0, 1000, 1, R"(, "gpu_model": "A100-80GB")") + "," +
+                                         job_json("p", 10, 10, 2, R"(, "gpu_model": "A100-80GB")") + R"(]},
+    "events": [{"time_s": 0, "node": "n1", "type": "node_down"}, {"time_s": 5, "node": "n1", "type": "node_up"}]})");
+  CHECK(rows.at("v").preemptions == 1);
+  CHECK(rows.at("v").start_s == 10);
+  CHECK(rows.at("v").placement.rfind("n1", 0) == 0);
+  CHECK(rows.at("y").start_s == 20);
+  // Elastic: x (2 GPUs, 10 s) and e (4 tasks, at least 2) on 4 GPUs: e starts with 2 at 1 and
+  // takes the other 2 when x ends at 10.
+  const auto [el, es] = run_text(kHead + one_node(4) +
+                                 R"("profile": {"name": "p", "extends": "binpack", "queueing": "preemptive", "queue_sort": "srtf"},
+    "workload": {"jobs": [)" + job_json("x", 0, 10, 2) + "," +
+                                 job_json("e", 1, 1000, 1, R"(, "tasks": 4, "min_available": 2)") + "]}}");
+  CHECK(el.at("e").state == "completed");
+  CHECK(std::count(el.at("e").placement.begin(), el.at("e").placement.end(), ';') == 3);
+}
+
+TEST_CASE("Preemptive mode: time-slicing replicas count as what they grant; a reorder no longer needed does not "
+          "prolong the run", "[sim][preemptive]") {
+  // One T4 time-sliced 4 ways: three 1-GPU jobs share it at once, as under greedy queueing.
+  const auto [ts, tss] = run_text(kHead + R"("cluster": {"nodes": [{"name": "n0", "cpu": "32", "memory": "256Gi", "gpus": 1,
+      "gpu_model": "T4", "gpu_partition": {"mode": "time-slicing", "replicas": 4}}]},
+    "profile": {"name": "p", "extends": "binpack", "queueing": "preemptive", "queue_sort": "srtf"},
+    "workload": {"jobs": [)" + job_json("a", 0, 100, 1) + "," + job_json("b", 0, 200, 1) + "," + job_json("c", 0, 300, 1) + "," +
+                                  job_json("d", 0, 400, 2) + "]}}");
+  // d (2 replicas, the longest) waits for a to end (sharers run slower: a ends at 300).
+  for (const char* j : {"a", "b", "c"}) CHECK(ts.at(j).start_s == 0);
+  CHECK(ts.at("d").start_s == ts.at("a").end_s);
+  // 2d-las on 1 GPU: b waits behind a, whose threshold crossing at 3,250 s is the next order
+  // change; a ends at 100, b at 110, and the run ends then, not at 3,250.
+  const auto [l, ls] = run_text(kHead + one_node(1) + R"("profile": {"name": "p", "extends": "binpack", "queueing": "preemptive",
+      "queue_sort": {"name": "2d-las", "args": {"thresholds": [3250, 7200]}}},
+    "workload": {"jobs": [)" + job_json("a", 0, 100, 1) + "," + job_json("b", 5, 10, 1) + "]}}");
+  CHECK(l.at("b").end_s == 110);
+  CHECK(ls.end.seconds() == 110);
+}
+
+TEST_CASE("Preemptive mode: restoring is not attained service, so LAS with starvation cannot livelock; a finished "
+          "job's queue stays as it ended", "[sim][preemptive]") {
+  // 1 GPU, one threshold at 10 s, K = 1, 30 s to restore after a preemption. a and b preempt each
+  // other; each run makes 10 s of progress after restoring, so both finish.
+  const auto [rows, s] = run_text(kHead + one_node(1) + R"("profile": {"name": "p", "extends": "binpack", "queueing": "preemptive",
+      "queue_sort": {"name": "las", "args": {"thresholds": [10], "starvation_k": 1}}},
+    "preemption": {"restart_overhead_s": 30}, "horizon_s": 100000,
+    "workload": {"jobs": [)" + job_json("a", 0, 100, 1) + "," + job_json("b", 1, 100, 1) + "]}}");
+  CHECK(s.completed == 2);
+  CHECK(rows.at("a").attained_s == Approx(100));
+  CHECK(rows.at("b").attained_s == Approx(100));
+  CHECK(rows.at("a").overhead_s + rows.at("b").overhead_s > 0);
+  // a (20 s) crosses 10 s and completes in queue 1; b runs on beside it. Starvation does not
+  // "promote" a job that has left.
+  const auto [q, qs] = run_text(kHead + one_node(2) + R"("profile": {"name": "p", "extends": "binpack", "queueing": "preemptive",
+      "queue_sort": {"name": "las", "args": {"thresholds": [10], "starvation_k": 1}}},
+    "workload": {"jobs": [)" + job_json("a", 0, 20, 1) + "," + job_json("b", 0, 1000, 1) + "]}}");
+  CHECK(q.at("a").queue_level == 1);
+}
+
+TEST_CASE("Preemptive mode: combinations it cannot honour and counts it cannot hold are refused, naming the field",
+          "[sim][preemptive]") {
+  const std::string prof = R"("profile": {"name": "p", "extends": "binpack", "queueing": "preemptive", "queue_sort": "srtf"}, )";
+  const std::string jobs = R"("workload": {"jobs": [)" + job_json("a", 0, 100, 1) + "]}";
+  auto field_of = [](const std::string& text) {
+    try {
+      (void)run_text(text);
+    } catch (const Error& e) {
+      return e.where().field;
+    }
+    return std::string("no error");
+  };
+  CHECK(field_of(kHead + one_node(1) + prof + R"("retry": false, )" + jobs + "}") == "retry");
+  CHECK(field_of(kHead + one_node(1) + prof + R"("mode": "fill", )" + jobs + "}") == "mode");
+  // Counting GPUs only, 600,000 tasks x 4,096 GPUs would be 2.46e9 one-GPU tasks.
+  const std::string huge = R"("workload": {"jobs": [)" + job_json("big", 0, 100, 4096, R"(, "tasks": 600000, "min_available": 600000)") + "]}";
+  CHECK(field_of(kHead + one_node(8) + prof + R"("preemption": {"placement": "count"}, )" + huge + "}") == "tasks");
+}
+
+TEST_CASE("gittins: a relative distribution file is beside the scenario; a missing one is named", "[sim][preemptive]") {
+  const auto dir = std::filesystem::temp_directory_path() / "gpusched-gittins-dir";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir / "dist.csv") << "10\n20\n30\n100\n";
+  }
+  const std::string text = kHead + one_node(1) + R"("profile": {"name": "p", "extends": "binpack", "queueing": "preemptive",
+      "queue_sort": {"name": "gittins", "args": {"quantum": 10, "distribution": "dist.csv", "service": "time"}}},
+    "workload": {"jobs": [)" + job_json("a", 0, 50, 1) + "," + job_json("b", 32, 15, 1) + "]}}";
+  const auto [rows, s] = run_text(text, dir);
+  CHECK(rows.at("b").end_s == 47);   // as in the gittins case above
+  std::filesystem::remove(dir / "dist.csv");
+  const auto e = t::thrown<Error>([&] { (void)run_text(text, dir); });
+  CHECK_THAT(e.where().field, Catch::Contains("distribution"));
+  CHECK_THAT(std::string(e.what()), Catch::Contains("dist.csv"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Training orders without a view of the jobs (the scheduler extender) fall back to FIFO and say so",
+          "[sim][preemptive]") {
+  for (const char* order : {"las", "2d-las", "gittins"}) {
+    INFO(order);
+    auto profile = policies::builtin_profile("binpack");
+    profile.queue_sort = policies::PluginRef{order};
+    policies::Scheduler sched(profile, policies::Registry::builtins(), 1);
+    auto cluster = t::cluster({t::node("n0", 8, 64, 2)});
+    Workload jobs = {t::job("a", 0, 100, t::request({{"nvidia.com/gpu", "1"}})), t::job("b", 5, 10, t::request({{"nvidia.com/gpu", "1"}}))};
+    sched.attach(cluster, jobs, nullptr);
+    std::vector<TaskPlacement> out;
+    REQUIRE(sched.schedule(cluster, jobs[0], JobId{0}, out).ok());
+    sched.job_started(jobs[0], JobId{0}, out);
+    CHECK(sched.before(jobs[0], JobId{0}, jobs[1], JobId{1}));
+    CHECK_FALSE(sched.before(jobs[1], JobId{1}, jobs[0], JobId{0}));
+    CHECK(sched.next_order_change(SimTime::zero()).is_forever());
+    sched.job_stopped(jobs[0], JobId{0}, out);
+    CHECK_THAT(sched.warnings().at(0), Catch::Contains("no view of the jobs' attained service"));
+  }
 }

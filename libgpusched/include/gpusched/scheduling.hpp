@@ -34,13 +34,16 @@ class JobsView {
   /// since its last checkpoint.
   [[nodiscard]] virtual double work_lost_us(JobId j) const = 0;
   /// Attained service: microseconds the job has run, all its runs and the current one up to
-  /// now() (restart overheads included: the job holds its GPUs then). Default 0.
+  /// now(), restart overheads left out (restoring a checkpoint is not service). Default 0.
   [[nodiscard]] virtual double attained_us(JobId /*j*/) const { return 0.0; }
   /// The same weighted by the GPUs held (a GPU share counts its fraction): GPU-microseconds.
   [[nodiscard]] virtual double attained_gpu_us(JobId /*j*/) const { return 0.0; }
   /// Nominal work done so far (microseconds at full speed), progress kept from earlier runs
   /// included: the duration minus this is what is left. Default 0.
   [[nodiscard]] virtual double work_done_us(JobId /*j*/) const { return 0.0; }
+  /// When the running job's current run starts adding attained service: its start, after a MIG
+  /// set-up and a restart overhead (restoring is not service). Default: started().
+  [[nodiscard]] virtual SimTime progress_from(JobId j) const { return started(j); }
 };
 
 class SchedulingHook {

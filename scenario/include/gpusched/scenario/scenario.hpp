@@ -150,6 +150,9 @@ Scenario parse_scenario(const std::string& text, const std::string& source, cons
 /// Same, from an already-parsed document.
 Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, const std::filesystem::path& base_dir,
                         const policies::Registry& registry = policies::Registry::builtins());
+/// Makes the files a profile's plugins name (gittins' `distribution`) relative to `base_dir`
+/// when they are relative paths (a scenario's folder, or a --profile file's).
+void resolve_profile_paths(policies::Profile& profile, const std::filesystem::path& base_dir);
 /// The built-in demo: 1,000 nodes, 20,000 synthetic jobs (examples/demo.json, embedded).
 Scenario demo_scenario();
 /// The embedded demo scenario text.

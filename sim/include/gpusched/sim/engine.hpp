@@ -137,8 +137,9 @@ struct JobRuntime {
   double work_kept_us = 0.0;       ///< progress kept from earlier runs (checkpoints)
   double lost_work_us = 0.0;       ///< nominal work lost to evictions, all runs
   double lost_gpu_hours = 0.0;     ///< that work times the GPU share it held (grants' milli / 1000)
-  double attained_us = 0.0;        ///< time run in earlier runs (attained service; the current run adds now - start)
+  double attained_us = 0.0;        ///< time run in earlier runs, restart overheads left out (attained service)
   double attained_gpu_us = 0.0;    ///< the same in GPU-microseconds (time x GPU share held)
+  double overhead_paid_us = 0.0;   ///< restart overhead spent in earlier runs (cut short when preempted again)
   std::uint64_t starts_at_requeue = 0;  ///< waitForPodsReady: the engine's job starts at its last requeue
   std::uint32_t attempts = 0;      ///< times the job started (requeues add one)
   std::uint32_t reason = 0;        ///< index into reasons(): why it is pending / failed (0 = none)
@@ -174,11 +175,13 @@ class Engine final : public JobsView {
   [[nodiscard]] double attained_us(JobId j) const override;
   [[nodiscard]] double attained_gpu_us(JobId j) const override;
   [[nodiscard]] double work_done_us(JobId j) const override;
-  /// Restart overhead paid so far by job `j` (seconds): one overhead per start after an eviction.
+  [[nodiscard]] SimTime progress_from(JobId j) const override;
+  /// Restart overhead job `j` has spent so far (seconds): at each start after an eviction, until
+  /// restored or preempted again.
   [[nodiscard]] double overhead_s(JobId j) const;
   /// The GPU share a running job holds (grants' milli / 1000, all tasks).
   [[nodiscard]] double held_gpus(JobId j) const;
-  /// Restart overheads paid by all jobs, in GPU-hours (each overhead x the GPUs held meanwhile).
+  /// Restart overheads spent by all stopped runs, in GPU-hours (each x the GPUs held meanwhile).
   [[nodiscard]] double overhead_gpu_hours() const { return overhead_gpu_hours_; }
   /// The job's queue under the hook's multi-level order (SchedulingHook::queue_level; -1: none).
   [[nodiscard]] std::int32_t queue_level(JobId j) const { return hook_->queue_level(j); }
@@ -220,15 +223,20 @@ class Engine final : public JobsView {
   void schedule_cycle(bool full);
   /// kPreemptive: one reallocation over every running and waiting job (see QueuePolicy).
   void preemptive_cycle();
-  /// kPreemptive: a Reorder event at the hook's next_order_change, while jobs wait.
-  void schedule_reorder();
   /// kPreemptive: tries `j` where jobs at positions > `pos` of active_ lose their room if they
   /// must: they leave from the last in the order until `j` fits; those not on its nodes, then the
   /// others first in order first while it still fits, get their room back. On success the
   /// placement is allocated, the victims released and listed in `victims`.
   bool place_preempting(JobId j, std::size_t pos, std::vector<JobId>& victims);
-  /// The restart overhead of job `j` in microseconds.
+  /// The restart overhead of job `j` in microseconds, and that of its current run (0 for a
+  /// first start).
   [[nodiscard]] std::int64_t restart_overhead_us(JobId j) const;
+  [[nodiscard]] std::int64_t run_overhead_us(JobId j) const;
+  /// kPreemptive: a Reorder event at the hook's next_order_change while jobs wait (else none).
+  void schedule_reorder();
+  /// The GPU share (milli) a waiting job needs at least (Engine::preemptive_cycle's bounds).
+  [[nodiscard]] std::int64_t gpu_milli_needed(const JobSpec& spec) const;
+  std::int32_t whole_gpu_min_milli_ = -1;   // smallest grant of one whole GPU (time-slicing/MPS replicas)
   void start_job(JobId j, std::vector<TaskPlacement>& placements);
   /// Stops a running job: releases its resources (unless the scheduler already did, for
   /// preemption victims) and tells the hook.
@@ -319,6 +327,7 @@ class Engine final : public JobsView {
   std::vector<std::pair<JobId, std::vector<TaskPlacement>>> started_;   // this cycle's starts
   std::vector<std::pair<JobId, JobId>> victims_;                        // (victim, preemptor)
   SimTime reorder_at_ = SimTime::forever();   // the Reorder event pending (forever: none)
+  EventId reorder_event_ = 0;
   std::uint32_t reorder_generation_ = 0;
   bool reorder_due_ = false;
   double overhead_gpu_hours_ = 0.0;

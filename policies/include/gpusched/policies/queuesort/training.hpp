@@ -130,6 +130,7 @@ class LasOrder final : public ServiceOrder {
     double base_time = 0.0;              ///< attained time at its last promotion
     std::uint32_t promotions = 0;
     std::int32_t level = 0;
+    bool left = false;                   ///< completed or failed: its queue stays as it ended
   };
   /// Brings the job's queue up to `now`: demotions past thresholds, a promotion that came due.
   void refresh(JobId j, SimTime now) const;
