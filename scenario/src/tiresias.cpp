@@ -454,6 +454,27 @@ TiresiasCompatRun run_tiresias_compat(std::span<const TiresiasCompatJob> jobs, s
   return run;
 }
 
+namespace {
+/// The JCT figures of a summary from the completed jobs' JCTs and their total queueing time.
+void complete_summary(TiresiasCompatSummary& s, std::vector<double> jct, double queueing) {
+  s.completed = jct.size();
+  if (jct.empty()) return;
+  std::sort(jct.begin(), jct.end());
+  double sum = 0;
+  for (double v : jct) sum += v;
+  s.mean_jct = sum / static_cast<double>(jct.size());
+  s.mean_pending = queueing / static_cast<double>(jct.size());
+  const auto at = [&](double q) {   // linear interpolation between order statistics (numpy's default)
+    const double pos = q * static_cast<double>(jct.size() - 1);
+    const auto lo = static_cast<std::size_t>(pos);
+    const std::size_t hi = std::min(lo + 1, jct.size() - 1);
+    return jct[lo] + (jct[hi] - jct[lo]) * (pos - static_cast<double>(lo));
+  };
+  s.median_jct = at(0.5);
+  s.p95_jct = at(0.95);
+}
+}  // namespace
+
 TiresiasCompatSummary summarize(const TiresiasCompatRun& run) {
   TiresiasCompatSummary s;
   s.jobs = run.jobs.size();
@@ -466,21 +487,7 @@ TiresiasCompatSummary summarize(const TiresiasCompatRun& run) {
     pending += static_cast<double>(j.pending);
     s.makespan = std::max(s.makespan, static_cast<double>(j.end));
   }
-  s.completed = jct.size();
-  if (jct.empty()) return s;
-  std::sort(jct.begin(), jct.end());
-  double sum = 0;
-  for (double v : jct) sum += v;
-  s.mean_jct = sum / static_cast<double>(jct.size());
-  s.mean_pending = pending / static_cast<double>(jct.size());
-  const auto at = [&](double q) {   // linear interpolation between order statistics (numpy's default)
-    const double pos = q * static_cast<double>(jct.size() - 1);
-    const auto lo = static_cast<std::size_t>(pos);
-    const std::size_t hi = std::min(lo + 1, jct.size() - 1);
-    return jct[lo] + (jct[hi] - jct[lo]) * (pos - static_cast<double>(lo));
-  };
-  s.median_jct = at(0.5);
-  s.p95_jct = at(0.95);
+  complete_summary(s, std::move(jct), pending);
   return s;
 }
 
@@ -583,21 +590,7 @@ TiresiasCompatSummary summarize(std::span<const sim::JobRow> jobs) {
     queueing += std::max(0.0, *j.jct_s - j.attained_s);
     s.makespan = std::max(s.makespan, *j.end_s);
   }
-  s.completed = jct.size();
-  if (jct.empty()) return s;
-  std::sort(jct.begin(), jct.end());
-  double sum = 0;
-  for (double v : jct) sum += v;
-  s.mean_jct = sum / static_cast<double>(jct.size());
-  s.mean_pending = queueing / static_cast<double>(jct.size());
-  const auto at = [&](double q) {   // linear interpolation between order statistics (numpy's default)
-    const double pos = q * static_cast<double>(jct.size() - 1);
-    const auto lo = static_cast<std::size_t>(pos);
-    const std::size_t hi = std::min(lo + 1, jct.size() - 1);
-    return jct[lo] + (jct[hi] - jct[lo]) * (pos - static_cast<double>(lo));
-  };
-  s.median_jct = at(0.5);
-  s.p95_jct = at(0.95);
+  complete_summary(s, std::move(jct), queueing);
   return s;
 }
 

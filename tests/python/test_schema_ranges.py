@@ -142,7 +142,7 @@ def _base(workload: Dict[str, Any]) -> Dict[str, Any]:
         "devices": {"mig_reconfigure_s": 1, "time_slicing_overhead": 0.1, "replica_allocation": "device-plugin",
                     "slowdown": {"vgpu": 1.1, "passthrough": 1.1, "mig": 1.1, "pcie": 1.1, "cross_socket": 1.1}},
         "priority_classes": {"hi": 100, "lo": {"value": 1}},
-        "preemption": {"restart": "checkpoint", "checkpoint_interval_s": 60},
+        "preemption": {"restart": "checkpoint", "checkpoint_interval_s": 60, "restart_overhead_s": 5},
         "autoscaler": {"scan_interval_s": 10},
         "wait_for_pods_ready": {"timeout_s": 60,
                                 "requeuing": {"backoff_limit_count": 3, "backoff_base_s": 1, "backoff_max_s": 10}},

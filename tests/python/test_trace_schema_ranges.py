@@ -44,6 +44,7 @@ Segment = Union[str, int, Tuple[str]]
 OTHER_ID: Dict[Tuple[str, str], Tuple[str, str]] = {
     ("/submit_time", "minimum"): ("gpusched.trace_error.102", "trace_seconds: a negative time is 'not a non-negative number'"),
     ("/duration", "minimum"): ("gpusched.trace_error.102", "trace_seconds: a negative span is 'not a non-negative number'"),
+    ("/restart_overhead", "minimum"): ("gpusched.trace_error.102", "trace_seconds: a negative span is 'not a non-negative number'"),
     ("/requests/cpu", "minimum"): ("gpusched.quantity_error.501", "parse_cpu_milli: negative CPU request"),
     ("/requests/memory", "minimum"): ("gpusched.quantity_error.501", "parse_memory_mib: negative memory request"),
     ("/requests/nvidia.com/gpu", "minimum"): ("gpusched.quantity_error.501", "parse_count: negative count"),
