@@ -374,20 +374,29 @@ def tiresias(
         jobs.insert(0, "policy", policy)
         frames.append(jobs)
         done = jobs[jobs["state"] == "completed"]
-        rows.append({
-            "policy": policy,
-            "jobs": len(jobs),
-            "completed": len(done),
-            "mean_jct_s": done["jct_s"].mean(),
-            "median_jct_s": done["jct_s"].median(),
-            "p95_jct_s": done["jct_s"].quantile(0.95),
-            "makespan_s": done["end_s"].max(),
-            "mean_queueing_s": (done["jct_s"] - done["attained_s"]).clip(lower=0).mean(),
-            "preemptions": int(jobs["preemptions"].sum()),
-            "stuck": bool(s["jobs"]["pending"] > 0),
-            "overhead_gpu_hours": float(s["preemption"]["overhead_gpu_hours"]),
-        })
+        rows.append(_summary_row(policy, len(jobs), done["jct_s"], done["end_s"],
+                                 (done["jct_s"] - done["attained_s"]).clip(lower=0), int(jobs["preemptions"].sum()),
+                                 bool(s["jobs"]["pending"] > 0), float(s["preemption"]["overhead_gpu_hours"])))
     return TiresiasResult(jobs=pd.concat(frames, ignore_index=True), summary=pd.DataFrame(rows), gpus=gpus, compat=False)
+
+
+def _summary_row(policy: str, jobs: int, jct: pd.Series, end: pd.Series, queueing: pd.Series, preemptions: int,
+                 stuck: bool, overhead_gpu_hours: float) -> Dict[str, Any]:
+    """One row of TiresiasResult.summary (summary.csv's columns) from the completed jobs' JCT, end
+    and queueing time; the percentiles interpolate as the C++ summary does (numpy's default)."""
+    return {
+        "policy": policy,
+        "jobs": jobs,
+        "completed": len(jct),
+        "mean_jct_s": jct.mean(),
+        "median_jct_s": jct.median(),
+        "p95_jct_s": jct.quantile(0.95),
+        "makespan_s": end.max(),
+        "mean_queueing_s": queueing.mean(),
+        "preemptions": preemptions,
+        "stuck": stuck,
+        "overhead_gpu_hours": overhead_gpu_hours,
+    }
 
 
 def _tiresias_compat(trace_path: Path, spec: Path, names: List[str], starvation: float, thresholds) -> TiresiasResult:
@@ -401,19 +410,8 @@ def _tiresias_compat(trace_path: Path, spec: Path, names: List[str], starvation:
     for policy in names:
         g = jobs[jobs["policy"] == policy]
         done = g[g["completed"]]
-        rows.append({
-            "policy": policy,
-            "jobs": len(g),
-            "completed": len(done),
-            "mean_jct_s": done["jct"].mean(),
-            "median_jct_s": done["jct"].median(),
-            "p95_jct_s": done["jct"].quantile(0.95),
-            "makespan_s": done["end_time"].max(),
-            "mean_queueing_s": done["pending_time"].mean(),
-            "preemptions": int(g["preempt"].sum()),
-            "stuck": bool(stuck[policy]),
-            "overhead_gpu_hours": 0.0,
-        })
+        rows.append(_summary_row(policy, len(g), done["jct"], done["end_time"], done["pending_time"],
+                                 int(g["preempt"].sum()), bool(stuck[policy]), 0.0))
     return TiresiasResult(jobs=jobs, summary=pd.DataFrame(rows), gpus=int(raw["gpus"]), compat=True)
 
 
