@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Sequence, Set
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set
 
 from . import _core
 
@@ -73,7 +73,9 @@ def add_plot(out_dir: Path) -> Path:
     report.md. Returns the PNG path. Raises ImportError without matplotlib."""
     from .plotting import plot_timeseries, read_timeseries_csv
 
+    _checkpoint()
     timeseries = read_timeseries_csv(out_dir / "timeseries.csv")
+    _checkpoint()
     title = ""
     summary_path = out_dir / "summary.json"
     if summary_path.exists():
@@ -94,11 +96,15 @@ def add_plot(out_dir: Path) -> Path:
 def _replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
     """``write(tmp)`` writes a hidden file beside ``path``, which then replaces ``path`` in one
     rename: an interrupted write never leaves a truncated file under the real name."""
+    global _scratch
     tmp = path.with_name(f".{path.name}.gpusched-tmp-{os.getpid()}{path.suffix}")
+    _scratch = tmp
     try:
         write(tmp)
+        _checkpoint()
         os.replace(tmp, path)
     finally:
+        _scratch = None
         if tmp.exists():
             tmp.unlink()
 
@@ -125,7 +131,9 @@ def add_fgd_plot(out_dir: Path) -> Path:
     """Draws out_dir/fgd.png from curve.csv and links it from report.md. Returns the PNG path."""
     from .experiments import read_fgd_outputs
 
+    _checkpoint()
     result = read_fgd_outputs(out_dir)
+    _checkpoint()
     png = out_dir / "fgd.png"
     title = f"FGD experiment ({out_dir.name}), {result.curve['seed'].nunique()} seeds"
     _replace_atomically(png, lambda tmp: result.plot(tmp, title=title))
@@ -140,12 +148,11 @@ def add_fgd_plot(out_dir: Path) -> Path:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the command line with ``argv`` (default: sys.argv[1:]); returns the exit code (130
     when interrupted: Ctrl-C or SIGTERM, reported in one line on stderr, never a traceback)."""
-    global _interrupted
-    _interrupted = False
     args = list(sys.argv[1:] if argv is None else argv)
     started = False
     previous = _sigterm_as_keyboard_interrupt()
     blocked: Set[int] = set()
+    deferred: Dict[int, Any] = {}
     try:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -158,6 +165,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             rc = _core.cli_main(args)
         finally:
+            # From here on a signal only asks for a stop, which _checkpoint() carries out between
+            # the plot's steps: KeyboardInterrupt raised inside an import or inside matplotlib
+            # leaves extension modules half set up, and the interpreter can then abort or raise
+            # the interrupt a second time as it exits (seen in CI: "Fatal Python error:
+            # PyThreadState_Get" at finalisation). Installed while the signals are still blocked,
+            # so one sent during the hand-over is deferred too.
+            deferred = _defer_interrupt_signals()
             if blocked:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
                 blocked = set()
@@ -170,6 +184,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         if blocked:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
+        for signum, handler in deferred.items():
+            signal.signal(signum, handler)
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
@@ -186,13 +202,50 @@ def _block_interrupt_signals() -> Set[int]:
     return set(_INTERRUPT_SIGNALS - set(before))
 
 
-_interrupted = False   # SIGTERM arrived while Python ran (set before KeyboardInterrupt is raised)
+_stop_requested = False   # a signal arrived while the plot was drawn; _checkpoint() stops there
+_scratch: Optional[Path] = None   # the hidden file being written, removed by a second signal's exit
 
 
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
-    global _interrupted
-    _interrupted = True
     raise KeyboardInterrupt
+
+
+def _defer_stop(signum: int, frame: object) -> None:
+    """SIGINT / SIGTERM after the C++ run: the first asks for a stop at the next checkpoint;
+    a second one ends the process at once (the run's files are complete; only the plot's hidden
+    file, if any, is removed), without unwinding through third-party code."""
+    global _stop_requested
+    if not _stop_requested:
+        _stop_requested = True
+        return
+    try:
+        if _scratch is not None and _scratch.exists():
+            _scratch.unlink()
+        os.write(2, b"gpusched: interrupted\n")
+    finally:
+        os._exit(130)
+
+
+def _defer_interrupt_signals() -> Dict[int, Any]:
+    """Routes SIGINT and SIGTERM to _defer_stop (main thread only; a signal the caller ignores
+    stays ignored). Returns the handlers replaced, for the caller to put back."""
+    global _stop_requested
+    _stop_requested = False
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    replaced: Dict[int, Any] = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        current = signal.getsignal(signum)
+        if current == signal.SIG_IGN or current is None:
+            continue
+        replaced[signum] = signal.signal(signum, _defer_stop)
+    return replaced
+
+
+def _checkpoint() -> None:
+    """Carries out a stop that a signal asked for while the plot was being drawn."""
+    if _stop_requested:
+        raise KeyboardInterrupt
 
 
 def _sigterm_as_keyboard_interrupt() -> Any:
@@ -205,7 +258,9 @@ def _sigterm_as_keyboard_interrupt() -> Any:
 
 
 def _after(args: Sequence[str], rc: int) -> int:
-    """After the C++ command line: the plot of a successful run or experiment."""
+    """After the C++ command line: the plot of a successful run or experiment. A signal during
+    it stops at the next checkpoint (KeyboardInterrupt, raised here, never inside matplotlib)."""
+    _checkpoint()   # a signal sent while the C++ side had none of its own handlers (or in the hand-back)
     if rc != 0 or any(a in ("-h", "--help", "--version") for a in args):
         return rc
     try:
@@ -215,6 +270,7 @@ def _after(args: Sequence[str], rc: int) -> int:
                 import matplotlib  # noqa: F401
             except ImportError:
                 return rc
+            _checkpoint()
             png = add_fgd_plot(fgd_dir)
             if "--quiet" not in args:
                 print(f"  plot       {png}")
@@ -226,17 +282,13 @@ def _after(args: Sequence[str], rc: int) -> int:
             import matplotlib  # noqa: F401
         except ImportError:
             return rc
+        _checkpoint()
         png = add_plot(out_dir)
         if "--quiet" not in args:
             print(f"  plot       {png}")
     except Exception as exc:  # plotting is a bonus: never fail the command for it
-        if _interrupted:
-            # SIGTERM's KeyboardInterrupt was swallowed inside matplotlib, which then failed on
-            # its half-updated state ("Invalid affine transformation matrix"): it was a stop.
-            raise KeyboardInterrupt from None
         print(f"gpusched: warning: could not draw the plot: {exc}", file=sys.stderr)
-    if _interrupted:
-        raise KeyboardInterrupt   # swallowed somewhere in the plot, which still completed
+    _checkpoint()
     return rc
 
 

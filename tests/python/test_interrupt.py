@@ -224,3 +224,54 @@ def test_sigterm_at_any_moment_leaves_the_earlier_run_or_a_complete_new_one(cmd,
             check_complete(now, 30_000)
             before = now
     assert "earlier" in outcomes, outcomes
+
+
+PLOT_SIGNAL_SCRIPT = """
+import os, signal, sys
+import gpusched.cli as cli
+import gpusched.plotting as plotting
+real = plotting.plot_timeseries
+def drawn_after_signals(*args, path, **kwargs):
+    path.write_bytes(b"partial")          # the hidden file exists while signals arrive
+    for _ in range({signals}):
+        os.kill(os.getpid(), signal.SIGTERM)
+    real(*args, path=path, **kwargs)      # thousands of bytecodes: an eager KeyboardInterrupt lands in here
+    print("drawn", flush=True)
+plotting.plot_timeseries = drawn_after_signals
+sys.exit(cli.main(["run", {scenario!r}, "--out", {out!r}, "--quiet", "--progress", "never"]))
+"""
+
+
+def test_a_signal_during_the_plot_stops_at_a_checkpoint_not_inside_matplotlib(tmp_path):
+    """The CI abort (interpreter finalisation after SIGTERM landed mid-plot): after the C++ run a
+    signal only asks for a stop; the drawing finishes, the stop happens before the PNG replaces
+    anything, and the hidden file is removed."""
+    pytest.importorskip("matplotlib")
+    scenario = big_scenario(tmp_path, jobs=2_000)
+    out = tmp_path / "out"
+    script = PLOT_SIGNAL_SCRIPT.format(signals=1, scenario=str(scenario), out=str(out))
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stdout, p.stderr) == (130, "drawn\n", "gpusched: interrupted\n")
+    files = {q.name: q.read_bytes() for q in out.iterdir()}
+    check_complete_without_events(files, 2_000)
+    assert "timeseries.png" not in files
+    assert staging_left(out) == [] and not [n for n in files if n.startswith(".")]
+
+
+def test_a_second_signal_during_the_plot_exits_at_once_and_removes_the_hidden_file(tmp_path):
+    pytest.importorskip("matplotlib")
+    scenario = big_scenario(tmp_path, jobs=2_000)
+    out = tmp_path / "out"
+    script = PLOT_SIGNAL_SCRIPT.format(signals=2, scenario=str(scenario), out=str(out))
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stdout, p.stderr) == (130, "", "gpusched: interrupted\n")
+    files = {q.name: q.read_bytes() for q in out.iterdir()}
+    check_complete_without_events(files, 2_000)
+    assert not [n for n in files if n.startswith(".")], sorted(files)
+
+
+def check_complete_without_events(files: Dict[str, bytes], jobs: int) -> None:
+    meta = json.loads(files["meta.json"])
+    assert sorted(meta["files"]) == sorted(n for n in files if n != "timeseries.png")
+    assert json.loads(files["summary.json"])["jobs"]["total"] == jobs
+    assert files["jobs.csv"].count(b"\n") == jobs + 1
