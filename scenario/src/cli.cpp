@@ -34,6 +34,7 @@
 #include <mutex>
 #include <system_error>
 #include <gpusched/scenario/whatif.hpp>
+#include <gpusched/scenario/k8s_dra.hpp>
 #include <gpusched/scenario/k8s_objects.hpp>
 #include <gpusched/traces/import.hpp>
 #include <gpusched/traces/native.hpp>
@@ -577,6 +578,21 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
   tiresias_cmd->add_option("--out", out_dir, "output folder (default: out/tiresias)");
   tiresias_cmd->add_flag("--quiet", quiet, "print nothing on success");
 
+  auto* dra_cmd = app.add_subcommand("dra", "Kubernetes Dynamic Resource Allocation: allocate ResourceClaims, publish ResourceSlices");
+  dra_cmd->require_subcommand(1);
+  std::vector<std::string> dra_files;
+  std::string dra_node, dra_scenario;
+  bool dra_json_out = false;
+  auto* dra_allocate_cmd = dra_cmd->add_subcommand(
+      "allocate", "Allocate the ResourceClaims in kubectl files (ResourceSlices, DeviceClasses, ResourceClaims, Nodes) as "
+                  "kube-scheduler's DRA plugin does, each on the first node where it fits");
+  dra_allocate_cmd->add_option("files", dra_files, "kubectl get -o yaml/json output (one or more files)")->required();
+  dra_allocate_cmd->add_option("--node", dra_node, "allocate on this node only");
+  dra_allocate_cmd->add_flag("--json", dra_json_out, "print each claim's allocation as JSON (status.allocation) instead of a table");
+  auto* dra_slices_cmd = dra_cmd->add_subcommand(
+      "slices", "Print, as a kubectl List, the ResourceSlices NVIDIA's DRA driver would publish for a scenario's cluster, "
+                "and its DeviceClasses");
+  dra_slices_cmd->add_option("scenario", dra_scenario, "scenario JSON file")->required();
   auto* policies_cmd = app.add_subcommand("policies", "List scheduling plugins, their arguments and the built-in profiles");
   auto* version_cmd = app.add_subcommand("version", "Print the version");
 
@@ -667,6 +683,22 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
         std::cerr << "gpusched: error: cannot listen on " << serve_listen << ": " << e.what() << "\n";
         return 1;
       }
+    }
+    if (*dra_allocate_cmd) {
+      std::vector<KubernetesObject> objects;
+      for (const auto& f : dra_files) {
+        auto more = read_kubernetes_objects(f);
+        objects.insert(objects.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+      }
+      const auto outcomes = allocate_claims(read_dra_objects(objects), dra_node);
+      if (dra_json_out) std::cout << dra_json(outcomes).dump(2) << "\n";
+      else std::cout << format_dra(outcomes);
+      return 0;
+    }
+    if (*dra_slices_cmd) {
+      const Scenario sc = load_scenario(dra_scenario, registry);
+      std::cout << nvidia_dra_objects(sc.nodes, sc.catalog).dump(2) << "\n";
+      return 0;
     }
     if (*validate_cmd) return validate(validate_path, trace_format, registry);
     if (*convert_cmd) return convert(convert_in, convert_out, trace_format);

@@ -91,9 +91,11 @@ std::optional<Semver> Semver::parse_normalized(std::string_view text) {
   for (std::size_t i = 0; i < 3; ++i) {
     std::string_view p = i < parts.size() ? parts[i] : std::string_view("0");
     while (p.size() > 1 && p[0] == '0') p.remove_prefix(1);
-    core += (i ? "." : "") + std::string(p);
+    if (i > 0) core.push_back('.');
+    core.append(p);
   }
-  auto v = parse(core + std::string(rest));
+  core.append(rest);
+  auto v = parse(core);
   if (v) v->text_ = std::string(text);
   return v;
 }
@@ -256,6 +258,21 @@ std::string Quantity::to_string() const {
     while (!f.empty() && f.back() == '0') f.pop_back();
     out += "." + f;
   }
+  return out;
+}
+
+std::string Quantity::to_kubernetes_string() const {
+  const auto whole = as_integer();
+  if (!whole || *whole <= 0) return to_string();
+  static constexpr const char* kSuffix[] = {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+  std::int64_t v = *whole;
+  int k = -1;
+  while (k < 5 && v % 1024 == 0) {
+    v /= 1024;
+    ++k;
+  }
+  std::string out = std::to_string(v);
+  if (k >= 0) out.append(kSuffix[k]);
   return out;
 }
 

@@ -60,6 +60,9 @@ class Quantity {
   [[nodiscard]] Quantity negated() const { return Quantity(-nanos_); }
   /// A canonical text: an integer when whole ("85899345920"), else a decimal ("0.5").
   [[nodiscard]] std::string to_string() const;
+  /// As kubectl prints a binary quantity: whole multiples of 1024 with the largest exact suffix
+  /// ("80Gi", "81559Mi"), anything else as to_string().
+  [[nodiscard]] std::string to_kubernetes_string() const;
   friend auto operator<=>(const Quantity& a, const Quantity& b) { return a.nanos_ <=> b.nanos_; }
   friend bool operator==(const Quantity& a, const Quantity& b) { return a.nanos_ == b.nanos_; }
 

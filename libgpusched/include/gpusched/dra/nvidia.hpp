@@ -1,0 +1,36 @@
+#pragma once
+/// A node's GPUs as NVIDIA's DRA driver (driver `gpu.nvidia.com`, k8s-dra-driver-gpu) publishes
+/// them: one ResourceSlice per node (pool = node name), a device per whole GPU (`gpu-<i>`) or,
+/// for a GPU with static MIG instances, one per instance
+/// (`gpu-<i>-mig-<profile without dots>-<profile id>-<start>`), with the driver's attributes and
+/// capacities where the node model knows them (docs/dra.md lists each and its source):
+///   type ("gpu" | "mig"), uuid (synthetic, stable per node and index), productName, brand,
+///   architecture and cudaComputeCapability (from the model name), profile and parentUUID
+///   (MIG), resource.kubernetes.io/numaNode (the GPU's socket), resource.kubernetes.io/pcieRoot
+///   (derived: GPUs behind one PCIe switch share a root), resource.kubernetes.io/pciBusID (when
+///   discovered), capacity memory (and multiprocessors for MIG).
+/// NVIDIA's driver publishes no NVLink attribute on GPUs; gpusched adds its own
+/// `gpusched.io/nvlinkDomain` (int) for GPUs of one NVSwitch domain, so a claim can ask for GPUs
+/// of one domain with matchAttribute. AMD GPUs and TPU hosts get no devices here.
+#include <nlohmann/json.hpp>
+
+#include <gpusched/dra/allocator.hpp>
+#include <gpusched/gpu_catalog.hpp>
+#include <gpusched/node.hpp>
+
+namespace gpusched::dra {
+
+inline constexpr std::string_view kNvidiaDriver = "gpu.nvidia.com";
+
+/// The node's slice; nullopt when it has no NVIDIA GPU.
+[[nodiscard]] std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog& catalog);
+/// NVIDIA's DeviceClasses: gpu.nvidia.com (type gpu) and mig.nvidia.com (type mig), with the
+/// chart's selectors.
+[[nodiscard]] std::vector<DeviceClass> nvidia_device_classes();
+
+/// A slice as `kubectl get resourceslice -o json` prints it (resource.k8s.io/v1).
+[[nodiscard]] nlohmann::json to_kubernetes(const ResourceSlice& slice);
+/// A DeviceClass as the API serves it.
+[[nodiscard]] nlohmann::json to_kubernetes(const DeviceClass& cls);
+
+}  // namespace gpusched::dra

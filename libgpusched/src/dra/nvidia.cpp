@@ -1,0 +1,169 @@
+#include <gpusched/dra/nvidia.hpp>
+
+#include <cstdio>
+
+namespace gpusched::dra {
+namespace {
+
+struct Arch {
+  std::string_view prefix;   // catalog names starting with this
+  std::string_view architecture;
+  std::string_view compute_capability;
+};
+// NVIDIA's CUDA GPU compute capability table (developer.nvidia.com/cuda-gpus) and the
+// architecture names NVML reports; the longest matching prefix wins.
+constexpr Arch kArchs[] = {
+    {"A100", "Ampere", "8.0.0"},  {"A800", "Ampere", "8.0.0"},   {"A30", "Ampere", "8.0.0"},   {"A10", "Ampere", "8.6.0"},
+    {"A40", "Ampere", "8.6.0"},   {"H100", "Hopper", "9.0.0"},   {"H800", "Hopper", "9.0.0"},  {"H200", "Hopper", "9.0.0"},
+    {"H20", "Hopper", "9.0.0"},   {"GH200", "Hopper", "9.0.0"},  {"L4", "Ada Lovelace", "8.9.0"}, {"L40", "Ada Lovelace", "8.9.0"},
+    {"RTX-6000-Ada", "Ada Lovelace", "8.9.0"}, {"T4", "Turing", "7.5.0"}, {"V100", "Volta", "7.0.0"}, {"P100", "Pascal", "6.0.0"},
+    {"P40", "Pascal", "6.1.0"},   {"K80", "Kepler", "3.7.0"},    {"B200", "Blackwell", "10.0.0"}, {"GB200", "Blackwell", "10.0.0"},
+    {"B300", "Blackwell", "10.3.0"}, {"RTX-PRO-6000-Blackwell", "Blackwell", "12.0.0"},
+};
+
+const Arch* arch_of(std::string_view model) {
+  const Arch* best = nullptr;
+  for (const auto& a : kArchs) {
+    if (model.substr(0, a.prefix.size()) == a.prefix && (best == nullptr || a.prefix.size() > best->prefix.size())) best = &a;
+  }
+  return best;
+}
+
+/// A stable, synthetic UUID for GPU `index` of `node` ("GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx").
+std::string synthetic_uuid(std::string_view prefix, std::string_view node, std::size_t index) {
+  std::uint64_t h1 = 1469598103934665603ULL, h2 = 1099511628211ULL * 31;
+  auto mix = [&](unsigned char c) {
+    h1 = (h1 ^ c) * 1099511628211ULL;
+    h2 = (h2 ^ c) * 0x100000001b3ULL + 0x9e3779b97f4a7c15ULL;
+  };
+  for (char c : node) mix(static_cast<unsigned char>(c));
+  mix(0);
+  for (char c : std::to_string(index)) mix(static_cast<unsigned char>(c));
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s-%08x-%04x-%04x-%04x-%012llx", std::string(prefix).c_str(), static_cast<unsigned>(h1 >> 32),
+                static_cast<unsigned>((h1 >> 16) & 0xffff), static_cast<unsigned>(h1 & 0xffff), static_cast<unsigned>(h2 >> 48),
+                static_cast<unsigned long long>(h2 & 0xffffffffffffULL));
+  return buf;
+}
+
+std::string mib(std::int64_t v) { return std::to_string(v) + "Mi"; }
+
+}  // namespace
+
+std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog& catalog) {
+  ResourceSlice s;
+  s.name = node.name + "-gpu.nvidia.com";
+  s.driver = std::string(kNvidiaDriver);
+  s.pool = node.name;
+  s.generation = 1;
+  s.slice_count = 1;
+  s.node_name = node.name;
+  const std::string d = std::string(kNvidiaDriver) + "/";
+  for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+    const GpuSpec& g = node.gpus[i];
+    const GpuModel& m = catalog[g.model];
+    if (m.vendor != "NVIDIA") continue;
+    std::vector<std::pair<std::string, AttributeValue>> common;
+    common.emplace_back(d + "productName", "NVIDIA " + m.name);
+    common.emplace_back(d + "brand", std::string("Nvidia"));
+    if (const Arch* a = arch_of(m.name)) {
+      common.emplace_back(d + "architecture", std::string(a->architecture));
+      common.emplace_back(d + "cudaComputeCapability", *Semver::parse(a->compute_capability));
+    }
+    common.emplace_back("resource.kubernetes.io/numaNode", std::int64_t{g.socket});
+    char root[32];
+    if (g.pcie_switch >= 0) {
+      std::snprintf(root, sizeof root, "pci%04x:%02x", static_cast<unsigned>(g.socket), static_cast<unsigned>(0x80 + g.pcie_switch));
+    } else {
+      std::snprintf(root, sizeof root, "pci%04x:%02x", static_cast<unsigned>(g.socket), static_cast<unsigned>(i));
+    }
+    common.emplace_back("resource.kubernetes.io/pcieRoot", std::string(root));
+    if (!g.bus_id.empty()) common.emplace_back("resource.kubernetes.io/pciBusID", g.bus_id);
+    if (g.nvlink_domain >= 0) common.emplace_back("gpusched.io/nvlinkDomain", std::int64_t{g.nvlink_domain});
+    const std::string uuid = synthetic_uuid("GPU", node.name, i);
+    if (g.partition == GpuPartition::kMig) {   // in MIG mode: its static instances, not the GPU
+      if (!m.mig) continue;
+      for (const auto& inst : g.mig) {
+        const MigProfile& p = m.mig->profiles[static_cast<std::size_t>(inst.profile)];
+        std::string compact;
+        for (char c : p.name) {
+          if (c != '.') compact += c;
+        }
+        Device dev;
+        dev.name = "gpu-" + std::to_string(i) + "-mig-" + compact + "-" + std::to_string(p.id) + "-" + std::to_string(inst.start);
+        dev.attributes = common;
+        dev.attributes.emplace_back(d + "type", std::string("mig"));
+        dev.attributes.emplace_back(d + "profile", p.name);
+        dev.attributes.emplace_back(d + "parentUUID", uuid);
+        dev.attributes.emplace_back(d + "uuid", synthetic_uuid("MIG", node.name + "/" + std::to_string(i), static_cast<std::size_t>(inst.start)));
+        dev.capacity.emplace_back(d + "memory", *Quantity::parse(mib(p.memory_mib)));
+        if (p.sms > 0) dev.capacity.emplace_back(d + "multiprocessors", Quantity::from_int(p.sms));
+        dev.sort();
+        s.devices.push_back(std::move(dev));
+      }
+      continue;
+    }
+    Device dev;
+    dev.name = "gpu-" + std::to_string(i);
+    dev.attributes = std::move(common);
+    dev.attributes.emplace_back(d + "type", std::string("gpu"));
+    dev.attributes.emplace_back(d + "uuid", uuid);
+    dev.capacity.emplace_back(d + "memory", *Quantity::parse(mib(m.memory_mib)));
+    dev.sort();
+    s.devices.push_back(std::move(dev));
+  }
+  if (s.devices.empty()) return std::nullopt;
+  return s;
+}
+
+std::vector<DeviceClass> nvidia_device_classes() {
+  return {{"gpu.nvidia.com", {CelExpression::compile("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'")}},
+          {"mig.nvidia.com", {CelExpression::compile("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'")}}};
+}
+
+nlohmann::json to_kubernetes(const ResourceSlice& slice) {
+  using json = nlohmann::json;
+  json devices = json::array();
+  const std::string own = slice.driver + "/";
+  auto short_name = [&](const std::string& q) { return q.compare(0, own.size(), own) == 0 ? q.substr(own.size()) : q; };
+  for (const auto& d : slice.devices) {
+    json attrs = json::object(), caps = json::object();
+    for (const auto& [k, v] : d.attributes) {
+      json a;
+      if (const auto* b = std::get_if<bool>(&v)) a["bool"] = *b;
+      else if (const auto* i = std::get_if<std::int64_t>(&v)) a["int"] = *i;
+      else if (const auto* s = std::get_if<std::string>(&v)) a["string"] = *s;
+      else a["version"] = std::get<Semver>(v).text();
+      attrs[short_name(k)] = a;
+    }
+    for (const auto& [k, q] : d.capacity) caps[short_name(k)] = {{"value", q.to_kubernetes_string()}};
+    json dev = {{"name", d.name}, {"attributes", attrs}};
+    if (!caps.empty()) dev["capacity"] = caps;
+    devices.push_back(dev);
+  }
+  json spec = {{"driver", slice.driver},
+               {"pool", {{"name", slice.pool}, {"generation", slice.generation}, {"resourceSliceCount", slice.slice_count}}},
+               {"devices", devices}};
+  if (!slice.node_name.empty()) spec["nodeName"] = slice.node_name;
+  else if (slice.all_nodes) spec["allNodes"] = true;
+  else if (slice.node_selector) {
+    json term = json::object();
+    auto reqs = [](const std::vector<NodeSelectorRequirement>& rs) {
+      json out = json::array();
+      for (const auto& r : rs) out.push_back({{"key", r.key}, {"operator", r.op}, {"values", r.values}});
+      return out;
+    };
+    if (!slice.node_selector->expressions.empty()) term["matchExpressions"] = reqs(slice.node_selector->expressions);
+    if (!slice.node_selector->fields.empty()) term["matchFields"] = reqs(slice.node_selector->fields);
+    spec["nodeSelector"] = {{"nodeSelectorTerms", json::array({term})}};
+  }
+  return {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"}, {"metadata", {{"name", slice.name}}}, {"spec", spec}};
+}
+
+nlohmann::json to_kubernetes(const DeviceClass& cls) {
+  nlohmann::json sels = nlohmann::json::array();
+  for (const auto& s : cls.selectors) sels.push_back({{"cel", {{"expression", s.text()}}}});
+  return {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "DeviceClass"}, {"metadata", {{"name", cls.name}}}, {"spec", {{"selectors", sels}}}};
+}
+
+}  // namespace gpusched::dra

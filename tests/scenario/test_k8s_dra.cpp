@@ -1,0 +1,224 @@
+// DRA objects read from kubectl YAML/JSON, the slices derived from the node model in NVIDIA's
+// vocabulary, and `gpusched dra allocate` end to end.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include <gpusched/dra/nvidia.hpp>
+#include <gpusched/error.hpp>
+#include <gpusched/scenario/k8s_dra.hpp>
+#include <gpusched/scenario/scenario.hpp>
+
+using namespace gpusched;
+using namespace gpusched::scenario;
+
+namespace {
+
+const std::filesystem::path kRepo = GPUSCHED_SOURCE_DIR;
+
+DraObjects read(const std::string& yaml) { return read_dra_objects(parse_kubernetes_objects(yaml, "dra.yaml")); }
+
+std::string error_of(const std::string& yaml) {
+  try {
+    (void)read(yaml);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kSlice = R"(
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-1-gpus}
+spec:
+  driver: gpu.nvidia.com
+  nodeName: node-1
+  pool: {name: node-1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    attributes:
+      type: {string: gpu}
+      productName: {string: NVIDIA H100 80GB HBM3}
+      cudaComputeCapability: {version: 9.0.0}
+      resource.kubernetes.io/pcieRoot: {string: pci0000:17}
+      index: {int: 0}
+    capacity:
+      memory: {value: 81559Mi}
+  - name: gpu-1
+    attributes:
+      type: {string: gpu}
+      productName: {string: NVIDIA H100 80GB HBM3}
+      cudaComputeCapability: {version: 9.0.0}
+      resource.kubernetes.io/pcieRoot: {string: pci0000:29}
+      index: {int: 1}
+    capacity:
+      memory: {value: 81559Mi}
+)";
+
+const char* kClass = R"(
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.nvidia.com}
+spec:
+  selectors:
+  - cel: {expression: "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"}
+)";
+
+}  // namespace
+
+TEST_CASE("DRA objects read from kubectl YAML: slices, classes, claims (v1 and v1beta1), templates, nodes", "[dra][k8s]") {
+  const std::string claim = R"(
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: two, namespace: ml}
+spec:
+  devices:
+    requests:
+    - name: gpus
+      exactly: {deviceClassName: gpu.nvidia.com, count: 2}
+    constraints:
+    - {requests: [gpus], matchAttribute: resource.kubernetes.io/pcieRoot}
+---
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaim
+metadata: {name: old-style}
+spec:
+  devices:
+    requests:
+    - {name: gpu, deviceClassName: gpu.nvidia.com, allocationMode: ExactCount, count: 1}
+    - name: any
+      firstAvailable:
+      - {name: big, deviceClassName: gpu.nvidia.com, selectors: [{cel: {expression: "device.attributes['gpu.nvidia.com'].index > 5"}}]}
+      - {name: small, deviceClassName: gpu.nvidia.com}
+status:
+  allocation:
+    devices:
+      results:
+      - {request: gpu, driver: gpu.nvidia.com, pool: node-1, device: gpu-1}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu}
+spec:
+  spec:
+    devices:
+      requests:
+      - {name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-1
+  labels: {zone: a}
+status: {capacity: {cpu: "8"}}
+)";
+  const auto objs = read(std::string(kSlice) + "---" + kClass + "---" + claim);
+  REQUIRE(objs.slices.size() == 1);
+  const auto& dev = objs.slices[0].devices[0];
+  CHECK(dev.attribute("gpu.nvidia.com/type") != nullptr);   // bare names belong to the driver
+  CHECK(dev.attribute("resource.kubernetes.io/pcieRoot") != nullptr);
+  CHECK(*dev.capacity_of("gpu.nvidia.com/memory") == dra::Quantity::from_int(std::int64_t{81559} * 1024 * 1024));
+  REQUIRE(objs.claims.size() == 2);
+  CHECK(objs.claims[0].id() == "ml/two");
+  CHECK(objs.claims[0].constraints[0].match_attribute == "resource.kubernetes.io/pcieRoot");
+  CHECK(objs.claims[1].requests[1].first_available.size() == 2);
+  REQUIRE(objs.claims[1].allocated);
+  CHECK(objs.templates.size() == 1);
+  REQUIRE(objs.nodes.size() == 1);
+  CHECK(objs.nodes[0].labels.at("zone") == "a");
+
+  // The v1beta1 claim holds gpu-1 already; the v1 claim wants two GPUs on one PCIe root, which
+  // this node's two GPUs are not: it stays pending, and the message says so.
+  const auto outcomes = allocate_claims(objs);
+  REQUIRE(outcomes.size() == 2);
+  CHECK_FALSE(outcomes[0].allocation);
+  CHECK(outcomes[0].reason == "cannot allocate all claims on any node");
+  CHECK(outcomes[1].preallocated);
+  CHECK(format_dra(outcomes) ==
+        "claim      node  devices\n"
+        "ml/two     -     pending: cannot allocate all claims on any node\n"
+        "old-style  -     gpu=gpu.nvidia.com/node-1/gpu-1 (allocated before)\n"
+        "1 of 2 claims allocated\n");
+}
+
+TEST_CASE("DRA objects: every mistake names the file, line and field", "[dra][k8s]") {
+  const std::string head = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\nspec:\n  devices:\n    requests:\n";
+  // A selector outside the subset, with its column.
+  CHECK(error_of(head + "    - {name: r, exactly: {deviceClassName: x, selectors: [{cel: {expression: \"device.frob()\"}}]}}\n")
+            .find("dra.yaml:7: field 'document 1, ResourceClaim c, /spec/devices/requests/0/exactly/selectors/0/cel/expression': CEL: "
+                  "undeclared reference to 'frob'") != std::string::npos);
+  // Alpha features of Kubernetes 1.34 are refused by name.
+  CHECK(error_of(head + "    - {name: r, exactly: {deviceClassName: x, tolerations: []}}\n").find("not modelled: device taints and tolerations") !=
+        std::string::npos);
+  CHECK(error_of(head + "    - {name: r, exactly: {count: 1}}\n").find("missing device class name") != std::string::npos);
+  CHECK(error_of(head + "    - {name: r, exactly: {deviceClassName: x, allocationMode: Some}}\n").find("unsupported count mode Some") != std::string::npos);
+  CHECK(error_of(head + "    - {name: r, exactly: {deviceClassName: x, count: 0}}\n").find("out of range") != std::string::npos);
+  CHECK(error_of(head + "    - {name: r, exactly: {deviceClassName: x}, firstAvailable: []}\n").find("exactly one of exactly, firstAvailable") !=
+        std::string::npos);
+  CHECK(error_of(head + "    - {name: r, exactly: {deviceClassName: x}}\n    constraints: [{matchAttribute: numa}]\n").find("fully qualified") !=
+        std::string::npos);
+  CHECK(error_of(head + "    - {name: r, exactly: {deviceClassName: x}}\n    constraints: [{requests: [s], matchAttribute: a.b/numa}]\n")
+            .find("names no request of this claim: s") != std::string::npos);
+  const std::string slice_head = "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\nspec:\n  driver: d\n  pool: {name: p, resourceSliceCount: 1}\n";
+  CHECK(error_of(slice_head + "  devices: [{name: a}]\n").find("exactly one of nodeName, nodeSelector, allNodes") != std::string::npos);
+  CHECK(error_of(slice_head + "  nodeName: n\n  devices: [{name: a}, {name: a}]\n").find("device name a repeats") != std::string::npos);
+  CHECK(error_of(slice_head + "  nodeName: n\n  devices: [{name: a, attributes: {v: {version: '1.0'}}}]\n").find("is not a semantic version") !=
+        std::string::npos);
+  CHECK(error_of(slice_head + "  nodeName: n\n  devices: [{name: a, attributes: {v: {int: 1, bool: true}}}]\n").find("exactly one of int, bool") !=
+        std::string::npos);
+  CHECK(error_of(slice_head + "  nodeName: n\n  devices: [{name: a, capacity: {memory: {value: lots}}}]\n").find("expected a Kubernetes quantity") !=
+        std::string::npos);
+  CHECK(error_of(slice_head + "  nodeName: n\n  devices: [{name: a, taints: []}]\n").find("not modelled: device taints") != std::string::npos);
+  CHECK(error_of(slice_head + "  nodeName: n\n  sharedCounters: []\n").find("not modelled: partitionable devices") != std::string::npos);
+  CHECK(error_of(slice_head + "  nodeSelector: {nodeSelectorTerms: [{matchExpressions: []}, {matchExpressions: []}]}\n").find("exactly one term") !=
+        std::string::npos);
+  CHECK(error_of("apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceClass\nmetadata: {name: x}\n").find("v1, v1beta2 and v1beta1") != std::string::npos);
+  CHECK(error_of("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n").find("does not read kind Pod") != std::string::npos);
+}
+
+TEST_CASE("DRA slices derived from the node model read back as they were written", "[dra][k8s]") {
+  const Scenario sc = load_scenario((kRepo / "examples" / "devices.json").string());
+  const auto list = nvidia_dra_objects(sc.nodes, sc.catalog);
+  const auto objs = read_dra_objects(parse_kubernetes_objects(list.dump(), "slices.json"));
+  CHECK(objs.classes.size() == 2);
+  std::vector<dra::ResourceSlice> direct;
+  for (const auto& n : sc.nodes) {
+    if (auto s = dra::nvidia_slice(n, sc.catalog)) direct.push_back(*s);
+  }
+  REQUIRE(objs.slices.size() == direct.size());
+  std::size_t mig = 0, whole = 0;
+  for (std::size_t i = 0; i < direct.size(); ++i) {
+    REQUIRE(objs.slices[i].devices.size() == direct[i].devices.size());
+    for (std::size_t k = 0; k < direct[i].devices.size(); ++k) {
+      const auto& a = objs.slices[i].devices[k];
+      const auto& b = direct[i].devices[k];
+      CHECK(a.name == b.name);
+      CHECK(a.capacity == b.capacity);
+      REQUIRE(a.attributes.size() == b.attributes.size());
+      for (std::size_t j = 0; j < a.attributes.size(); ++j) {
+        CHECK(a.attributes[j].first == b.attributes[j].first);
+        CHECK(dra::same_value(a.attributes[j].second, b.attributes[j].second));
+      }
+      (std::get<std::string>(*a.attribute("gpu.nvidia.com/type")) == "mig" ? mig : whole) += 1;
+    }
+  }
+  CHECK(mig == 16);     // a100-mig: 2 nodes x 4 GPUs x (4g.40gb + 3g.40gb)
+  CHECK(whole == 32);   // vGPU, time-slicing, passthrough, hgx and pcie nodes; dynamic-MIG GPUs publish nothing
+
+  // The example claims (docs/dra.md), allocated on those slices.
+  auto objects = parse_kubernetes_objects(list.dump(), "slices.json");
+  auto claims = read_kubernetes_objects(kRepo / "examples" / "dra" / "claims.yaml");
+  objects.insert(objects.end(), claims.begin(), claims.end());
+  const auto outcomes = allocate_claims(read_dra_objects(objects));
+  REQUIRE(outcomes.size() == 4);
+  for (const auto& o : outcomes) {
+    INFO(o.claim << ": " << o.reason);
+    REQUIRE(o.allocation);
+  }
+  CHECK(outcomes[0].node == "hgx-0000");    // four GPUs of one NVLink domain
+  CHECK(outcomes[1].node == "pcie-0000");   // two GPUs behind one PCIe switch
+  CHECK(outcomes[2].allocation->devices[0].device == "gpu-0-mig-3g40gb-9-4");
+  CHECK(outcomes[3].allocation->devices[0].request == "gpu/hopper");
+  CHECK(outcomes[3].allocation->devices[0].device == "gpu-4");   // gpu-0..3 went to the first claim
+}
