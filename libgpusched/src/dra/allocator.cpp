@@ -163,6 +163,7 @@ struct Allocator::Search {
     std::vector<Request> requests;
     std::vector<Constraint> constraints;
     std::vector<DeviceResult> results;
+    std::vector<std::uint32_t> numbers;   // the results' device numbers
   };
   std::vector<Claim> state;
   // Devices taken in this attempt: per device, the claims holding it.
@@ -235,18 +236,19 @@ struct Allocator::Search {
     const Device& dev = a.device(d);
     const std::string& driver = a.slice_of(d).driver;
     bool ok = true;
-    auto run = [&](const std::vector<CelExpression>& sels, const std::string& who) {
+    auto run = [&](const std::vector<CelExpression>& sels, bool of_class) {
       for (std::size_t i = 0; ok && i < sels.size(); ++i) {
         const auto res = sels[i].evaluate(dev, driver);
         if (!res.error.empty()) {
+          const std::string who = of_class ? "class " + sub.cls->name : "claim " + claims[c]->id();
           throw AllocationError(who + ": selector #" + std::to_string(i) + ": CEL runtime error on device " + driver + "/" +
                                 a.slice_of(d).pool + "/" + dev.name + ": " + res.error);
         }
         ok = res.value;
       }
     };
-    run(sub.cls->selectors, "class " + sub.cls->name);
-    if (ok) run(sub.spec->selectors, "claim " + claims[c]->id());
+    run(sub.cls->selectors, true);
+    if (ok) run(sub.spec->selectors, false);
     selectable_cache.emplace(key, ok ? 1 : 2);
     return ok;
   }
@@ -291,6 +293,7 @@ struct Allocator::Search {
     taken[d].push_back(c);
     const auto& sl = a.slice_of(d);
     cl.results.push_back({sub.result_name, sl.driver, sl.pool, dev.name, admin});
+    cl.numbers.push_back(d);
     return true;
   }
 
@@ -305,6 +308,7 @@ struct Allocator::Search {
     auto& holders = taken[d];
     holders.erase(std::find(holders.begin(), holders.end(), c));
     cl.results.pop_back();
+    cl.numbers.pop_back();
   }
 
   void validate() {
@@ -321,9 +325,11 @@ struct Allocator::Search {
           Sub sub;
           sub.spec = &sr;
           sub.result_name = std::move(result_name);
-          const std::string who = "claim " + claim.id() + ", request " + sub.result_name;
-          sub.cls = a.find_class(sr.device_class);
-          if (sub.cls == nullptr) throw AllocationError(who + ": could not retrieve device class " + sr.device_class + ": not found");
+          const auto found = a.class_index_.find(sr.device_class);
+          sub.cls = found == a.class_index_.end() ? nullptr : &a.classes_[found->second];
+          if (sub.cls == nullptr) {
+            throw AllocationError("claim " + claim.id() + ", request " + sub.result_name + ": could not retrieve device class " + sr.device_class + ": not found");
+          }
           if (sr.mode == AllocationMode::kExactCount) {
             sub.needed = static_cast<std::size_t>(sr.count);
           }
@@ -427,10 +433,8 @@ struct Allocator::Search {
   [[nodiscard]] Allocation result(std::uint32_t c) const {
     Allocation out;
     out.devices = state[c].results;
-    for (const auto& r : out.devices) {
-      const auto d = a.find_device(r.driver, r.pool, r.device);
-      if (!d) continue;
-      const auto& sl = a.slice_of(*d);
+    for (const auto d : state[c].numbers) {
+      const auto& sl = a.slice_of(d);
       if (!sl.node_name.empty()) {
         out.node_name = sl.node_name;
         out.node_selector = {};
