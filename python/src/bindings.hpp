@@ -30,6 +30,8 @@ void bind_sim(py::module_& m);
 void bind_experiments(py::module_& m);
 /// Scheduling plugins written in Python (JobInfo, NodeView, registration).
 void bind_plugins(py::module_& m);
+/// Kubernetes Dynamic Resource Allocation (dra_allocate, dra_slices).
+void bind_dra(py::module_& m);
 /// The plugins this process knows: the built-ins plus every registered Python plugin (a snapshot;
 /// copies no Python object, so it may outlive the GIL). Thread-safe.
 policies::Registry current_registry();

@@ -8,4 +8,5 @@ PYBIND11_MODULE(_core, m) {
   gpusched::python::bind_plugins(m);
   gpusched::python::bind_sim(m);
   gpusched::python::bind_experiments(m);
+  gpusched::python::bind_dra(m);
 }

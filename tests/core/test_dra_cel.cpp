@@ -149,6 +149,11 @@ TEST_CASE("CEL expressions outside gpusched's subset fail to compile with the co
   CHECK(compile_error("").find("empty") != std::string::npos);
   CHECK(compile_error(std::string(CelExpression::kMaxLength + 1, ' ') + "true").find("limit") != std::string::npos);
   CHECK(compile_error(std::string(200, '(') + "true" + std::string(200, ')')).find("nested") != std::string::npos);
+  std::string chain = "1";
+  for (int i = 0; i < 600; ++i) chain += " + 1";
+  CHECK(compile_error(chain + " > 0").find("long chains of operators") != std::string::npos);
+  CHECK(compile_error("device.driver.matches('" + std::string(300, 'a') + "')").find("longer than 256") != std::string::npos);
+  CHECK(runtime_error("'" + std::string(2000, 'a') + "'.matches('a+')").find("longer than 1024") != std::string::npos);
   try {
     (void)CelExpression::compile("device.driver == 'a' &&& true");
     FAIL("compiled");

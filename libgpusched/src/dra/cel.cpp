@@ -334,6 +334,9 @@ std::vector<Token> lex(std::string_view s) {
 // ------------------------------------------------------------------------------------ parser
 
 constexpr int kMaxDepth = 100;
+constexpr int kMaxTreeDepth = 500;
+constexpr std::size_t kMaxRegexSubject = 1024;
+constexpr std::size_t kMaxRegexPattern = 256;
 
 struct Arity {
   std::string_view name;
@@ -369,6 +372,15 @@ class Parser {
   NodeP parse() {
     NodeP e = expr();
     if (peek().kind != Tok::kEnd) fail("unexpected '" + describe(peek()) + "'", peek().column);
+    // Chains of binary operators parse in loops but nest in the tree, which is evaluated
+    // recursively: bound its depth (without recursing here).
+    std::vector<std::pair<const CelNode*, int>> stack{{e.get(), 1}};
+    while (!stack.empty()) {
+      const auto [n, d] = stack.back();
+      stack.pop_back();
+      if (d > kMaxTreeDepth) fail("expression nested more than " + std::to_string(kMaxTreeDepth) + " levels (long chains of operators count)", n->column);
+      for (const auto& c : n->children) stack.emplace_back(c.get(), d + 1);
+    }
     return e;
   }
 
@@ -534,6 +546,9 @@ class Parser {
     if (out->name == "matches") {   // a literal pattern is compiled (and checked) now
       const NodeP& pattern = out->children.back();
       if (pattern->op == Op::kLiteral && pattern->literal.is<std::string>()) {
+        if (pattern->literal.as<std::string>().size() > kMaxRegexPattern) {
+          fail("regular expressions longer than " + std::to_string(kMaxRegexPattern) + " characters are not supported", pattern->column);
+        }
         try {
           out->regex = std::make_shared<const std::regex>(pattern->literal.as<std::string>(), std::regex::ECMAScript);
         } catch (const std::regex_error& e) {
@@ -1073,6 +1088,9 @@ Value call(const CelNode& n, Env& env) {
   // Methods (and the global form of matches).
   if (f == "matches") {
     if (!str || !a[1].is<std::string>()) return overload();
+    // std::regex recurses per character: bound what it is given (DRA strings have at most 64).
+    if (x.as<std::string>().size() > kMaxRegexSubject) return error("matches: strings longer than " + std::to_string(kMaxRegexSubject) + " characters are not supported");
+    if (a[1].as<std::string>().size() > kMaxRegexPattern) return error("matches: patterns longer than " + std::to_string(kMaxRegexPattern) + " characters are not supported");
     try {
       const std::regex re = n.regex ? *n.regex : std::regex(a[1].as<std::string>(), std::regex::ECMAScript);
       return Value{std::regex_search(x.as<std::string>(), re)};

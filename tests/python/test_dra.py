@@ -1,0 +1,63 @@
+"""Kubernetes DRA from Python: gpusched.dra and `python -m gpusched dra` on the example claims."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gpusched
+import gpusched.dra as dra
+
+REPO = Path(__file__).resolve().parents[2]
+CLAIMS = REPO / "examples" / "dra" / "claims.yaml"
+
+
+@pytest.fixture()
+def slices_file(tmp_path):
+    listing = dra.slices(REPO / "examples" / "devices.json")
+    kinds = sorted({item["kind"] for item in listing["items"]})
+    assert kinds == ["DeviceClass", "ResourceSlice"]
+    path = tmp_path / "slices.json"
+    path.write_text(json.dumps(listing))
+    return path
+
+
+def test_the_example_claims_are_allocated_where_their_constraints_hold(slices_file):
+    table = dra.allocate(slices_file, CLAIMS)
+    assert table["pending"].isna().all()
+    per_claim = table.groupby("claim", sort=False)
+    assert list(per_claim.size()) == [4, 2, 1, 1]
+    nvlink = table[table["claim"] == "training/four-gpus-one-nvlink-domain"]
+    assert set(nvlink["node"]) == {"hgx-0000"}
+    assert list(nvlink["device"]) == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+    assert table[table["claim"] == "inference/mig-3g"]["device"].item() == "gpu-0-mig-3g40gb-9-4"
+    assert table[table["claim"] == "research/hopper-else-ada"]["request"].item() == "gpu/hopper"
+
+
+def test_a_claim_on_a_named_node_that_cannot_hold_it_stays_pending_with_the_reason(slices_file):
+    raw = dra.allocate_raw(slices_file, CLAIMS, node="t4-shared-0000")
+    assert raw[0] == {"claim": "training/four-gpus-one-nvlink-domain", "pending": "cannot allocate all claims on any node"}
+    # Turing has no architecture 'Hopper'; its compute capability 7.5 is below 8.9.
+    assert raw[3]["pending"] == "cannot allocate all claims on any node"
+
+
+def test_a_selector_outside_the_cel_subset_is_an_error_naming_file_line_and_field(tmp_path, slices_file):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\nspec:\n  devices:\n    requests:\n"
+        "    - name: r\n      exactly:\n        deviceClassName: gpu.nvidia.com\n        selectors:\n"
+        "        - cel: {expression: \"device.attributes['gpu.nvidia.com'].?index.orValue(0) == 0\"}\n"
+    )
+    with pytest.raises(gpusched.ScenarioError) as e:
+        dra.allocate(slices_file, bad)
+    assert e.value.file == str(bad)
+    assert e.value.line == 11
+    assert e.value.field.endswith("/spec/devices/requests/0/exactly/selectors/0/cel/expression")
+
+
+def test_the_command_line_prints_the_same_allocation(slices_file):
+    out = subprocess.run([sys.executable, "-m", "gpusched", "dra", "allocate", str(slices_file), str(CLAIMS), "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == dra.allocate_raw(slices_file, CLAIMS)
