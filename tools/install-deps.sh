@@ -7,7 +7,7 @@ set -euo pipefail
 
 APT_PACKAGES=(g++ make cmake ninja-build pkg-config
               nlohmann-json3-dev libboost-dev libboost-graph-dev libeigen3-dev libcli11-dev
-              catch2 libbenchmark-dev libpugixml-dev libyaml-cpp-dev libsimdjson-dev)
+              catch2 libbenchmark-dev libpugixml-dev libyaml-cpp-dev libsimdjson-dev libre2-dev)
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 if [ "${FUZZ:-0}" = "1" ]; then

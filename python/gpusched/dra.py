@@ -44,7 +44,11 @@ def allocate(*paths: PathLike, node: Optional[str] = None) -> "Any":
             rows.append({"claim": c["claim"], "node": None, "request": None, "driver": None, "pool": None, "device": None,
                          "admin_access": None, "pending": c["pending"]})
             continue
-        for r in c["allocation"]["devices"]["results"]:
+        results = c["allocation"]["devices"]["results"]
+        if not results:   # allocated, with no device (a claim that asks for none)
+            rows.append({"claim": c["claim"], "node": c.get("node") or None, "request": None, "driver": None, "pool": None,
+                         "device": None, "admin_access": None, "pending": None})
+        for r in results:
             rows.append({"claim": c["claim"], "node": c.get("node") or None, "request": r["request"], "driver": r["driver"],
                          "pool": r["pool"], "device": r["device"], "admin_access": bool(r.get("adminAccess", False)),
                          "pending": None})

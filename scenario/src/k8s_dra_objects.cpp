@@ -103,6 +103,30 @@ dra::NodeSelectorTerm node_selector(const ObjectContext& c, const json& j, const
   return out;
 }
 
+/// An RFC 1123 DNS label (at most 63 lowercase alphanumerics and '-', alphanumeric at both ends).
+bool dns_label(std::string_view s) {
+  if (s.empty() || s.size() > 63) return false;
+  auto alnum = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'); };
+  if (!alnum(s.front()) || !alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(), [&](char ch) { return alnum(ch) || ch == '-'; });
+}
+/// An RFC 1123 DNS subdomain of at most `max` characters: DNS labels joined by '.'.
+bool dns_subdomain(std::string_view s, std::size_t max) {
+  if (s.empty() || s.size() > max) return false;
+  for (;;) {
+    const auto dot = s.find('.');
+    if (!dns_label(s.substr(0, dot))) return false;
+    if (dot == std::string_view::npos) return true;
+    s.remove_prefix(dot + 1);
+  }
+}
+void check_name(const ObjectContext& c, const std::string& name, const std::string& path, bool subdomain, std::size_t max = 63) {
+  if (subdomain ? dns_subdomain(name, max) : dns_label(name)) return;
+  c.fail(ErrorCode::kScenarioBadValue, path,
+         "\"" + name + "\" is not a " + (subdomain ? "DNS subdomain" : "DNS label") + " (lowercase letters, digits and '-'" +
+             (subdomain ? ", labels joined by '.'" : "") + ", at most " + std::to_string(max) + " characters)");
+}
+
 bool c_identifier(std::string_view s) {
   if (s.empty() || s.size() > 32 || (s[0] >= '0' && s[0] <= '9')) return false;
   return std::all_of(s.begin(), s.end(), [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_'; });
@@ -112,7 +136,7 @@ bool c_identifier(std::string_view s) {
 std::string qualified_name(const ObjectContext& c, const std::string& name, const std::string& path, const std::string& driver) {
   const auto slash = name.find('/');
   const std::string_view id = slash == std::string::npos ? std::string_view(name) : std::string_view(name).substr(slash + 1);
-  if (!c_identifier(id) || (slash != std::string::npos && (slash == 0 || slash > 63))) {
+  if (!c_identifier(id) || (slash != std::string::npos && !dns_subdomain(std::string_view(name).substr(0, slash), 63))) {
     c.fail(ErrorCode::kScenarioBadValue, path, "\"" + name + "\" is not a qualified name (an optional domain of at most 63 characters and \"/\", then a C identifier of at most 32)");
   }
   return dra::qualify(name, driver);
@@ -136,6 +160,7 @@ dra::Device device(const ObjectContext& c, const json& j, const std::string& pat
     check_keys(c, j, path, {"name", "attributes", "capacity"}, kAlpha);
   }
   d.name = required_string(c, j, path, "name");
+  check_name(c, d.name, path + "/name", false);
   const json* body = &j;
   std::string bp = path;
   if (v1beta1) {
@@ -203,10 +228,23 @@ dra::ResourceSlice resource_slice(const ObjectContext& c) {
   dra::ResourceSlice s;
   s.name = o.name;
   s.driver = required_string(c, spec, "/spec", "driver");
+  check_name(c, s.driver, "/spec/driver", true);
   if (!spec.contains("pool")) c.fail(ErrorCode::kScenarioMissingField, "/spec/pool", "missing (required)");
   const auto& pool = spec.at("pool");
   check_keys(c, pool, "/spec/pool", {"name", "generation", "resourceSliceCount"});
   s.pool = required_string(c, pool, "/spec/pool", "name");
+  {
+    // Kubernetes: DNS subdomains joined by '/', at most 253 characters in all.
+    bool ok = s.pool.size() <= 253;
+    std::string_view rest = s.pool;
+    for (; ok;) {
+      const auto slash = rest.find('/');
+      ok = dns_subdomain(rest.substr(0, slash), 253);
+      if (slash == std::string_view::npos) break;
+      rest.remove_prefix(slash + 1);
+    }
+    if (!ok) c.fail(ErrorCode::kScenarioBadValue, "/spec/pool/name", "\"" + s.pool + "\" is not a pool name (DNS subdomains joined by '/', at most 253 characters)");
+  }
   s.generation = pool.contains("generation") ? c.integer(pool.at("generation"), "/spec/pool/generation", 0, std::numeric_limits<std::int64_t>::max()) : 0;
   if (!pool.contains("resourceSliceCount")) c.fail(ErrorCode::kScenarioMissingField, "/spec/pool/resourceSliceCount", "missing (required)");
   s.slice_count = c.integer(pool.at("resourceSliceCount"), "/spec/pool/resourceSliceCount", 1, std::numeric_limits<std::int64_t>::max());
@@ -259,7 +297,10 @@ dra::DeviceSubRequest sub_request(const ObjectContext& c, const json& j, const s
              {{"tolerations", "device taints and tolerations (DRADeviceTaints, alpha in Kubernetes 1.34)"},
               {"capacity", "consumable capacity (DRAConsumableCapacity, alpha in Kubernetes 1.34)"}});
   dra::DeviceSubRequest r;
-  if (!exactly) r.name = required_string(c, j, path, "name");
+  if (!exactly) {
+    r.name = required_string(c, j, path, "name");
+    check_name(c, r.name, path + "/name", false);
+  }
   if (!j.contains("deviceClassName")) c.fail(ErrorCode::kScenarioMissingField, path + "/deviceClassName", "missing device class name");
   r.device_class = required_string(c, j, path, "deviceClassName");
   r.selectors = selectors(c, j, path);
@@ -268,6 +309,7 @@ dra::DeviceSubRequest sub_request(const ObjectContext& c, const json& j, const s
   else if (mode == "All") r.mode = dra::AllocationMode::kAll;
   else c.fail(ErrorCode::kScenarioBadValue, path + "/allocationMode", "unsupported count mode " + mode + " (ExactCount or All)");
   if (j.contains("count")) {
+    if (r.mode == dra::AllocationMode::kAll) c.fail(ErrorCode::kScenarioBadValue, path + "/count", "must not be set when allocationMode is All");
     r.count = c.integer(j.at("count"), path + "/count", 1, std::numeric_limits<std::int32_t>::max());
   }
   if (exactly && j.contains("adminAccess") && !j.at("adminAccess").is_null()) r.admin_access = c.boolean(j.at("adminAccess"), path + "/adminAccess");
@@ -291,6 +333,7 @@ dra::ResourceClaim claim_spec(const ObjectContext& c, const json& spec, const st
       dra::DeviceRequest r;
       c.expect_object(reqs[i], p);
       r.name = required_string(c, reqs[i], p, "name");
+      check_name(c, r.name, p + "/name", false);
       if (!names.insert(r.name).second) c.fail(ErrorCode::kScenarioBadValue, p + "/name", "request name " + r.name + " repeats");
       const bool has_first = reqs[i].contains("firstAvailable");
       if (v1beta1) {
@@ -414,7 +457,8 @@ DraObjects read_dra_objects(const std::vector<KubernetesObject>& objects) {
       claim.namespace_name = o.namespace_name;
       if (o.object.contains("status")) {
         auto results = allocation_status(c, o.object.at("status"));
-        if (!results.empty() || (o.object.at("status").is_object() && o.object.at("status").contains("allocation"))) claim.allocated = std::move(results);
+        const auto& st = o.object.at("status");
+        if (!results.empty() || (st.is_object() && st.contains("allocation") && !st.at("allocation").is_null())) claim.allocated = std::move(results);
       }
       out.claims.push_back(std::move(claim));
     } else {

@@ -7,6 +7,8 @@
 // (pools in order of first appearance), so the expectations list it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <gpusched/dra/allocator.hpp>
 
 using namespace gpusched::dra;
@@ -513,6 +515,31 @@ TEST_CASE("DRA allocator: firstAvailable alternatives", "[dra][allocator]") {
     CHECK(t.run() == Got{{"req-0/subReq-1 driver-a/pool-1/device-0", "req-0/subReq-1 driver-a/pool-1/device-1", "req-1 driver-b/pool-2/device-0",
                           "req-1 driver-b/pool-2/device-1"}});
   }
+}
+
+TEST_CASE("DRA allocator: a device in use is in use in every generation of its pool, and long searches are aborted", "[dra][allocator]") {
+  // A pool whose generations are visible on different nodes (review of issue 18): the device is
+  // one (driver, pool, name), as Kubernetes' in-use set keys it.
+  auto old_gen = slice("slice-1", "node-1", "pool-1", "driver-a", devices({"device-1"}));
+  auto new_gen = slice("slice-2", "node-2", "pool-1", "driver-a", devices({"device-1"}));
+  new_gen.generation = 2;
+  Allocator a({cls("class-a", "driver-a")}, {old_gen, new_gen});
+  auto in_use = a.no_devices_in_use();
+  const auto c = claim("claim-0", {request("req-0", "class-a", 1)});
+  const ResourceClaim* one[] = {&c};
+  auto got = a.allocate(kNode1, one, in_use);
+  REQUIRE(got);
+  a.mark_in_use((*got)[0].devices, in_use);
+  CHECK(std::count(in_use.begin(), in_use.end(), 1) == 2);   // both generations
+  CHECK_FALSE(a.allocate(kNode1, one, in_use));
+  CHECK_FALSE(a.allocate(node("node-2", "region-1"), one, in_use));
+
+  // 16 of 32 identical devices, then a request nothing matches: every 16-permutation would be
+  // tried. The search stops after Allocator::kMaxSteps steps with the peer's wording.
+  Case t;
+  t.slices = {slice("slice-1", "node-1", "pool-1", "driver-a", numbered(32))};
+  t.claims = {claim("claim-0", {request("many", "class-a", 16), request("never", "class-a", 1, {"device.driver == 'nobody'"})})};
+  CHECK(t.error().find("filter operation aborted") == 0);
 }
 
 TEST_CASE("DRA allocator: node selectors match as core/v1 NodeSelectorTerms", "[dra][allocator]") {

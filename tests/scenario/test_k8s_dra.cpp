@@ -174,6 +174,17 @@ TEST_CASE("DRA objects: every mistake names the file, line and field", "[dra][k8
   CHECK(error_of(slice_head + "  nodeSelector: {nodeSelectorTerms: [{matchExpressions: []}, {matchExpressions: []}]}\n").find("exactly one term") !=
         std::string::npos);
   CHECK(error_of("apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceClass\nmetadata: {name: x}\n").find("v1, v1beta2 and v1beta1") != std::string::npos);
+  CHECK(error_of(head + "    - {name: r, exactly: {deviceClassName: x, allocationMode: All, count: 3}}\n").find("must not be set when allocationMode is All") !=
+        std::string::npos);
+  CHECK(error_of(head + "    - {name: Req 0, exactly: {deviceClassName: x}}\n").find("is not a DNS label") != std::string::npos);
+  CHECK(error_of(slice_head + "  nodeName: n\n  devices: [{name: GPU 0/x}]\n").find("is not a DNS label") != std::string::npos);
+  CHECK(error_of("apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\nspec:\n  driver: Driver A!\n  nodeName: n\n"
+                 "  pool: {name: p, resourceSliceCount: 1}\n").find("is not a DNS subdomain") != std::string::npos);
+  CHECK(error_of(slice_head + "  nodeName: n\n  devices: [{name: a, attributes: {Bad_Domain!/x: {int: 1}}}]\n").find("is not a qualified name") !=
+        std::string::npos);
+  // status.allocation: null is an unallocated claim.
+  const auto objs = read(head + "    - {name: r, exactly: {deviceClassName: x}}\nstatus: {allocation: null}\n");
+  CHECK_FALSE(objs.claims[0].allocated);
   CHECK(error_of("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n").find("does not read kind Pod") != std::string::npos);
 }
 

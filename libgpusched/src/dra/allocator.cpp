@@ -82,6 +82,7 @@ Allocator::Allocator(std::vector<DeviceClass> classes, std::vector<ResourceSlice
   for (std::size_t i = 0; i < classes_.size(); ++i) class_index_[classes_[i].name] = i;
   // The newest generation of each pool names its devices (find_device).
   std::unordered_map<std::string, std::int64_t> newest;
+  std::unordered_map<std::string, std::uint32_t> identity_of;
   for (const auto& s : slices_) {
     auto [it, fresh] = newest.try_emplace(device_key(s.driver, s.pool, ""), s.generation);
     if (!fresh) it->second = std::max(it->second, s.generation);
@@ -91,7 +92,13 @@ Allocator::Allocator(std::vector<DeviceClass> classes, std::vector<ResourceSlice
     slice_first_.push_back(static_cast<std::uint32_t>(device_slice_.size()));
     const bool current = newest[device_key(s.driver, s.pool, "")] == s.generation;
     for (const auto& d : s.devices) {
-      if (current) device_by_id_.try_emplace(device_key(s.driver, s.pool, d.name), static_cast<std::uint32_t>(device_slice_.size()));
+      const auto number = static_cast<std::uint32_t>(device_slice_.size());
+      const std::string key = device_key(s.driver, s.pool, d.name);
+      if (current) device_by_id_.try_emplace(key, number);
+      auto [it, fresh] = identity_of.try_emplace(key, static_cast<std::uint32_t>(twins_.size()));
+      if (fresh) twins_.emplace_back();
+      twins_[it->second].push_back(number);
+      identity_.push_back(it->second);
       device_slice_.push_back(i);
     }
     if (!s.node_name.empty()) {
@@ -116,8 +123,12 @@ std::optional<std::uint32_t> Allocator::find_device(std::string_view driver, std
 void Allocator::mark_in_use(const std::vector<DeviceResult>& results, std::vector<std::uint8_t>& in_use) const {
   for (const auto& r : results) {
     if (r.admin_access) continue;   // admin access never blocks anybody
-    if (const auto d = find_device(r.driver, r.pool, r.device)) in_use[*d] = 1;
+    if (const auto d = find_device(r.driver, r.pool, r.device)) mark_in_use(*d, in_use);
   }
+}
+
+void Allocator::mark_in_use(std::uint32_t d, std::vector<std::uint8_t>& in_use) const {
+  for (const auto twin : twins_[identity_[d]]) in_use[twin] = 1;
 }
 
 const Device& Allocator::device(std::uint32_t d) const {
@@ -166,7 +177,7 @@ struct Allocator::Search {
     std::vector<std::uint32_t> numbers;   // the results' device numbers
   };
   std::vector<Claim> state;
-  // Devices taken in this attempt: per device, the claims holding it.
+  // Devices taken in this attempt: per device identity (driver, pool, name), the claims holding it.
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> taken;
   // Selector answers per (device, claim, request, sub): 1 yes, 2 no.
   std::unordered_map<std::uint64_t, std::uint8_t> selectable_cache;
@@ -216,17 +227,21 @@ struct Allocator::Search {
   }
 
   [[nodiscard]] bool taken_by(std::uint32_t d, std::uint32_t claim) const {
-    const auto it = taken.find(d);
+    const auto it = taken.find(a.identity_[d]);
     return it != taken.end() && std::find(it->second.begin(), it->second.end(), claim) != it->second.end();
   }
   [[nodiscard]] bool taken_by_any(std::uint32_t d) const {
-    const auto it = taken.find(d);
+    const auto it = taken.find(a.identity_[d]);
     return it != taken.end() && !it->second.empty();
   }
   /// The cheap test before the selectors: a device other claims hold, or one this attempt took.
   [[nodiscard]] bool unavailable(std::uint32_t d, std::uint32_t claim, bool admin) const {
     if (admin) return taken_by(d, claim);
-    return in_use[d] != 0 || taken_by_any(d);
+    if (taken_by_any(d)) return true;
+    for (const auto twin : a.twins_[a.identity_[d]]) {
+      if (in_use[twin] != 0) return true;
+    }
+    return false;
   }
 
   [[nodiscard]] bool selectable(std::uint32_t d, std::uint32_t c, std::uint32_t r, std::uint32_t s) {
@@ -290,7 +305,7 @@ struct Allocator::Search {
       }
       return false;
     }
-    taken[d].push_back(c);
+    taken[a.identity_[d]].push_back(c);
     const auto& sl = a.slice_of(d);
     cl.results.push_back({sub.result_name, sl.driver, sl.pool, dev.name, admin});
     cl.numbers.push_back(d);
@@ -305,7 +320,7 @@ struct Allocator::Search {
       if (!applies(*k.spec, request, sub.result_name)) continue;
       if (--k.devices == 0) k.value.reset();
     }
-    auto& holders = taken[d];
+    auto& holders = taken[a.identity_[d]];
     holders.erase(std::find(holders.begin(), holders.end(), c));
     cl.results.pop_back();
     cl.numbers.pop_back();
@@ -382,7 +397,10 @@ struct Allocator::Search {
 
   /// Devices of request (c, r) from index i on, within alternative s (-1: choose one).
   [[nodiscard]] Res step(std::uint32_t c, std::uint32_t r, int s, std::size_t i) {
-    ++steps;
+    if (++steps > kMaxSteps) {
+      throw AllocationError("filter operation aborted: the search for a device allocation took more than " + std::to_string(kMaxSteps) +
+                            " steps (Kubernetes gives up after DRASchedulerFilterTimeout, 10 s)");
+    }
     if (c == claims.size()) return Res::kOk;
     Claim& cl = state[c];
     if (r == cl.requests.size()) return step(c + 1, 0, -1, 0);

@@ -4,13 +4,16 @@
 #include <gpusched/dra/cel.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <regex>
 #include <variant>
 #include <vector>
+
+#include <re2/re2.h>
 
 #include <gpusched/dra/device.hpp>
 
@@ -99,7 +102,7 @@ struct detail::CelNode {
   bool member = false;              // a call on a target (children[0])
   Macro macro = Macro::kAll;
   std::vector<std::shared_ptr<const CelNode>> children;
-  std::shared_ptr<const std::regex> regex;   // matches() with a literal pattern, compiled once
+  std::shared_ptr<const re2::RE2> regex;     // matches() with a literal pattern, compiled once
   std::size_t column = 0;
 };
 
@@ -335,8 +338,6 @@ std::vector<Token> lex(std::string_view s) {
 
 constexpr int kMaxDepth = 100;
 constexpr int kMaxTreeDepth = 500;
-constexpr std::size_t kMaxRegexSubject = 1024;
-constexpr std::size_t kMaxRegexPattern = 256;
 
 struct Arity {
   std::string_view name;
@@ -356,7 +357,7 @@ constexpr Arity kFunctions[] = {
     {"patch", 0, 0, false, true},        {"compareTo", 1, 1, false, true},    {"isGreaterThan", 1, 1, false, true},
     {"isLessThan", 1, 1, false, true},   {"quantity", 1, 1, true, false},     {"isQuantity", 1, 1, true, false},
     {"asInteger", 0, 0, false, true},    {"asApproximateFloat", 0, 0, false, true}, {"isInteger", 0, 0, false, true},
-    {"sign", 0, 0, false, true},         {"add", 1, 1, false, true},          {"sub", 1, 1, false, true},
+    {"sign", 1, 1, true, false},         {"add", 1, 1, false, true},          {"sub", 1, 1, false, true},
 };
 
 std::string supported_functions() {
@@ -431,24 +432,25 @@ class Parser {
     }
     return c;
   }
-  NodeP or_expr() {
-    NodeP l = and_expr();
-    while (is("||")) {
-      const auto col = peek().column;
-      ++at_;
-      l = node(Op::kOr, col, {l, and_expr()});
-    }
-    return l;
+  /// `a op b op c ...` as a balanced tree (as cel-go builds && and || chains): a long chain nests
+  /// log2(n) deep, not n deep. Operands keep their order, which && and || do not depend on.
+  static NodeP balanced(Op op, const std::vector<NodeP>& terms, const std::vector<std::size_t>& columns, std::size_t lo, std::size_t hi) {
+    if (hi - lo == 1) return terms[lo];
+    const std::size_t mid = lo + (hi - lo) / 2;
+    return node(op, columns[mid - 1], {balanced(op, terms, columns, lo, mid), balanced(op, terms, columns, mid, hi)});
   }
-  NodeP and_expr() {
-    NodeP l = relation();
-    while (is("&&")) {
-      const auto col = peek().column;
+  NodeP chain(Op op, std::string_view token, NodeP (Parser::*operand)()) {
+    std::vector<NodeP> terms{(this->*operand)()};
+    std::vector<std::size_t> columns;
+    while (is(token)) {
+      columns.push_back(peek().column);
       ++at_;
-      l = node(Op::kAnd, col, {l, relation()});
+      terms.push_back((this->*operand)());
     }
-    return l;
+    return balanced(op, terms, columns, 0, terms.size());
   }
+  NodeP or_expr() { return chain(Op::kOr, "||", &Parser::and_expr); }
+  NodeP and_expr() { return chain(Op::kAnd, "&&", &Parser::relation); }
   NodeP relation() {
     NodeP l = addition();
     for (;;) {
@@ -546,14 +548,9 @@ class Parser {
     if (out->name == "matches") {   // a literal pattern is compiled (and checked) now
       const NodeP& pattern = out->children.back();
       if (pattern->op == Op::kLiteral && pattern->literal.is<std::string>()) {
-        if (pattern->literal.as<std::string>().size() > kMaxRegexPattern) {
-          fail("regular expressions longer than " + std::to_string(kMaxRegexPattern) + " characters are not supported", pattern->column);
-        }
-        try {
-          out->regex = std::make_shared<const std::regex>(pattern->literal.as<std::string>(), std::regex::ECMAScript);
-        } catch (const std::regex_error& e) {
-          fail("invalid regular expression '" + pattern->literal.as<std::string>() + "': " + e.what(), pattern->column);
-        }
+        auto re = std::make_shared<const re2::RE2>(pattern->literal.as<std::string>(), re2::RE2::Quiet);
+        if (!re->ok()) fail("invalid regular expression '" + pattern->literal.as<std::string>() + "': " + re->error(), pattern->column);
+        out->regex = std::move(re);
       }
     }
     return out;
@@ -565,6 +562,9 @@ class Parser {
     if (var == "device") fail("'device' cannot be a macro variable", peek().column);
     ++at_;
     expect(",");
+    if (peek().kind == Tok::kIdent && at_ + 1 < t_.size() && t_[at_ + 1].kind == Tok::kPunct && t_[at_ + 1].text == ",") {
+      fail("two-variable comprehensions are not supported in gpusched's CEL subset (docs/dra.md)", peek().column);
+    }
     vars_.push_back(var);
     std::vector<NodeP> parts;
     parts.reserve(3);
@@ -586,6 +586,7 @@ class Parser {
     for (;;) {
       const auto col = peek().column;
       if (accept(".")) {
+        if (is("?")) fail("optional field selection (.?) is not supported in gpusched's CEL subset: use has() (docs/dra.md)", col);
         if (peek().kind != Tok::kIdent) fail("expected a field or method name after '.'", peek().column);
         std::string name = peek().text;
         ++at_;
@@ -602,6 +603,9 @@ class Parser {
           }
           if (!done) e = call(std::move(name), col, e, arguments());
         } else {
+          if (e->op == Op::kIdent && e->name == "device" && name != "driver" && name != "attributes" && name != "capacity") {
+            fail("undefined field '" + name + "' (a device has driver, attributes and capacity)", col);
+          }
           auto n = std::make_shared<CelNode>();
           n->op = Op::kSelect;
           n->name = std::move(name);
@@ -610,6 +614,7 @@ class Parser {
           e = n;
         }
       } else if (accept("[")) {
+        if (e->op == Op::kIdent && e->name == "device") fail("a device is not a map: use device.driver, device.attributes or device.capacity", col);
         NodeP key = expr();
         expect("]");
         e = node(Op::kIndex, col, {e, key});
@@ -645,6 +650,8 @@ class Parser {
         if (t.text == "null") return literal(Value{NullV{}});
         std::string name = t.text;
         ++at_;
+        if (name == "cel" && is(".")) fail("cel.bind and the other cel.* macros are not supported in gpusched's CEL subset (docs/dra.md)", col);
+        if (name == "optional" && is(".")) fail("optional values are not supported in gpusched's CEL subset (docs/dra.md)", col);
         if (accept("(")) {
           if (name == "has") {
             NodeP arg = expr();
@@ -693,10 +700,18 @@ class Parser {
 
 // --------------------------------------------------------------------------------- evaluator
 
+/// Kubernetes stops a selector whose evaluation costs more than CELSelectorExpressionMaxCost
+/// (10^6). gpusched counts one unit per expression node evaluated (each element of a macro
+/// counts its body again), not cel-go's cost model: near the limit the two may disagree, but no
+/// selector runs unbounded.
+constexpr std::uint64_t kMaxCost = 1'000'000;
+struct CostExceeded {};
+
 struct Env {
   const Device* device;
   std::string_view driver;
   std::vector<std::pair<std::string_view, Value>> vars;
+  std::uint64_t cost = 0;
 };
 
 Value eval(const CelNode& n, Env& env);
@@ -853,8 +868,7 @@ std::optional<std::vector<Value>> iteration(const Value& target) {
     }
     return keys;
   }
-  if (target.is<DeviceV>()) return std::vector<Value>{Value{std::string("driver")}, Value{std::string("attributes")}, Value{std::string("capacity")}};
-  return std::nullopt;
+  return std::nullopt;   // a device is an object, not a map
 }
 
 Value as_bool_or_error(const Value& v, std::string_view op) {
@@ -1034,6 +1048,13 @@ Value call(const CelNode& n, Env& env) {
         if (!(d >= 0 && d < 1.8446744073709552e19)) return error("unsigned integer overflow");
         return Value{static_cast<std::uint64_t>(d)};
       }
+      if (str) {
+        const std::string& t = x.as<std::string>();
+        std::uint64_t v = 0;
+        const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+        if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return error("cannot convert '" + t + "' to uint");
+        return Value{v};
+      }
       return overload();
     }
     if (f == "double") {
@@ -1042,8 +1063,9 @@ Value call(const CelNode& n, Env& env) {
       if (x.is<std::uint64_t>()) return Value{static_cast<double>(x.as<std::uint64_t>())};
       if (str) {
         char* end = nullptr;
-        const double d = std::strtod(x.as<std::string>().c_str(), &end);
-        if (x.as<std::string>().empty() || *end != '\0') return error("cannot convert '" + x.as<std::string>() + "' to double");
+        const std::string& t = x.as<std::string>();
+        const double d = std::strtod(t.c_str(), &end);
+        if (t.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(t[0])) != 0) return error("cannot convert '" + t + "' to double");
         return Value{d};
       }
       return overload();
@@ -1053,15 +1075,19 @@ Value call(const CelNode& n, Env& env) {
       if (x.is<std::int64_t>()) return Value{std::to_string(x.as<std::int64_t>())};
       if (x.is<std::uint64_t>()) return Value{std::to_string(x.as<std::uint64_t>())};
       if (x.is<bool>()) return Value{std::string(x.as<bool>() ? "true" : "false")};
-      if (x.is<Semver>()) return Value{x.as<Semver>().text()};
+      if (x.is<double>()) {
+        char buf[64];
+        const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x.as<double>());
+        return Value{std::string(buf, ec == std::errc() ? end : buf)};
+      }
       if (x.is<Quantity>()) return Value{x.as<Quantity>().to_string()};
       return overload();
     }
     if (f == "bool") {
       if (x.is<bool>()) return x;
       if (str) {
-        static const std::pair<std::string_view, bool> kBools[] = {{"1", true}, {"t", true}, {"true", true}, {"TRUE", true}, {"True", true},
-                                                                   {"0", false}, {"f", false}, {"false", false}, {"FALSE", false}, {"False", false}};
+        static const std::pair<std::string_view, bool> kBools[] = {{"1", true}, {"t", true}, {"T", true}, {"true", true}, {"TRUE", true}, {"True", true},
+                                                                   {"0", false}, {"f", false}, {"F", false}, {"false", false}, {"FALSE", false}, {"False", false}};
         for (const auto& [t, b] : kBools) {
           if (x.as<std::string>() == t) return Value{b};
         }
@@ -1077,6 +1103,10 @@ Value call(const CelNode& n, Env& env) {
       if (!v) return error("could not parse '" + x.as<std::string>() + "' as a semantic version");
       return Value{std::move(*v)};
     }
+    if (f == "sign") {
+      if (!x.is<Quantity>()) return overload();
+      return Value{static_cast<std::int64_t>(x.as<Quantity>().sign())};
+    }
     if (f == "quantity" || f == "isQuantity") {
       if (!str) return overload();
       auto q = Quantity::parse(x.as<std::string>());
@@ -1088,15 +1118,11 @@ Value call(const CelNode& n, Env& env) {
   // Methods (and the global form of matches).
   if (f == "matches") {
     if (!str || !a[1].is<std::string>()) return overload();
-    // std::regex recurses per character: bound what it is given (DRA strings have at most 64).
-    if (x.as<std::string>().size() > kMaxRegexSubject) return error("matches: strings longer than " + std::to_string(kMaxRegexSubject) + " characters are not supported");
-    if (a[1].as<std::string>().size() > kMaxRegexPattern) return error("matches: patterns longer than " + std::to_string(kMaxRegexPattern) + " characters are not supported");
-    try {
-      const std::regex re = n.regex ? *n.regex : std::regex(a[1].as<std::string>(), std::regex::ECMAScript);
-      return Value{std::regex_search(x.as<std::string>(), re)};
-    } catch (const std::regex_error& e) {
-      return error("invalid regular expression '" + a[1].as<std::string>() + "': " + e.what());
-    }
+    // RE2, as CEL: linear time in the subject, UTF-8 aware, RE2's syntax.
+    if (n.regex) return Value{re2::RE2::PartialMatch(x.as<std::string>(), *n.regex)};
+    const re2::RE2 re(a[1].as<std::string>(), re2::RE2::Quiet);
+    if (!re.ok()) return error("invalid regular expression '" + a[1].as<std::string>() + "': " + re.error());
+    return Value{re2::RE2::PartialMatch(x.as<std::string>(), re)};
   }
   if (str) {
     const std::string& s = x.as<std::string>();
@@ -1122,14 +1148,18 @@ Value call(const CelNode& n, Env& env) {
     }
     if (f == "indexOf" || f == "lastIndexOf") {
       if (!a[1].is<std::string>() || (a.size() == 3 && !a[2].is<std::int64_t>())) return overload();
-      const std::string& p = a[1].as<std::string>();
-      std::size_t from = f == "indexOf" ? 0 : s.size();
+      const std::string& sub = a[1].as<std::string>();
+      const std::int64_t len = code_points(s), sub_len = code_points(sub);
+      std::int64_t off = f == "indexOf" ? 0 : len - sub_len;
       if (a.size() == 3) {
-        const Value at = string_index(s, a[2].as<std::int64_t>());
-        if (at.is<ErrorV>()) return at;
-        from = static_cast<std::size_t>(at.as<std::int64_t>());
+        // cel-go (ext/strings.go): an offset must index a character of the string.
+        off = a[2].as<std::int64_t>();
+        if (off < 0 || off >= len) return error("index out of range: " + std::to_string(off));
+        if (f == "lastIndexOf" && off > len - sub_len) off = len - sub_len;
       }
-      const std::size_t r = f == "indexOf" ? s.find(p, from) : s.rfind(p, from);
+      if (sub_len > len || off < 0) return Value{std::int64_t{-1}};
+      const auto from = static_cast<std::size_t>(string_index(s, off).as<std::int64_t>());
+      const std::size_t r = f == "indexOf" ? s.find(sub, from) : s.rfind(sub, from);
       return Value{r == std::string::npos ? std::int64_t{-1} : code_point_index(s, r)};
     }
     if (f == "charAt") {
@@ -1152,37 +1182,67 @@ Value call(const CelNode& n, Env& env) {
       if (e.is<ErrorV>()) return e;
       return Value{s.substr(static_cast<std::size_t>(b.as<std::int64_t>()), static_cast<std::size_t>(e.as<std::int64_t>() - b.as<std::int64_t>()))};
     }
+    // The string's code points, as Go's strings package splits on an empty separator.
+    auto runes = [&]() {
+      std::vector<std::string> out;
+      for (std::size_t k = 0; k < s.size();) {
+        std::size_t e = k + 1;
+        while (e < s.size() && (static_cast<unsigned char>(s[e]) & 0xC0) == 0x80) ++e;
+        out.push_back(s.substr(k, e - k));
+        k = e;
+      }
+      return out;
+    };
     if (f == "replace") {
       if (!a[1].is<std::string>() || !a[2].is<std::string>() || (a.size() == 4 && !a[3].is<std::int64_t>())) return overload();
       const std::string& from = a[1].as<std::string>();
       const std::string& to = a[2].as<std::string>();
       std::int64_t limit = a.size() == 4 ? a[3].as<std::int64_t>() : -1;
       std::string out;
+      if (from.empty()) {   // strings.Replace: `to` before every code point and at the end
+        const auto rs = runes();
+        for (std::size_t k = 0; k <= rs.size(); ++k) {
+          if (limit != 0) {
+            out += to;
+            --limit;
+          }
+          if (k < rs.size()) out += rs[k];
+        }
+        return Value{out};
+      }
       std::size_t k = 0;
       while (limit != 0) {
-        const std::size_t at = from.empty() ? (k <= s.size() ? k : std::string::npos) : s.find(from, k);
+        const std::size_t at = s.find(from, k);
         if (at == std::string::npos) break;
         out += s.substr(k, at - k) + to;
-        if (from.empty()) {
-          if (at < s.size()) out += s[at];
-          k = at + 1;
-        } else {
-          k = at + from.size();
-        }
+        k = at + from.size();
         --limit;
       }
-      if (k < s.size()) out += s.substr(k);
+      out += s.substr(k);
       return Value{out};
     }
     if (f == "split") {
       if (!a[1].is<std::string>() || (a.size() == 3 && !a[2].is<std::int64_t>())) return overload();
       const std::string& sep = a[1].as<std::string>();
-      std::int64_t limit = a.size() == 3 ? a[2].as<std::int64_t>() : -1;
+      const std::int64_t limit = a.size() == 3 ? a[2].as<std::int64_t>() : -1;
       auto out = std::make_shared<std::vector<Value>>();
       if (limit == 0) return Value{List(out)};
+      if (sep.empty()) {   // strings.SplitN(s, "", n): one element per code point, the last takes the rest
+        const auto rs = runes();
+        for (std::size_t k = 0; k < rs.size(); ++k) {
+          if (limit > 0 && static_cast<std::int64_t>(out->size()) == limit - 1) {
+            std::string rest;
+            for (std::size_t r = k; r < rs.size(); ++r) rest += rs[r];
+            out->push_back(Value{rest});
+            break;
+          }
+          out->push_back(Value{rs[k]});
+        }
+        return Value{List(out)};
+      }
       std::size_t k = 0;
       while (limit < 0 || static_cast<std::int64_t>(out->size()) < limit - 1) {
-        const std::size_t at = sep.empty() ? (k + 1 < s.size() ? k + 1 : std::string::npos) : s.find(sep, k);
+        const std::size_t at = s.find(sep, k);
         if (at == std::string::npos) break;
         out->push_back(Value{s.substr(k, at - k)});
         k = at + sep.size();
@@ -1231,7 +1291,6 @@ Value call(const CelNode& n, Env& env) {
     }
     if (f == "asApproximateFloat") return Value{q.as_double()};
     if (f == "isInteger") return Value{q.is_integer() && q.as_integer().has_value()};
-    if (f == "sign") return Value{static_cast<std::int64_t>(q.sign())};
     if (f == "add" || f == "sub") {
       std::optional<Quantity> o;
       if (a[1].is<Quantity>()) o = a[1].as<Quantity>();
@@ -1315,6 +1374,7 @@ Value comprehension(const CelNode& n, Env& env) {
 }
 
 Value eval(const CelNode& n, Env& env) {
+  if (++env.cost > kMaxCost) throw CostExceeded{};
   switch (n.op) {
     case Op::kLiteral: return n.literal;
     case Op::kIdent: {
@@ -1398,7 +1458,7 @@ Value eval(const CelNode& n, Env& env) {
         }
         return Value{false};
       }
-      if (c.is<DeviceV>() || c.is<DomainsV>() || c.is<DomainV>()) return lookup(c, x, true);
+      if (c.is<DomainsV>() || c.is<DomainV>()) return lookup(c, x, true);
       return no_overload("@in", {&x, &c});
     }
     case Op::kAdd:
@@ -1433,8 +1493,13 @@ CelExpression CelExpression::compile(std::string_view text) {
 }
 
 CelExpression::Result CelExpression::evaluate(const Device& device, std::string_view driver) const {
-  detail::Env env{&device, driver, {}};
-  const detail::Value v = detail::eval(*root_, env);
+  detail::Env env{&device, driver, {}, 0};
+  detail::Value v;
+  try {
+    v = detail::eval(*root_, env);
+  } catch (const detail::CostExceeded&) {
+    return {false, "operation cancelled: actual cost limit exceeded (gpusched counts " + std::to_string(detail::kMaxCost) + " steps)"};
+  }
   if (v.is<detail::ErrorV>()) return {false, v.as<detail::ErrorV>().message};
   if (!v.is<bool>()) return {false, "the expression must evaluate to bool, not " + std::string(detail::kind_name(v))};
   return {v.as<bool>(), {}};

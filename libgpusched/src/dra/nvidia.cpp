@@ -1,5 +1,6 @@
 #include <gpusched/dra/nvidia.hpp>
 
+#include <cctype>
 #include <cstdio>
 
 namespace gpusched::dra {
@@ -85,12 +86,17 @@ std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog
       if (!m.mig) continue;
       for (const auto& inst : g.mig) {
         const MigProfile& p = m.mig->profiles[static_cast<std::size_t>(inst.profile)];
+        // NVIDIA's name drops the profile's dots; gpusched also lowercases it and writes '+'
+        // (media extensions, "1g.10gb+me") as '-', to keep a DNS label, and leaves out a
+        // profile id the catalog does not know.
         std::string compact;
         for (char c : p.name) {
-          if (c != '.') compact += c;
+          if (c == '.') continue;
+          compact += c == '+' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         }
         Device dev;
-        dev.name = "gpu-" + std::to_string(i) + "-mig-" + compact + "-" + std::to_string(p.id) + "-" + std::to_string(inst.start);
+        dev.name = "gpu-" + std::to_string(i) + "-mig-" + compact + (p.id >= 0 ? "-" + std::to_string(p.id) : std::string()) + "-" +
+                   std::to_string(inst.start);
         dev.attributes = common;
         dev.attributes.emplace_back(d + "type", std::string("mig"));
         dev.attributes.emplace_back(d + "profile", p.name);

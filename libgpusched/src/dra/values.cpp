@@ -87,6 +87,8 @@ std::optional<Semver> Semver::parse_normalized(std::string_view text) {
   }
   auto parts = split(s, '.');
   if (parts.empty() || parts.size() > 3) return std::nullopt;
+  // Kubernetes' normalizeAndParse: a short version cannot carry pre-release or build metadata.
+  if (parts.size() < 3 && !rest.empty()) return std::nullopt;
   std::string core;
   for (std::size_t i = 0; i < 3; ++i) {
     std::string_view p = i < parts.size() ? parts[i] : std::string_view("0");
@@ -193,28 +195,37 @@ std::optional<Quantity> Quantity::parse(std::string_view s) {
   } else {
     return std::nullopt;
   }
-  // nanos = digits x 10^(exp10 - fraction + 9) x 2^exp2, rounded up when finer than 1n.
+  // nanos = digits x 10^(exp10 - fraction + 9) x 2^exp2, its magnitude rounded up when finer
+  // than 1n (Kubernetes rounds away from zero: -1.5n is -2n), after the binary multiplier.
   const int scale = exp10 - fraction + 9;
   __int128 n = 0;
-  bool inexact = false;
   if (!digits.empty()) {
-    const int keep = scale >= 0 ? static_cast<int>(digits.size()) : static_cast<int>(digits.size()) + scale;
-    if (keep <= 0) {
-      inexact = true;   // below 1n: rounds up to 1n
+    if (digits.size() > 36) return std::nullopt;
+    __int128 whole = 0;
+    for (char ch : digits) whole = whole * 10 + (ch - '0');
+    if (scale >= 0) {
+      if (scale > 38 || whole > kLimit / ten_to(scale)) return std::nullopt;
+      n = whole * ten_to(scale);
+      for (int k = 0; k < exp2; ++k) {
+        if (n > kLimit / 2) return std::nullopt;
+        n *= 2;
+      }
     } else {
-      if (keep > 39) return std::nullopt;
-      for (int k = 0; k < keep; ++k) n = n * 10 + (digits[static_cast<std::size_t>(k)] - '0');
-      for (std::size_t k = static_cast<std::size_t>(keep); k < digits.size(); ++k) inexact |= digits[k] != '0';
-      if (scale > 0) {
-        if (scale > 38 || n > kLimit / ten_to(scale)) return std::nullopt;
-        n *= ten_to(scale);
+      if (-scale > 38) {
+        n = 1;   // far below 1n: rounds up to 1n
+      } else {
+        const __int128 div = ten_to(-scale);
+        __int128 q = whole / div, r = whole % div;
+        for (int k = 0; k < exp2; ++k) {
+          if (q > kLimit / 2 || r > kLimit / 2) return std::nullopt;
+          q *= 2;
+          r *= 2;
+          q += r / div;
+          r %= div;
+        }
+        n = q + (r != 0 ? 1 : 0);
       }
     }
-    for (int k = 0; k < exp2; ++k) {
-      if (n > kLimit / 2) return std::nullopt;
-      n *= 2;
-    }
-    if (inexact && !negative) n += 1;   // finer than 1n: rounds up (toward +infinity), as Kubernetes
   }
   if (n > kLimit) return std::nullopt;
   return Quantity(negative ? -n : n);

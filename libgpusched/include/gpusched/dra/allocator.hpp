@@ -144,8 +144,16 @@ class Allocator {
   /// The number of device (driver, pool, name), among the slices of the pool's newest
   /// generation; nullopt when none.
   [[nodiscard]] std::optional<std::uint32_t> find_device(std::string_view driver, std::string_view pool, std::string_view name) const;
-  /// Marks the non-admin devices of `results` in use (devices unknown here are skipped).
+  /// Marks the non-admin devices of `results` in use (devices unknown here are skipped). A device
+  /// is its (driver, pool, name): every generation of it is marked, as Kubernetes keeps in-use
+  /// devices by that id.
   void mark_in_use(const std::vector<DeviceResult>& results, std::vector<std::uint8_t>& in_use) const;
+  /// Marks device `d` and its twins of other generations (same driver, pool and name).
+  void mark_in_use(std::uint32_t d, std::vector<std::uint8_t>& in_use) const;
+  /// Kubernetes gives up a search that runs too long (DRASchedulerFilterTimeout, 10 s); gpusched
+  /// counts steps instead, so the answer does not depend on the machine: past this many, allocate()
+  /// throws AllocationError("filter operation aborted ...").
+  static constexpr std::uint64_t kMaxSteps = 5'000'000;
   [[nodiscard]] const Device& device(std::uint32_t d) const;
   [[nodiscard]] const ResourceSlice& slice_of(std::uint32_t d) const { return slices_[device_slice_[d]]; }
 
@@ -167,7 +175,9 @@ class Allocator {
   std::vector<std::uint32_t> slice_first_;     // slice -> its first device number
   std::unordered_map<std::string, std::vector<std::uint32_t>> by_node_;   // nodeName -> slices
   std::vector<std::uint32_t> unpinned_;        // slices for all nodes or by node selector
-  std::unordered_map<std::string, std::uint32_t> device_by_id_;           // "driver\0pool\0name" -> device
+  std::unordered_map<std::string, std::uint32_t> device_by_id_;           // "driver\0pool\0name" -> device (newest generation)
+  std::vector<std::uint32_t> identity_;                                   // device -> its (driver, pool, name) id
+  std::vector<std::vector<std::uint32_t>> twins_;                         // id -> its devices, every generation
   mutable std::uint64_t last_steps_ = 0;
 };
 
