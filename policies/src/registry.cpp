@@ -1,4 +1,5 @@
 #include <gpusched/policies/framework/registry.hpp>
+#include <gpusched/policies/dynamicresources/dynamic_resources.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -349,6 +350,10 @@ Registry Registry::with_builtins() {
   r.add({"gpu-binpack",
          "gpushare-style GPU-memory binpack: the node and GPU with the least free GPU memory that still fits",
          {"score", "device_select"}, {kMigStartArg}, [](const PluginContext& c) { return with_mig_start<GpuBinpack>(c); }});
+  r.add({"dynamic-resources",
+         "Kubernetes DynamicResources: a job's DRA claim (claim_template) allocated by the structured allocator on the "
+         "node's whole GPUs (filter), those GPUs granted (device select); other jobs pass, their GPUs first fit",
+         {"filter", "device_select"}, {kMigStartArg}, [](const PluginContext& c) { return with_mig_start<DynamicResources>(c); }});
   r.add({"topology-manager",
          "Kubernetes TopologyManager: NUMA admission (filter), aligned nodes first (score), best-connected GPUs "
          "and NUMA-pinned CPUs (device select)",

@@ -255,6 +255,17 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
   // (Checked first: a sorted million-job workload spent 4% of the run moving JobSpecs.)
   const auto by_submit = [](const JobSpec& a, const JobSpec& b) { return a.submit < b.submit; };
   if (!std::is_sorted(workload.begin(), workload.end(), by_submit)) std::stable_sort(workload.begin(), workload.end(), by_submit);
+  // DRA: jobs naming a ResourceClaimTemplate get its claims and the whole GPUs they take; the
+  // profile must then decide with the DynamicResources plugin, or the claims would be ignored.
+  resolve_claims(workload, sc, sc.trace || sc.synthetic ? workload_source : sc.source + " /workload/jobs (line = job number)");
+  if (std::any_of(workload.begin(), workload.end(), [](const JobSpec& j) { return j.constraints.claims != nullptr; })) {
+    const auto named = [](const policies::PluginRef& r) { return r.name == "dynamic-resources"; };
+    if (std::none_of(sc.profile.filter.begin(), sc.profile.filter.end(), named) || !named(sc.profile.device_select)) {
+      throw_error(ErrorCode::kScenarioBadValue, {sc.source, 0, "profile"},
+                  "jobs have DRA claims (claim_template), but profile \"" + sc.profile.name +
+                      "\" does not list dynamic-resources at filter and device_select, so their claims would be ignored (docs/dra.md)");
+    }
+  }
   if (sc.count_gpus) count_gpus_only(workload, workload_source);
   if (!sc.keep_unplaceable) {
     traces::check_placeable(workload, cluster, workload_source);

@@ -1,4 +1,5 @@
 #include <gpusched/scenario/scenario.hpp>
+#include <gpusched/scenario/k8s_dra.hpp>
 #include <gpusched/scenario/k8s_objects.hpp>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include <gpusched/dra/nvidia.hpp>
 #include <gpusched/embedded_demo.hpp>
 #include <gpusched/input_range.hpp>
 #include <gpusched/json_input.hpp>
@@ -854,6 +856,45 @@ void parse_workload(const Parser& p, const nlohmann::json& j, Scenario& sc) {
   }
 }
 
+/// `dra`: {"objects": [PATH or OBJECT, ...]}: DeviceClasses and ResourceClaimTemplates as kubectl
+/// prints them (files relative to the scenario, or inline objects).
+void parse_dra(const Parser& p, const nlohmann::json& j, Scenario& sc) {
+  p.expect_object(j, "/dra");
+  std::vector<KubernetesObject> objects;
+  for (const auto& [k, v] : j.items()) {
+    const std::string f = "/dra/" + k;
+    if (k != "objects") p.unknown(f, "objects");
+    if (!v.is_array()) p.fail(ErrorCode::kScenarioBadValue, f, "expected a list of kubectl files or objects");
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::string fi = f + "/" + std::to_string(i);
+      if (v[i].is_string()) {
+        std::filesystem::path path = v[i].get<std::string>();
+        if (path.is_relative()) path = sc.base_dir / path;
+        auto more = read_kubernetes_objects(path);
+        objects.insert(objects.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+      } else if (v[i].is_object()) {
+        objects.push_back(kubernetes_object_from_json(v[i], p.source(), fi));
+      } else {
+        p.fail(ErrorCode::kScenarioBadValue, fi, "expected a file path or a Kubernetes object");
+      }
+    }
+  }
+  const DraObjects dra = read_dra_objects(objects);
+  if (!dra.slices.empty() || !dra.claims.empty() || !dra.nodes.empty()) {
+    p.fail(ErrorCode::kScenarioBadValue, "/dra/objects",
+           "a scenario's dra.objects holds DeviceClasses and ResourceClaimTemplates: devices come from the cluster "
+           "(gpusched dra slices shows them) and claims from the jobs' claim_template");
+  }
+  auto classes = std::make_shared<std::vector<dra::DeviceClass>>(dra::nvidia_device_classes());
+  for (const auto& c : dra.classes) {
+    auto it = std::find_if(classes->begin(), classes->end(), [&](const dra::DeviceClass& x) { return x.name == c.name; });
+    if (it != classes->end()) *it = c;
+    else classes->push_back(c);
+  }
+  sc.dra_classes = std::move(classes);
+  for (const auto& t : dra.templates) sc.claim_templates[t.name] = t;
+}
+
 /// `devices`: {"mig_reconfigure_s": 5, "time_slicing_overhead": 0.05, "replica_allocation": "device-plugin",
 ///  "slowdown": {"vgpu": 1.05, "passthrough": 1.0, "mig": 1.0, "pcie": 1.1, "cross_socket": 1.3}}
 void parse_devices(const Parser& p, const nlohmann::json& j, DeviceOptions& o) {
@@ -1081,6 +1122,8 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
           p.unknown(af, "scan_interval_s, expander");
         }
       }
+    } else if (k == "dra") {
+      parse_dra(p, v, sc);
     } else if (k == "workload") {
       parse_workload(p, v, sc);
     } else if (k == "outputs") {
@@ -1144,7 +1187,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
     } else {
       p.unknown(f, "schema_version, name, description, seed, horizon_s, mode, retry, requeue_on_node_down, cluster, "
                    "devices, profile, workload, events, outputs, priority_classes, pod_disruption_budgets, preemption, autoscaler, "
-                   "wait_for_pods_ready");
+                   "wait_for_pods_ready, dra");
     }
   }
   if (pdbs != nullptr && !pdbs->empty()) {
@@ -1165,6 +1208,93 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
   }
   apply_priority_classes(sc.jobs, sc.priority_classes, sc.trace ? sc.trace->string() : source + " /workload/jobs");
   return sc;
+}
+
+void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& source) {
+  struct Made {
+    std::shared_ptr<const dra::DeviceClaims> claims;
+    std::int32_t gpus = 0;
+  };
+  std::map<std::string, Made> made;
+  std::optional<dra::Allocator> empty_cluster;   // every node's whole GPUs, none in use
+  std::vector<dra::NodeInfo> nodes;
+  for (auto& j : jobs) {
+    const std::string& name = j.constraints.claim_template;
+    if (name.empty()) continue;
+    const Location where{source, j.source_line, "claim_template"};
+    auto it = made.find(name);
+    if (it == made.end()) {
+      const auto t = sc.claim_templates.find(name);
+      if (t == sc.claim_templates.end()) {
+        std::string known;
+        for (const auto& [n, c] : sc.claim_templates) known += (known.empty() ? "" : ", ") + n;
+        throw_error(ErrorCode::kTraceBadValue, where,
+                    "job \"" + j.name + "\" names ResourceClaimTemplate \"" + name + "\", which the scenario's dra.objects does not define" +
+                        (known.empty() ? std::string(" (it defines none)") : " (it defines: " + known + ")"));
+      }
+      auto dc = std::make_shared<dra::DeviceClaims>();
+      dc->template_name = name;
+      dc->classes = sc.dra_classes;
+      dc->claims = {t->second};
+      std::int64_t gpus = 0;
+      const std::string in = "ResourceClaimTemplate \"" + name + "\", request ";
+      for (const auto& req : t->second.requests) {
+        const std::vector<dra::DeviceSubRequest> alts = req.first_available.empty() ? std::vector<dra::DeviceSubRequest>{req.exactly} : req.first_available;
+        for (const auto& a : alts) {
+          const bool known_class = std::any_of(sc.dra_classes->begin(), sc.dra_classes->end(), [&](const dra::DeviceClass& c) { return c.name == a.device_class; });
+          if (!known_class) throw_error(ErrorCode::kTraceBadValue, where, in + req.name + ": no DeviceClass is named \"" + a.device_class + "\"");
+          if (a.mode == dra::AllocationMode::kAll) {
+            throw_error(ErrorCode::kTraceBadValue, where, in + req.name + ": allocationMode All is not supported in simulations yet (docs/dra.md)");
+          }
+          if (a.admin_access) throw_error(ErrorCode::kTraceBadValue, where, in + req.name + ": adminAccess is not supported in simulations yet (docs/dra.md)");
+          if (a.count != alts.front().count) {
+            throw_error(ErrorCode::kTraceBadValue, where,
+                        in + req.name + ": firstAvailable alternatives with different counts are not supported in simulations yet (docs/dra.md)");
+          }
+        }
+        gpus += alts.front().count;
+      }
+      if (gpus == 0) throw_error(ErrorCode::kTraceBadValue, where, "ResourceClaimTemplate \"" + name + "\" asks for no device");
+      if (gpus > static_cast<std::int64_t>(dra::kMaxDevicesPerClaim)) {
+        throw_error(ErrorCode::kTraceBadValue, where,
+                    "ResourceClaimTemplate \"" + name + "\" asks for " + std::to_string(gpus) + " devices, more than Kubernetes' 32 per claim");
+      }
+      // A claim no node could hold even with every GPU free would wait for ever: refuse it.
+      if (!empty_cluster) {
+        std::vector<dra::ResourceSlice> slices;
+        for (const auto& n : sc.nodes) {
+          if (auto sl = dra::nvidia_slice(n, sc.catalog, true)) slices.push_back(std::move(*sl));
+          nodes.push_back({n.name, n.labels});
+        }
+        empty_cluster.emplace(*sc.dra_classes, std::move(slices));
+      }
+      const auto none = empty_cluster->no_devices_in_use();
+      const dra::ResourceClaim* claims[] = {&dc->claims.front()};
+      bool fits = false;
+      for (const auto& n : nodes) {
+        try {
+          fits = empty_cluster->allocate(n, claims, none).has_value();
+        } catch (const dra::AllocationError& e) {
+          throw_error(ErrorCode::kTraceBadValue, where, "ResourceClaimTemplate \"" + name + "\" on node " + n.name + ": " + e.what());
+        }
+        if (fits) break;
+      }
+      if (!fits && !sc.keep_unplaceable) {
+        throw_error(ErrorCode::kTraceUnplaceable, where,
+                    "job \"" + j.name + "\": no node can hold the claim of ResourceClaimTemplate \"" + name + "\", even with all its GPUs free");
+      }
+      it = made.emplace(name, Made{std::move(dc), static_cast<std::int32_t>(gpus)}).first;
+    }
+    if (j.request.gpu.mode != GpuMode::kNone) {
+      throw_error(ErrorCode::kTraceBadValue, {source, j.source_line, "requests"},
+                  "job \"" + j.name + "\" asks for GPUs both in its requests and through claim_template \"" + name +
+                      "\": with a claim, the claim says which devices it gets");
+    }
+    j.constraints.claims = it->second.claims;
+    j.request.gpu = GpuRequest{};
+    j.request.gpu.mode = GpuMode::kWhole;
+    j.request.gpu.count = it->second.gpus;
+  }
 }
 
 Scenario parse_scenario(std::string_view text, const std::string& source, const std::filesystem::path& base_dir,

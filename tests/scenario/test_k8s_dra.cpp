@@ -2,12 +2,17 @@
 // vocabulary, and `gpusched dra allocate` end to end.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 
 #include <gpusched/dra/nvidia.hpp>
 #include <gpusched/error.hpp>
 #include <gpusched/scenario/k8s_dra.hpp>
 #include <gpusched/scenario/scenario.hpp>
+#include <gpusched/traces/native.hpp>
 
 using namespace gpusched;
 using namespace gpusched::scenario;
@@ -232,4 +237,179 @@ TEST_CASE("DRA slices derived from the node model read back as they were written
   CHECK(outcomes[2].allocation->devices[0].device == "gpu-0-mig-3g40gb-9-4");
   CHECK(outcomes[3].allocation->devices[0].request == "gpu/hopper");
   CHECK(outcomes[3].allocation->devices[0].device == "gpu-4");   // gpu-0..3 went to the first claim
+}
+
+namespace {
+
+nlohmann::json dra_scenario_doc() {
+  std::ifstream in(kRepo / "examples" / "dra" / "scenario.json");
+  return nlohmann::json::parse(in);
+}
+
+Scenario dra_scenario(const nlohmann::json& doc) {
+  return parse_scenario(doc.dump(), "dra-scenario.json", kRepo / "examples" / "dra");
+}
+
+std::string run_error(const nlohmann::json& doc) {
+  try {
+    (void)run(dra_scenario(doc));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// job -> its start detail in the event log ("pcie-0000[2,3]").
+std::map<std::string, std::string> starts(const RunResult& r) {
+  std::map<std::string, std::string> out;
+  for (const auto& line : r.event_log()) {
+    const auto p = line.find(",start,");
+    if (p == std::string::npos) continue;
+    const auto job_end = line.find(',', p + 7);
+    std::string detail = line.substr(line.find(",,", job_end) + 2);
+    detail.erase(std::remove(detail.begin(), detail.end(), '"'), detail.end());
+    out[line.substr(p + 7, job_end - p - 7)] = detail;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Jobs with a DRA claim run through the engine: the claim's constraint decides the GPUs", "[dra][engine]") {
+  const auto doc = dra_scenario_doc();
+  const auto with_claims = run(dra_scenario(doc));
+  const auto got = starts(with_claims);
+  // Two-GPU claims constrained to one PCIe root take GPUs 2-3 beside a one-GPU job on GPU 0.
+  CHECK(got.at("one-a") == "pcie-0000[0]");
+  CHECK(got.at("pair-a") == "pcie-0000[2,3]");
+  CHECK(got.at("one-b") == "pcie-0000[1]");
+  CHECK(got.at("pair-b") == "pcie-0001[0,1]");
+  CHECK(got.at("pair-c") == "pcie-0001[2,3]");
+
+  // The same jobs asking nvidia.com/gpu: 2 under first fit: the pair spans the two roots.
+  auto plain = doc;
+  plain.erase("dra");
+  plain["profile"] = "first-fit";
+  for (auto& j : plain["workload"]["jobs"]) {
+    if (j.contains("claim_template")) {
+      j.erase("claim_template");
+      j["requests"]["nvidia.com/gpu"] = "2";
+    }
+  }
+  const auto without = starts(run(dra_scenario(plain)));
+  CHECK(without.at("pair-a") == "pcie-0000[1,2]");
+}
+
+TEST_CASE("Jobs with DRA claims on random workloads: every claim's GPUs share a PCIe root, none is granted twice", "[dra][engine]") {
+  auto doc = dra_scenario_doc();
+  std::uint64_t state = 7;
+  auto next = [&](std::uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % n;
+  };
+  for (int round = 0; round < 5; ++round) {
+    nlohmann::json jobs = nlohmann::json::array();
+    for (int i = 0; i < 60; ++i) {
+      nlohmann::json j = {{"id", "j" + std::to_string(i)}, {"submit_time", i * 5}, {"duration", 30 + next(300)},
+                          {"requests", {{"cpu", "2"}, {"memory", "8Gi"}}}};
+      if (next(2) == 0) j["claim_template"] = "two-gpus-one-pcie-root";
+      else j["requests"]["nvidia.com/gpu"] = std::to_string(1 + next(2));
+      jobs.push_back(j);
+    }
+    doc["workload"]["jobs"] = jobs;
+    const auto r = run(dra_scenario(doc));
+    INFO("round " << round);
+    CHECK(r.summary().completed == 60);
+    // Replay the event log: a GPU is held by one job at a time; a claim's two GPUs share a root.
+    std::map<std::string, std::string> holder;   // "node[i]" -> job
+    std::map<std::string, std::vector<std::string>> held;
+    for (const auto& line : r.event_log()) {
+      const bool start = line.find(",start,") != std::string::npos, finish = line.find(",finish,") != std::string::npos;
+      if (!start && !finish) continue;
+      const auto p = line.find(start ? ",start," : ",finish,");
+      const auto b = p + (start ? 7 : 8);
+      const std::string job = line.substr(b, line.find(',', b) - b);
+      if (finish) {
+        for (const auto& g : held[job]) holder.erase(g);
+        continue;
+      }
+      std::string detail = line.substr(line.find(",,", b) + 2);
+      detail.erase(std::remove(detail.begin(), detail.end(), '"'), detail.end());
+      const auto open = detail.find('[');
+      const std::string node_name = detail.substr(0, open);
+      std::vector<int> idx;
+      std::stringstream list(detail.substr(open + 1, detail.size() - open - 2));
+      for (std::string x; std::getline(list, x, ',');) idx.push_back(std::stoi(x));
+      for (int g : idx) {
+        const std::string key = node_name + "[" + std::to_string(g) + "]";
+        CHECK(holder.count(key) == 0);
+        holder[key] = job;
+        held[job].push_back(key);
+      }
+      const auto& spec = doc["workload"]["jobs"][static_cast<std::size_t>(std::stoi(job.substr(1)))];
+      if (spec.contains("claim_template")) {
+        REQUIRE(idx.size() == 2);
+        CHECK(idx[0] / 2 == idx[1] / 2);   // gpus_per_pcie_switch 2: GPUs 0-1 and 2-3 share a root
+      }
+    }
+  }
+}
+
+TEST_CASE("DRA claims in scenarios: every mistake is an error before the run", "[dra][engine]") {
+  const auto doc = dra_scenario_doc();
+  auto unknown = doc;
+  unknown["workload"]["jobs"][1]["claim_template"] = "nope";
+  CHECK(run_error(unknown).find("dra-scenario.json /workload/jobs (line = job number):2: field 'claim_template': job \"pair-a\" names "
+                                "ResourceClaimTemplate \"nope\", which the scenario's dra.objects does not define (it defines: "
+                                "two-gpus-one-pcie-root)") != std::string::npos);
+  auto both = doc;
+  both["workload"]["jobs"][1]["requests"]["nvidia.com/gpu"] = "2";
+  CHECK(run_error(both).find("field 'requests': job \"pair-a\" asks for GPUs both in its requests and through claim_template") !=
+        std::string::npos);
+  auto no_plugin = doc;
+  no_plugin["profile"] = "default";
+  CHECK(run_error(no_plugin).find("does not list dynamic-resources at filter and device_select") != std::string::npos);
+  auto too_big = doc;
+  too_big["dra"]["objects"] = nlohmann::json::array({nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+      "metadata": {"name": "two-gpus-one-pcie-root"}, "spec": {"spec": {"devices": {"requests": [{"name": "gpus",
+      "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 3}}], "constraints": [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}]}}}})")});
+  CHECK(run_error(too_big).find("no node can hold the claim of ResourceClaimTemplate \"two-gpus-one-pcie-root\", even with all its GPUs free") !=
+        std::string::npos);
+  auto all = too_big;
+  all["dra"]["objects"][0]["spec"]["spec"]["devices"]["requests"][0]["exactly"] = {{"deviceClassName", "gpu.nvidia.com"}, {"allocationMode", "All"}};
+  CHECK(run_error(all).find("allocationMode All is not supported in simulations yet") != std::string::npos);
+  auto slices = doc;
+  slices["dra"]["objects"] = nlohmann::json::array({nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+      "metadata": {"name": "s"}, "spec": {"driver": "d.io", "nodeName": "n", "pool": {"name": "p", "resourceSliceCount": 1}}})")});
+  try {
+    (void)dra_scenario(slices);
+    FAIL("accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("devices come from the cluster") != std::string::npos);
+  }
+}
+
+TEST_CASE("claim_template round-trips through JSON Lines and CSV traces; a resolved job writes its template, not its GPUs", "[dra][engine]") {
+  const auto catalog = GpuCatalog::builtin();
+  ResourceTable resources;
+  std::istringstream in(R"({"id":"a","submit_time":0,"duration":10,"claim_template":"two-gpus","requests":{"cpu":"1"}}
+{"id":"b","submit_time":1,"duration":10,"requests":{"cpu":"1","nvidia.com/gpu":"1"}}
+)");
+  auto jobs = traces::read_trace(in, traces::TraceFormat::kJsonLines, "t.jsonl", catalog, resources);
+  REQUIRE(jobs[0].constraints.claim_template == "two-gpus");
+  // As a scenario resolves it: claims attached, two whole GPUs asked.
+  jobs[0].constraints.claims = std::make_shared<dra::DeviceClaims>();
+  jobs[0].request.gpu.mode = GpuMode::kWhole;
+  jobs[0].request.gpu.count = 2;
+  for (const auto format : {traces::TraceFormat::kJsonLines, traces::TraceFormat::kCsv}) {
+    std::ostringstream out;
+    traces::write_trace(out, format, jobs, catalog, resources);
+    std::istringstream back(out.str());
+    const auto again = traces::read_trace(back, format, "back", catalog, resources);
+    INFO(out.str());
+    CHECK(again[0].constraints.claim_template == "two-gpus");
+    CHECK(again[0].request.gpu.mode == GpuMode::kNone);
+    CHECK(again[1].constraints.claim_template.empty());
+    CHECK(again[1].request.gpu.count == 1);
+  }
 }

@@ -23,11 +23,19 @@ namespace {
 const std::vector<std::string> kMetaColumns = {"id", "submit_time", "duration", "tasks", "min_available",
                                                "priority", "queue", "gpu_model", "gpu_util", "app", "max_per_node",
                                                "priority_class", "preemption_policy", "preemptible", "gang_timeout",
-                                               "walltime", "restart_overhead"};
+                                               "walltime", "restart_overhead", "claim_template"};
 /// For the unknown-field message.
 constexpr const char* kJsonFields =
     "id, submit_time, duration, tasks, min_available, priority, queue, gpu_model, gpu_util, requests, node_selector, "
-    "affinity, tolerations, app, max_per_node, priority_class, preemption_policy, preemptible, gang_timeout, walltime, restart_overhead";
+    "affinity, tolerations, app, max_per_node, priority_class, preemption_policy, preemptible, gang_timeout, walltime, restart_overhead, claim_template";
+
+/// The request a trace states: a job whose GPUs come from a DRA claim (resolved by a scenario)
+/// states its claim template, not the GPU count the claim resolved to.
+TaskRequest written_request(const JobSpec& j) {
+  TaskRequest r = j.request;
+  if (j.constraints.claims) r.gpu = GpuRequest{};
+  return r;
+}
 
 std::vector<std::string> split_models(const std::string& s) {
   std::vector<std::string> out;
@@ -49,7 +57,7 @@ std::vector<std::string> split_models(const std::string& s) {
 struct RawJob {
   std::string id, submit, duration, tasks, min_available, priority, queue, gpu_util;
   std::string app, max_per_node, priority_class, preemption_policy, preemptible, gang_timeout, walltime;
-  std::string restart_overhead;
+  std::string restart_overhead, claim_template;
   std::vector<std::string> models;
   std::vector<std::pair<std::string, std::string>> requests;
   JobConstraints constraints;   ///< node_selector, affinity, tolerations
@@ -84,6 +92,10 @@ void build_constraints(const RawJob& raw, const std::string& source, JobSpec& j)
   c.walltime = positive_seconds(raw.walltime, at("walltime"));
   // 0 is a real value here (no overhead for this job), unlike the limits above.
   c.restart_overhead = trace_seconds(raw.restart_overhead, at("restart_overhead"), Span::kNonNegative, true);
+  if (raw.claim_template.find_first_of(" \t,\"") != std::string::npos) {
+    throw_error(ErrorCode::kTraceBadValue, at("claim_template"), "\"" + raw.claim_template + "\" is not a ResourceClaimTemplate name");
+  }
+  c.claim_template = raw.claim_template;
   if (const auto problem = validate(c); !problem.empty()) {
     const auto colon = problem.find(": ");
     throw_error(ErrorCode::kTraceBadValue, at(problem.substr(0, colon)),
@@ -184,7 +196,7 @@ Workload read_csv(std::istream& in, const std::string& source, const GpuCatalog&
              c_priority = col("priority"), c_queue = col("queue"), c_model = col("gpu_model"), c_util = col("gpu_util");
   const auto c_app = col("app"), c_max = col("max_per_node"), c_class = col("priority_class"),
              c_policy = col("preemption_policy"), c_preemptible = col("preemptible"), c_gang = col("gang_timeout"),
-             c_wall = col("walltime"), c_overhead = col("restart_overhead");
+             c_wall = col("walltime"), c_overhead = col("restart_overhead"), c_claim = col("claim_template");
   std::vector<std::size_t> resource_cols;
   for (std::size_t i = 0; i < csv.header().size(); ++i) {
     if (std::find(kMetaColumns.begin(), kMetaColumns.end(), csv.header()[i]) == kMetaColumns.end()) resource_cols.push_back(i);
@@ -210,6 +222,7 @@ Workload read_csv(std::istream& in, const std::string& source, const GpuCatalog&
     if (c_gang) raw.gang_timeout = f[*c_gang];
     if (c_wall) raw.walltime = f[*c_wall];
     if (c_overhead) raw.restart_overhead = f[*c_overhead];
+    if (c_claim) raw.claim_template = f[*c_claim];
     if (c_model) raw.models = split_models(f[*c_model]);
     for (auto c : resource_cols) {
       if (!f[c].empty()) raw.requests.emplace_back(csv.header()[c], f[c]);
@@ -402,6 +415,10 @@ Workload read_jsonl(std::istream& in, const std::string& source, const GpuCatalo
       else if (k == "gang_timeout") raw.gang_timeout = json_text(v, where);
       else if (k == "walltime") raw.walltime = json_text(v, where);
       else if (k == "restart_overhead") raw.restart_overhead = json_text(v, where);
+      else if (k == "claim_template") {
+        if (!v.is_string()) throw_error(ErrorCode::kTraceBadValue, where, "expected a string (a ResourceClaimTemplate's name)");
+        raw.claim_template = v.get<std::string>();
+      }
       else if (k == "preemptible") {
         if (!v.is_boolean()) throw_error(ErrorCode::kTraceBadValue, where, "expected true or false");
         raw.preemptible = v.get<bool>() ? "true" : "false";
@@ -483,7 +500,7 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
       if (!models.empty()) o["gpu_model"] = models;
       if (j.gpu_util != 1.0) o["gpu_util"] = j.gpu_util;
       nlohmann::json req = nlohmann::json::object();
-      for (const auto& [k, v] : format_requests(j.request, resources)) req[k] = v;
+      for (const auto& [k, v] : format_requests(written_request(j), resources)) req[k] = v;
       o["requests"] = req;
       const auto& c = j.constraints;
       constraints_json(c, o);
@@ -495,6 +512,7 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
       if (!c.gang_timeout.is_forever()) o["gang_timeout"] = nlohmann::json::parse(seconds_text(c.gang_timeout));
       if (!c.walltime.is_forever()) o["walltime"] = nlohmann::json::parse(seconds_text(c.walltime));
       if (!c.restart_overhead.is_forever()) o["restart_overhead"] = nlohmann::json::parse(seconds_text(c.restart_overhead));
+      if (!c.claim_template.empty()) o["claim_template"] = c.claim_template;
       out << o.dump() << '\n';
     }
     return;
@@ -502,7 +520,7 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
   // CSV: one column per resource name used anywhere in the trace, in first-use order.
   std::vector<std::string> cols;
   for (const auto& j : jobs) {
-    for (const auto& [k, v] : format_requests(j.request, resources)) {
+    for (const auto& [k, v] : format_requests(written_request(j), resources)) {
       if (std::find(cols.begin(), cols.end(), k) == cols.end()) cols.push_back(k);
     }
   }
@@ -527,6 +545,7 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
   const bool gangs = any([](const JobSpec& j) { return !j.constraints.gang_timeout.is_forever(); });
   const bool walls = any([](const JobSpec& j) { return !j.constraints.walltime.is_forever(); });
   const bool overheads = any([](const JobSpec& j) { return !j.constraints.restart_overhead.is_forever(); });
+  const bool claims = any([](const JobSpec& j) { return !j.constraints.claim_template.empty(); });
   out << "id,submit_time,duration,tasks,min_available,priority,queue,gpu_model";
   if (utils) out << ",gpu_util";
   if (apps) out << ",app";
@@ -537,6 +556,7 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
   if (gangs) out << ",gang_timeout";
   if (walls) out << ",walltime";
   if (overheads) out << ",restart_overhead";
+  if (claims) out << ",claim_template";
   for (const auto& c : cols) out << ',' << c;
   out << '\n';
   auto q = [](const std::string& s) {
@@ -561,7 +581,8 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
     if (gangs) out << ',' << seconds_text(jc.gang_timeout);
     if (walls) out << ',' << seconds_text(jc.walltime);
     if (overheads) out << ',' << (jc.restart_overhead.is_forever() ? std::string() : seconds_text(jc.restart_overhead));
-    const auto req = format_requests(j.request, resources);
+    if (claims) out << ',' << q(jc.claim_template);
+    const auto req = format_requests(written_request(j), resources);
     for (const auto& c : cols) {
       out << ',';
       for (const auto& [k, v] : req) if (k == c) out << v;

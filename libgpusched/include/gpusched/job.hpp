@@ -2,6 +2,7 @@
 /// Jobs: N identical tasks, placed together when min_available of them fit (gang).
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,10 @@
 #include <gpusched/time.hpp>
 
 namespace gpusched {
+
+namespace dra {
+struct DeviceClaims;
+}
 
 /// Kubernetes toleration: matches a taint with the same key (operator Equal: and value;
 /// Exists: any value; empty key with Exists: every taint) and effect (empty: every effect).
@@ -63,6 +68,10 @@ struct JobConstraints {
   /// Preemptive queueing: time a resumed job spends restoring its checkpoint before it makes
   /// progress again (holding its GPUs). forever: the run's default (scenario `preemption`).
   SimTime restart_overhead = SimTime::forever();
+  /// Kubernetes DRA: the ResourceClaimTemplate each task's claim is made from (a trace field;
+  /// docs/dra.md), and the claim as the scenario resolved it (nullptr: no claim).
+  std::string claim_template;
+  std::shared_ptr<const dra::DeviceClaims> claims;
   bool operator==(const JobConstraints&) const = default;
 };
 

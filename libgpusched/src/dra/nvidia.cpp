@@ -51,7 +51,17 @@ std::string mib(std::int64_t v) { return std::to_string(v) + "Mi"; }
 
 }  // namespace
 
-std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog& catalog) {
+std::optional<int> gpu_index_of(std::string_view name) {
+  if (name.substr(0, 4) != "gpu-" || name.size() == 4 || name.size() > 9) return std::nullopt;
+  int v = 0;
+  for (char c : name.substr(4)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog& catalog, bool whole_gpus_only) {
   ResourceSlice s;
   s.name = node.name + "-gpu.nvidia.com";
   s.driver = std::string(kNvidiaDriver);
@@ -64,6 +74,7 @@ std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog
     const GpuSpec& g = node.gpus[i];
     const GpuModel& m = catalog[g.model];
     if (m.vendor != "NVIDIA") continue;
+    if (whole_gpus_only && g.partition != GpuPartition::kWhole) continue;
     std::vector<std::pair<std::string, AttributeValue>> common;
     common.emplace_back(d + "productName", "NVIDIA " + m.name);
     common.emplace_back(d + "brand", std::string("Nvidia"));

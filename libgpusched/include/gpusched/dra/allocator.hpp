@@ -19,6 +19,7 @@
 ///   auto r = alloc.allocate({"node-1", {}}, {&claim}, in_use);   // nullopt: does not fit there
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -112,6 +113,14 @@ struct ResourceClaim {
   std::optional<std::vector<DeviceResult>> allocated;
   /// "namespace/name", or the name alone without a namespace (as Kubernetes' messages print it).
   [[nodiscard]] std::string id() const { return namespace_name.empty() ? name : namespace_name + "/" + name; }
+};
+
+/// A task's claims as a simulation runs them (JobConstraints::claims): made from one
+/// ResourceClaimTemplate, with the DeviceClasses they may name.
+struct DeviceClaims {
+  std::string template_name;
+  std::shared_ptr<const std::vector<DeviceClass>> classes;
+  std::vector<ResourceClaim> claims;
 };
 
 /// One claim's allocation: the devices in the order they were chosen, and where the claim can

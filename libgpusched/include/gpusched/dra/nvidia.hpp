@@ -22,8 +22,12 @@ namespace gpusched::dra {
 
 inline constexpr std::string_view kNvidiaDriver = "gpu.nvidia.com";
 
-/// The node's slice; nullopt when it has no NVIDIA GPU.
-[[nodiscard]] std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog& catalog);
+/// The node's slice; nullopt when it has no NVIDIA GPU. `whole_gpus_only`: only GPUs handed out
+/// whole (no MIG, vGPU, time-slicing, MPS or passthrough partition), as simulations grant DRA
+/// devices (docs/dra.md).
+[[nodiscard]] std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog& catalog, bool whole_gpus_only = false);
+/// The GPU index of a whole-GPU device ("gpu-3" -> 3); nullopt for other names.
+[[nodiscard]] std::optional<int> gpu_index_of(std::string_view device_name);
 /// NVIDIA's DeviceClasses: gpu.nvidia.com (type gpu) and mig.nvidia.com (type mig), with the
 /// chart's selectors.
 [[nodiscard]] std::vector<DeviceClass> nvidia_device_classes();

@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <gpusched/dra/allocator.hpp>
+
 #include <gpusched/cluster.hpp>
 #include <gpusched/gpu_catalog.hpp>
 #include <gpusched/job.hpp>
@@ -120,7 +122,18 @@ struct Scenario {
   /// `preemption.placement: "count"`: GPUs are counted only, as the Tiresias simulator's
   /// `--scheme=count` does: each job's whole GPUs become one-GPU tasks of one gang, placed anywhere.
   bool count_gpus = false;
+  /// Kubernetes DRA (`dra.objects`, docs/dra.md): the DeviceClasses claims may name (NVIDIA's,
+  /// then the scenario's), and ResourceClaimTemplates by name, which jobs name in their
+  /// `claim_template` field. Null / empty without a `dra` section.
+  std::shared_ptr<const std::vector<dra::DeviceClass>> dra_classes;
+  std::map<std::string, dra::ResourceClaim> claim_templates;
 };
+
+/// Resolves each job's `claim_template` into its claims (JobConstraints::claims) and the whole
+/// GPUs they take (the job's GPU request). A template must name known DeviceClasses, ask for
+/// devices by ExactCount (firstAvailable alternatives with equal counts), without admin access;
+/// a job with a claim states no GPU request of its own. Throws TraceError naming the job's line.
+void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& source);
 
 /// Gives jobs their PriorityClass's value and preemption policy (the global default to jobs
 /// with neither class nor priority). Throws TraceError naming the job's line for an unknown class.

@@ -1,0 +1,54 @@
+#pragma once
+/// `dynamic-resources`: kube-scheduler's DynamicResources plugin for jobs whose GPUs come from a
+/// DRA claim (a `claim_template`, resolved by the scenario into JobConstraints::claims;
+/// docs/dra.md). At `filter` it runs Kubernetes' structured allocator (gpusched::dra::Allocator)
+/// for the task's claims on the node, over the node's whole GPUs published in NVIDIA's DRA
+/// vocabulary (dra::nvidia_slice), a GPU with any task being in use; at `device_select` it grants
+/// the GPUs the allocator chose. Jobs without a claim pass the filter, and their devices are
+/// chosen as `gpu-first-fit` does.
+///
+/// Example profile (kube-scheduler's defaults with DRA):
+///   {"name": "kube-dra", "filter": [..., {"name": "dynamic-resources"}], "score": [...],
+///    "device_select": {"name": "dynamic-resources"}}
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gpusched/dra/allocator.hpp>
+#include <gpusched/policies/devices/device_select.hpp>
+#include <gpusched/policies/framework/plugin.hpp>
+
+namespace gpusched::policies {
+
+class DynamicResources final : public FilterPlugin, public DeviceSelectBase {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "dynamic-resources"; }
+  /// A job without a claim gets the same answer on every node state; with one, the answer reads
+  /// the node's devices, which the node index does not key by: those decisions scan.
+  [[nodiscard]] bool node_local_for(const JobSpec& job) const override { return !job.constraints.claims && job.constraints.claim_template.empty(); }
+  [[nodiscard]] Status filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const override;
+  [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node, TaskPlacement& out) const override;
+  /// Besides configuration warnings: the allocation errors met (a CEL runtime error in a
+  /// selector), each once; the task stays pending as kube-scheduler keeps such a pod.
+  [[nodiscard]] std::vector<std::string> warnings() const override;
+
+ private:
+  struct Devices {
+    std::uint64_t cluster = 0;                       // ClusterState::instance() they were built for
+    const std::vector<dra::DeviceClass>* classes = nullptr;
+    std::unique_ptr<dra::Allocator> alloc;
+    std::vector<std::int32_t> slice_of_node;         // node -> its slice (-1: no device)
+    std::vector<std::uint32_t> first_device;         // slice -> its first device number
+    std::vector<std::uint16_t> gpu_of;               // device -> GPU index on its node
+    std::vector<dra::NodeInfo> nodes;
+  };
+  /// The task's allocation on `node`; nullopt when it does not fit. Errors are noted as warnings.
+  [[nodiscard]] std::optional<std::vector<dra::Allocation>> allocate(const ClusterState& cluster, const dra::DeviceClaims& claims,
+                                                                     NodeId node) const;
+  mutable std::optional<Devices> devices_;
+  mutable std::vector<std::uint8_t> in_use_;
+  mutable std::vector<std::string> errors_;
+};
+
+}  // namespace gpusched::policies

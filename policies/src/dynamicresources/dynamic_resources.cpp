@@ -1,0 +1,85 @@
+#include <gpusched/policies/dynamicresources/dynamic_resources.hpp>
+
+#include <algorithm>
+
+#include <gpusched/dra/nvidia.hpp>
+
+namespace gpusched::policies {
+
+std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const ClusterState& cluster, const dra::DeviceClaims& claims,
+                                                                       NodeId node) const {
+  if (!devices_ || devices_->cluster != cluster.instance() || devices_->classes != claims.classes.get()) {
+    Devices d;
+    d.cluster = cluster.instance();
+    d.classes = claims.classes.get();
+    std::vector<dra::ResourceSlice> slices;
+    d.slice_of_node.assign(cluster.node_count(), -1);
+    std::uint32_t next = 0;
+    for (std::uint32_t u = 0; u < cluster.node_count(); ++u) {
+      const NodeSpec& spec = cluster.spec(NodeId{u});
+      d.nodes.push_back({spec.name, spec.labels});
+      auto s = dra::nvidia_slice(spec, cluster.catalog(), true);
+      if (!s) continue;
+      d.slice_of_node[u] = static_cast<std::int32_t>(slices.size());
+      d.first_device.push_back(next);
+      for (const auto& dev : s->devices) d.gpu_of.push_back(static_cast<std::uint16_t>(dra::gpu_index_of(dev.name).value_or(0)));
+      next += static_cast<std::uint32_t>(s->devices.size());
+      slices.push_back(std::move(*s));
+    }
+    d.alloc = std::make_unique<dra::Allocator>(*claims.classes, std::move(slices));
+    devices_ = std::move(d);
+    in_use_ = devices_->alloc->no_devices_in_use();
+  }
+  const Devices& d = *devices_;
+  const std::int32_t slice = d.slice_of_node[node.value];
+  if (slice >= 0) {
+    // This node's devices: a GPU with any task on it is in use (DRA hands GPUs out whole).
+    const auto gpus = cluster.gpus(node);
+    const std::uint32_t first = d.first_device[static_cast<std::size_t>(slice)];
+    const auto count = static_cast<std::uint32_t>(d.alloc->slices()[static_cast<std::size_t>(slice)].devices.size());
+    for (std::uint32_t k = first; k < first + count; ++k) in_use_[k] = gpus[d.gpu_of[k]].fully_free() ? 0 : 1;
+  }
+  std::vector<const dra::ResourceClaim*> ptrs;
+  for (const auto& c : claims.claims) ptrs.push_back(&c);
+  try {
+    return d.alloc->allocate(d.nodes[node.value], ptrs, in_use_);
+  } catch (const dra::AllocationError& e) {
+    const std::string text = "dynamic-resources: ResourceClaimTemplate \"" + claims.template_name + "\": " + e.what();
+    if (std::find(errors_.begin(), errors_.end(), text) == errors_.end()) errors_.push_back(text);
+    return std::nullopt;
+  }
+}
+
+Status DynamicResources::filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const {
+  const auto& c = ctx.job.constraints;
+  if (!c.claims) {
+    if (c.claim_template.empty()) return Status::success();
+    return Status::unresolvable(name(), "claim template not resolved (load the job through a scenario)");
+  }
+  if (!allocate(cluster, *c.claims, node)) return Status::unschedulable(name(), "cannot allocate all claims");
+  return Status::success();
+}
+
+bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ctx, NodeId node, TaskPlacement& out) const {
+  const auto& c = ctx.job.constraints;
+  if (!c.claims) return pick_devices(cluster, ctx.request(), node, {}, chooser_, out);
+  const auto got = allocate(cluster, *c.claims, node);
+  if (!got) return false;
+  std::vector<std::uint16_t> order;
+  for (const auto& a : *got) {
+    for (const auto& r : a.devices) {
+      if (const auto g = dra::gpu_index_of(r.device)) order.push_back(static_cast<std::uint16_t>(*g));
+    }
+  }
+  // The request is `order.size()` whole GPUs (the scenario resolved it so): pick exactly these.
+  if (order.size() != static_cast<std::size_t>(ctx.request().gpu.count)) return false;
+  return pick_devices(cluster, ctx.request(), node, order, chooser_, out);
+}
+
+std::vector<std::string> DynamicResources::warnings() const {
+  auto out = Plugin::warnings();
+  out.insert(out.end(), errors_.begin(), errors_.end());
+  return out;
+}
+
+}  // namespace gpusched::policies
