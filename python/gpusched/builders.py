@@ -431,6 +431,7 @@ def job(
     gang_timeout: Optional[float] = None,
     walltime: Optional[float] = None,
     restart_overhead: Optional[float] = None,
+    claim_template: Optional[str] = None,
 ) -> Dict[str, Any]:
     """One inline job (a trace row). Times in seconds; ``duration=None`` runs forever. ``gpus`` is
     nvidia.com/gpu, ``gpu_milli`` a share of one GPU (gpusched.io/gpu-milli); other resources go in
@@ -443,7 +444,9 @@ def job(
     ([{"key", "operator", "value", "effect"}]), ``app`` with ``max_per_node`` (anti-affinity),
     ``gang_timeout`` (s: a gang still waiting then fails), ``walltime`` (s: the declared limit
     backfill plans with), ``restart_overhead`` (s: restoring after a preemption, instead of the
-    scenario's ``preemption.restart_overhead_s``)."""
+    scenario's ``preemption.restart_overhead_s``), ``claim_template`` (a Kubernetes DRA
+    ResourceClaimTemplate from the scenario's ``dra_objects``: the job's GPUs come from its claim;
+    state no GPUs then; docs/dra.md)."""
     req: Dict[str, Any] = {}
     if cpu is not None:
         req["cpu"] = cpu
@@ -474,6 +477,7 @@ def job(
         "gang_timeout": gang_timeout,
         "walltime": walltime,
         "restart_overhead": restart_overhead,
+        "claim_template": claim_template,
     }
     d.update({k: v for k, v in optional.items() if v is not None})
     if gpu_model is not None:
@@ -495,7 +499,9 @@ class Scenario:
     finish) or "fill" (arrival-only). ``events`` are {"time_s", "node", "type": "node_down" |
     "node_up"} dicts (or use node_down() / node_up()). ``kubernetes_objects`` are the peers' own
     objects (Kueue, Volcano, PriorityClass, ResourceQuota, KubeSchedulerConfiguration): YAML or
-    JSON file paths (relative to run()'s ``base_dir``) or inline object dicts.
+    JSON file paths (relative to run()'s ``base_dir``) or inline object dicts. ``dra_objects``
+    likewise holds Kubernetes DRA DeviceClasses and ResourceClaimTemplates, which jobs name with
+    ``job(claim_template=...)`` (docs/dra.md).
     """
 
     def __init__(
@@ -518,6 +524,7 @@ class Scenario:
         preemption: Optional[Mapping[str, Any]] = None,
         autoscaler: Optional[Mapping[str, Any]] = None,
         kubernetes_objects: Optional[Iterable[Union[str, "os.PathLike[str]", Mapping[str, Any]]]] = None,
+        dra_objects: Optional[Iterable[Union[str, "os.PathLike[str]", Mapping[str, Any]]]] = None,
     ) -> None:
         if mode not in ("replay", "fill"):
             raise ValueError('mode is "replay" or "fill"')
@@ -544,6 +551,11 @@ class Scenario:
             [copy.deepcopy(dict(o)) if isinstance(o, Mapping) else os.fspath(o) for o in kubernetes_objects]
             if kubernetes_objects
             else None
+        )
+        # Kubernetes DRA: DeviceClasses and ResourceClaimTemplates (files or inline objects) that
+        # jobs' claim_template names; docs/dra.md.
+        self.dra_objects: Optional[List[Any]] = (
+            [copy.deepcopy(dict(o)) if isinstance(o, Mapping) else os.fspath(o) for o in dra_objects] if dra_objects else None
         )
 
     def node_down(self, time_s: float, node: str) -> "Scenario":
@@ -589,6 +601,8 @@ class Scenario:
             d["priority_classes"] = copy.deepcopy(self.priority_classes)
         if self.kubernetes_objects:
             d["kubernetes_objects"] = copy.deepcopy(self.kubernetes_objects)
+        if self.dra_objects:
+            d["dra"] = {"objects": copy.deepcopy(self.dra_objects)}
         if self.preemption:
             d["preemption"] = copy.deepcopy(self.preemption)
         if self.autoscaler:

@@ -61,3 +61,28 @@ def test_the_command_line_prints_the_same_allocation(slices_file):
     out = subprocess.run([sys.executable, "-m", "gpusched", "dra", "allocate", str(slices_file), str(CLAIMS), "--json"],
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == dra.allocate_raw(slices_file, CLAIMS)
+
+
+TEMPLATE = {
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "pair"},
+    "spec": {"spec": {"devices": {
+        "requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}],
+        "constraints": [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}]}}},
+}
+
+
+def test_jobs_with_claims_from_the_python_builders_take_gpus_behind_one_pcie_switch():
+    from gpusched import Cluster, Profile, Scenario, job, jobs
+
+    cluster = Cluster().node_group("pcie", count=1, cpu=64, memory="512Gi", gpus=4, gpu_model="A100-80GB",
+                                   topology={"gpus_per_pcie_switch": 2})
+    profile = {"name": "kube-dra", "filter": [{"name": "node-resources-fit"}, {"name": "dynamic-resources"}],
+               "score": [{"name": "first-fit"}], "device_select": {"name": "dynamic-resources"}}
+    sc = Scenario(cluster=cluster, profile=profile, dra_objects=[TEMPLATE], workload=jobs([
+        job("one", 0, 600, cpu=4, memory="16Gi", gpus=1),
+        job("pair", 1, 300, cpu=8, memory="32Gi", claim_template="pair"),
+    ]))
+    table = gpusched.run(sc).jobs
+    placed = dict(zip(table["job"], table["placement"]))
+    assert placed["one"] == "pcie-0000[0]"
+    assert placed["pair"] == "pcie-0000[2,3]"
