@@ -369,7 +369,9 @@ int validate(const std::string& file, const std::string& format, const policies:
   if (sc.synthetic) {
     jobs = traces::generate(*sc.synthetic, cluster, RngStreams(sc.seed)).size();
   } else {
-    traces::check_placeable(sc.jobs, cluster, sc.trace ? sc.trace->string() : file);
+    Workload workload = sc.jobs;
+    prepare_claims(workload, sc);   // as run() does: templates, classes, the profile
+    traces::check_placeable(workload, cluster, sc.trace ? sc.trace->string() : file);
   }
   std::cout << "OK  scenario " << file << ": " << sc.name << ", " << cluster.node_count() << " nodes, "
             << cluster.totals().gpus << " GPUs, profile " << sc.profile.name << ", " << jobs << " jobs\n";

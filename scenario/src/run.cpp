@@ -228,6 +228,19 @@ void count_gpus_only(Workload& workload, const std::string& source) {
 }
 }  // namespace
 
+void prepare_claims(Workload& jobs, const Scenario& sc) {
+  const std::string source = sc.trace ? sc.trace->string() : sc.synthetic ? sc.source : sc.source + " /workload/jobs (line = job number)";
+  resolve_claims(jobs, sc, source);
+  if (std::none_of(jobs.begin(), jobs.end(), [](const JobSpec& j) { return j.constraints.claims != nullptr; })) return;
+  // The DynamicResources plugin must decide, or the claims would be ignored.
+  const auto named = [](const policies::PluginRef& r) { return r.name == "dynamic-resources"; };
+  if (std::none_of(sc.profile.filter.begin(), sc.profile.filter.end(), named) || !named(sc.profile.device_select)) {
+    throw_error(ErrorCode::kScenarioBadValue, {sc.source, 0, "profile"},
+                "jobs have DRA claims (claim_template), but profile \"" + sc.profile.name +
+                    "\" does not list dynamic-resources at filter and device_select, so their claims would be ignored (docs/dra.md)");
+  }
+}
+
 RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, const ProgressFn& progress,
               const policies::Registry& registry) {
   const std::uint64_t seed = seed_override.value_or(sc.seed);
@@ -245,6 +258,8 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
     if (sc.trace) workload_source = sc.trace->string();
   }
   if (sc.synthetic) apply_priority_classes(workload, sc.priority_classes, workload_source);
+  // DRA claims first: transforms and plugins that model demand see the GPUs claims take.
+  prepare_claims(workload, sc);
   // Plugins that model demand (FGD's typical pod types) see the trace as read, not as transformed.
   const bool transformed = !sc.transforms.empty();
   if (transformed) {
@@ -255,17 +270,6 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
   // (Checked first: a sorted million-job workload spent 4% of the run moving JobSpecs.)
   const auto by_submit = [](const JobSpec& a, const JobSpec& b) { return a.submit < b.submit; };
   if (!std::is_sorted(workload.begin(), workload.end(), by_submit)) std::stable_sort(workload.begin(), workload.end(), by_submit);
-  // DRA: jobs naming a ResourceClaimTemplate get its claims and the whole GPUs they take; the
-  // profile must then decide with the DynamicResources plugin, or the claims would be ignored.
-  resolve_claims(workload, sc, sc.trace || sc.synthetic ? workload_source : sc.source + " /workload/jobs (line = job number)");
-  if (std::any_of(workload.begin(), workload.end(), [](const JobSpec& j) { return j.constraints.claims != nullptr; })) {
-    const auto named = [](const policies::PluginRef& r) { return r.name == "dynamic-resources"; };
-    if (std::none_of(sc.profile.filter.begin(), sc.profile.filter.end(), named) || !named(sc.profile.device_select)) {
-      throw_error(ErrorCode::kScenarioBadValue, {sc.source, 0, "profile"},
-                  "jobs have DRA claims (claim_template), but profile \"" + sc.profile.name +
-                      "\" does not list dynamic-resources at filter and device_select, so their claims would be ignored (docs/dra.md)");
-    }
-  }
   if (sc.count_gpus) count_gpus_only(workload, workload_source);
   if (!sc.keep_unplaceable) {
     traces::check_placeable(workload, cluster, workload_source);

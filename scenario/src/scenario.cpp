@@ -1270,18 +1270,22 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       }
       const auto none = empty_cluster->no_devices_in_use();
       const dra::ResourceClaim* claims[] = {&dc->claims.front()};
+      // An error on one node (a CEL runtime error: an attribute only some nodes' devices have)
+      // means "not there", as the plugin takes it during the run; it is reported if no node fits.
       bool fits = false;
+      std::string first_error;
       for (const auto& n : nodes) {
         try {
           fits = empty_cluster->allocate(n, claims, none).has_value();
         } catch (const dra::AllocationError& e) {
-          throw_error(ErrorCode::kTraceBadValue, where, "ResourceClaimTemplate \"" + name + "\" on node " + n.name + ": " + e.what());
+          if (first_error.empty()) first_error = "on node " + n.name + ": " + e.what();
         }
         if (fits) break;
       }
       if (!fits && !sc.keep_unplaceable) {
         throw_error(ErrorCode::kTraceUnplaceable, where,
-                    "job \"" + j.name + "\": no node can hold the claim of ResourceClaimTemplate \"" + name + "\", even with all its GPUs free");
+                    "job \"" + j.name + "\": no node can hold the claim of ResourceClaimTemplate \"" + name + "\", even with all its GPUs free" +
+                        (first_error.empty() ? std::string() : " (" + first_error + ")"));
       }
       it = made.emplace(name, Made{std::move(dc), static_cast<std::int32_t>(gpus)}).first;
     }

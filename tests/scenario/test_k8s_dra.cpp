@@ -413,3 +413,34 @@ TEST_CASE("claim_template round-trips through JSON Lines and CSV traces; a resol
     CHECK(again[1].request.gpu.count == 1);
   }
 }
+
+TEST_CASE("DRA claims are resolved before trace transforms, and validate checks them as run does (review of issue 18)", "[dra][engine]") {
+  // A filter on GPU jobs keeps the claim jobs: they ask for GPUs through their claim.
+  auto doc = dra_scenario_doc();
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "gpusched-dra-transform";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream t(dir / "trace.jsonl");
+    for (const auto& j : doc["workload"]["jobs"]) t << j.dump() << "\n";
+    std::ofstream tpl(dir / "templates.yaml");
+    std::ifstream src(kRepo / "examples" / "dra" / "templates.yaml");
+    tpl << src.rdbuf();
+  }
+  doc["workload"] = {{"trace", {{"path", "trace.jsonl"}, {"transforms", nlohmann::json::array({{{"filter", {{"kinds", {"multi-gpu"}}}}}})}}}};
+  const auto sc = parse_scenario(doc.dump(), (dir / "s.json").string(), dir);
+  const auto r = run(sc);
+  CHECK(r.summary().jobs == 3);   // pair-a, pair-b, pair-c: two GPUs each through the claim
+
+  // A CEL runtime error on some nodes only is "not there", before the run as during it.
+  auto mixed = dra_scenario_doc();
+  mixed["cluster"]["node_groups"][0]["topology"]["nvlink"] = "none";   // these GPUs have no gpusched.io/nvlinkDomain
+  mixed["cluster"]["node_groups"].push_back({{"name", "hgx"}, {"count", 1}, {"cpu", 64}, {"memory", "512Gi"}, {"gpus", 8},
+                                             {"gpu_model", "H100-80GB"}, {"topology", {{"nvlink", "nvswitch"}}}});
+  mixed["dra"]["objects"] = nlohmann::json::array({nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+      "metadata": {"name": "two-gpus-one-pcie-root"}, "spec": {"spec": {"devices": {"requests": [{"name": "gpus",
+      "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2, "selectors": [{"cel": {"expression": "device.attributes['gpusched.io'].nvlinkDomain == 0"}}]}}]}}}})")});
+  const auto ok = run(dra_scenario(mixed));
+  CHECK(ok.summary().completed == 5);
+  CHECK(starts(ok).at("pair-a").rfind("hgx-0000[", 0) == 0);
+  CHECK(std::any_of(ok.warnings().begin(), ok.warnings().end(), [](const std::string& w) { return w.find("no such key: nvlinkDomain") != std::string::npos; }));
+}

@@ -138,6 +138,11 @@ JobSpec build_job(const RawJob& raw, const std::string& source, const GpuCatalog
     j.gpu_util = u;
   }
   check_request_ranges(raw.requests, {source, raw.line, ""}, request_prefix);
+  if (!raw.claim_template.empty() && !raw.models.empty()) {
+    throw_error(ErrorCode::kTraceBadValue, at("gpu_model"),
+                "gpu_model does not combine with claim_template: the claim chooses the GPUs (select the model in the template, "
+                "e.g. device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100-80GB'; docs/dra.md)");
+  }
   j.request = parse_requests(raw.requests, raw.models, catalog, resources, {source, raw.line, ""}, request_prefix);
   j.source_line = raw.line;
   build_constraints(raw, source, j);

@@ -134,6 +134,10 @@ struct Scenario {
 /// devices by ExactCount (firstAvailable alternatives with equal counts), without admin access;
 /// a job with a claim states no GPU request of its own. Throws TraceError naming the job's line.
 void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& source);
+/// resolve_claims() naming the workload's source, then: with any claim, the profile must list
+/// dynamic-resources at filter and device_select (ScenarioError otherwise). run() and
+/// `gpusched validate` call it.
+void prepare_claims(Workload& jobs, const Scenario& sc);
 
 /// Gives jobs their PriorityClass's value and preemption policy (the global default to jobs
 /// with neither class nor priority). Throws TraceError naming the job's line for an unknown class.
