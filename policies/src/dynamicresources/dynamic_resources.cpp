@@ -8,7 +8,19 @@ namespace gpusched::policies {
 
 std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const ClusterState& cluster, const dra::DeviceClaims& claims,
                                                                        NodeId node) const {
-  if (!devices_ || devices_->cluster != cluster.instance() || devices_->classes != claims.classes.get()) {
+  // Devices depend on the nodes' specs only: a copy of the cluster they were built for (EASY
+  // backfill's scratch cluster, a copy of a copy) has the same, so they are kept for it.
+  const auto known = [&](std::uint64_t instance) {
+    return instance != 0 && (devices_->cluster == instance ||
+                             std::find(devices_->copies.begin(), devices_->copies.end(), instance) != devices_->copies.end());
+  };
+  const bool reuse = devices_ && devices_->classes == claims.classes.get() && devices_->nodes.size() == cluster.node_count() &&
+                     (known(cluster.instance()) || known(cluster.copied_from()));
+  if (reuse && !known(cluster.instance())) {
+    if (devices_->copies.size() >= 16) devices_->copies.erase(devices_->copies.begin());
+    devices_->copies.push_back(cluster.instance());
+  }
+  if (!reuse) {
     Devices d;
     d.cluster = cluster.instance();
     d.classes = claims.classes.get();

@@ -36,6 +36,7 @@ class DynamicResources final : public FilterPlugin, public DeviceSelectBase {
  private:
   struct Devices {
     std::uint64_t cluster = 0;                       // ClusterState::instance() they were built for
+    std::vector<std::uint64_t> copies;               // instances copied from it (EASY backfill's scratch clusters)
     const std::vector<dra::DeviceClass>* classes = nullptr;
     std::unique_ptr<dra::Allocator> alloc;
     std::vector<std::int32_t> slice_of_node;         // node -> its slice (-1: no device)
