@@ -13,6 +13,7 @@
 #include <gpusched/scenario/k8s_dra.hpp>
 #include <gpusched/scenario/scenario.hpp>
 #include <gpusched/traces/native.hpp>
+#include <gpusched/traces/swf.hpp>
 
 using namespace gpusched;
 using namespace gpusched::scenario;
@@ -411,6 +412,14 @@ TEST_CASE("claim_template round-trips through JSON Lines and CSV traces; a resol
     CHECK(again[0].request.gpu.mode == GpuMode::kNone);
     CHECK(again[1].constraints.claim_template.empty());
     CHECK(again[1].request.gpu.count == 1);
+  }
+  // SWF has no place for a claim: said so, rather than "a CPU-only job" (review of issue 18).
+  std::ostringstream swf;
+  try {
+    traces::write_swf(swf, jobs, catalog, resources);
+    FAIL("written");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("its GPUs come from a DRA claim (claim_template \"two-gpus\"), which SWF cannot carry") != std::string::npos);
   }
 }
 

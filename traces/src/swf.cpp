@@ -388,6 +388,9 @@ void write_swf(std::ostream& out, const Workload& jobs, const GpuCatalog& /*cata
     const JobSpec& j = jobs[i];
     const TaskRequest& r = j.request;
     if (r.tpu.chips > 0) fail(j, "requests", "TPU requests have no SWF form");
+    if (!j.constraints.claim_template.empty()) {
+      fail(j, "claim_template", "its GPUs come from a DRA claim (claim_template \"" + j.constraints.claim_template + "\"), which SWF cannot carry");
+    }
     std::int64_t per_task = 0;
     if (gpus) {
       if (r.gpu.mode == GpuMode::kNone) fail(j, "requests", "a CPU-only job has no size in SWF with processors=gpus");
