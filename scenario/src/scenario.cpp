@@ -1260,13 +1260,10 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
                     "ResourceClaimTemplate \"" + name + "\" asks for " + std::to_string(gpus) + " devices, more than Kubernetes' 32 per claim");
       }
       // A claim no node could hold even with every GPU free would wait for ever: refuse it.
-      if (!empty_cluster) {
-        std::vector<dra::ResourceSlice> slices;
-        for (const auto& n : sc.nodes) {
-          if (auto sl = dra::nvidia_slice(n, sc.catalog, true)) slices.push_back(std::move(*sl));
-          nodes.push_back({n.name, n.labels});
-        }
-        empty_cluster.emplace(*sc.dra_classes, std::move(slices));
+      if (!empty_cluster) {   // the devices the dynamic-resources plugin will see
+        auto published = dra::whole_gpu_devices(sc.nodes, sc.catalog);
+        nodes = std::move(published.nodes);
+        empty_cluster.emplace(*sc.dra_classes, std::move(published.slices));
       }
       const auto none = empty_cluster->no_devices_in_use();
       const dra::ResourceClaim* claims[] = {&dc->claims.front()};

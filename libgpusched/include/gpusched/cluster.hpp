@@ -163,6 +163,7 @@ class SharedNodeSpecs {
   explicit SharedNodeSpecs(std::vector<NodeSpec> v) : p_(std::make_shared<std::vector<NodeSpec>>(std::move(v))) {}
   [[nodiscard]] const NodeSpec& operator[](std::size_t i) const { return (*p_)[i]; }
   [[nodiscard]] std::size_t size() const { return p_->size(); }
+  [[nodiscard]] std::span<const NodeSpec> all() const { return *p_; }
   /// Node i's spec, to change it: this cluster's own copy of the specs first if they are shared.
   NodeSpec& mutate(std::size_t i) {
     if (p_.use_count() > 1) p_ = std::make_shared<std::vector<NodeSpec>>(*p_);
@@ -180,6 +181,7 @@ class ClusterState {
 
   [[nodiscard]] std::size_t node_count() const { return nodes_.size(); }
   [[nodiscard]] const NodeSpec& spec(NodeId n) const { return specs_[n.value]; }
+  [[nodiscard]] std::span<const NodeSpec> specs() const { return specs_.all(); }
   [[nodiscard]] const NodeState& node(NodeId n) const { return nodes_[n.value]; }
   [[nodiscard]] std::span<const NodeState> nodes() const { return nodes_; }
   [[nodiscard]] std::span<const GpuState> gpus(NodeId n) const {

@@ -133,6 +133,19 @@ std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog
   return s;
 }
 
+ClusterDevices whole_gpu_devices(std::span<const NodeSpec> nodes, const GpuCatalog& catalog) {
+  ClusterDevices out;
+  out.slice_of_node.assign(nodes.size(), -1);
+  for (std::size_t u = 0; u < nodes.size(); ++u) {
+    out.nodes.push_back({nodes[u].name, nodes[u].labels});
+    if (auto s = nvidia_slice(nodes[u], catalog, true)) {
+      out.slice_of_node[u] = static_cast<std::int32_t>(out.slices.size());
+      out.slices.push_back(std::move(*s));
+    }
+  }
+  return out;
+}
+
 std::vector<DeviceClass> nvidia_device_classes() {
   return {{"gpu.nvidia.com", {CelExpression::compile("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'")}},
           {"mig.nvidia.com", {CelExpression::compile("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'")}}};

@@ -158,7 +158,7 @@ std::optional<Quantity> Quantity::parse(std::string_view s) {
       break;
     }
   }
-  if (!any || digits.size() > 40) return std::nullopt;
+  if (!any || digits.size() > 36) return std::nullopt;
   std::string_view suffix = s.substr(i);
   int exp10 = 0;      // value = digits x 10^(exp10 - fraction) x 2^exp2
   int exp2 = 0;
@@ -200,7 +200,6 @@ std::optional<Quantity> Quantity::parse(std::string_view s) {
   const int scale = exp10 - fraction + 9;
   __int128 n = 0;
   if (!digits.empty()) {
-    if (digits.size() > 36) return std::nullopt;
     __int128 whole = 0;
     for (char ch : digits) whole = whole * 10 + (ch - '0');
     if (scale >= 0) {

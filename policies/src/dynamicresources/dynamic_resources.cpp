@@ -24,21 +24,16 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
     Devices d;
     d.cluster = cluster.instance();
     d.classes = claims.classes.get();
-    std::vector<dra::ResourceSlice> slices;
-    d.slice_of_node.assign(cluster.node_count(), -1);
+    auto published = dra::whole_gpu_devices(cluster.specs(), cluster.catalog());
+    d.slice_of_node = std::move(published.slice_of_node);
+    d.nodes = std::move(published.nodes);
     std::uint32_t next = 0;
-    for (std::uint32_t u = 0; u < cluster.node_count(); ++u) {
-      const NodeSpec& spec = cluster.spec(NodeId{u});
-      d.nodes.push_back({spec.name, spec.labels});
-      auto s = dra::nvidia_slice(spec, cluster.catalog(), true);
-      if (!s) continue;
-      d.slice_of_node[u] = static_cast<std::int32_t>(slices.size());
+    for (const auto& s : published.slices) {
       d.first_device.push_back(next);
-      for (const auto& dev : s->devices) d.gpu_of.push_back(static_cast<std::uint16_t>(dra::gpu_index_of(dev.name).value_or(0)));
-      next += static_cast<std::uint32_t>(s->devices.size());
-      slices.push_back(std::move(*s));
+      for (const auto& dev : s.devices) d.gpu_of.push_back(static_cast<std::uint16_t>(dra::gpu_index_of(dev.name).value_or(0)));
+      next += static_cast<std::uint32_t>(s.devices.size());
     }
-    d.alloc = std::make_unique<dra::Allocator>(*claims.classes, std::move(slices));
+    d.alloc = std::make_unique<dra::Allocator>(*claims.classes, std::move(published.slices));
     devices_ = std::move(d);
     in_use_ = devices_->alloc->no_devices_in_use();
   }

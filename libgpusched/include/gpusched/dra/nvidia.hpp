@@ -26,6 +26,14 @@ inline constexpr std::string_view kNvidiaDriver = "gpu.nvidia.com";
 /// whole (no MIG, vGPU, time-slicing, MPS or passthrough partition), as simulations grant DRA
 /// devices (docs/dra.md).
 [[nodiscard]] std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog& catalog, bool whole_gpus_only = false);
+/// What simulations publish for a cluster (whole GPUs only): the slices in node order, each
+/// node's slice (-1: no device) and each node as the allocator sees it (name and labels).
+struct ClusterDevices {
+  std::vector<ResourceSlice> slices;
+  std::vector<std::int32_t> slice_of_node;
+  std::vector<NodeInfo> nodes;
+};
+[[nodiscard]] ClusterDevices whole_gpu_devices(std::span<const NodeSpec> nodes, const GpuCatalog& catalog);
 /// The GPU index of a whole-GPU device ("gpu-3" -> 3); nullopt for other names.
 [[nodiscard]] std::optional<int> gpu_index_of(std::string_view device_name);
 /// NVIDIA's DeviceClasses: gpu.nvidia.com (type gpu) and mig.nvidia.com (type mig), with the
