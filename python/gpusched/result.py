@@ -102,6 +102,7 @@ class Result:
             "fragmentation": raw.fragmentation(),
             "event_log": raw.event_log(),
             "placements": raw.placements(),
+            "claims": raw.claims(),
             "files": _output_files(raw),
         }
 
@@ -201,6 +202,22 @@ class Result:
         for name in ("gpu", "mig_start"):
             frame.loc[frame[name] < 0, name] = pd.NA
         return frame
+
+    @cached_property
+    def claims(self) -> "pd.DataFrame":
+        """The DRA devices each running or completed job's claims hold (its last attempt; the
+        claims.csv columns): job, task, node, claim_template, request (the claim's request, or
+        "request/alternative" for a firstAvailable one), driver, pool, device, admin_access (True:
+        the device is monitored, not taken, and is not among the job's GPUs). Empty when no job
+        names a claim_template (docs/dra.md)."""
+        import pandas as pd
+
+        columns = ["job", "task", "node", "claim_template", "request", "driver", "pool", "device", "admin_access"]
+        if self._state is not None and "claims" not in self._state:
+            raise NotImplementedError("this Result was pickled by a gpusched without RunResult.claims()")
+        cols = self._get("claims")
+        frame = pd.DataFrame({c: cols[c] for c in columns}, columns=columns)
+        return frame.astype({"admin_access": bool})
 
     def _raw_placements(self) -> Dict[str, Any]:
         assert self._raw is not None

@@ -295,6 +295,36 @@ py::dict placement_columns(const RunResult& r) {
   return d;
 }
 
+/// claims.csv as columns: the DRA devices each task holds through its claim.
+py::dict claim_columns(const RunResult& r) {
+  const auto rows = r.claims();
+  std::vector<std::string> job, node, tmpl, request, driver, pool, device;
+  std::vector<std::int32_t> task;
+  std::vector<bool> admin;
+  for (const auto& c : rows) {
+    admin.push_back(c.admin_access);
+    job.push_back(c.job);
+    task.push_back(c.task);
+    node.push_back(c.node);
+    tmpl.push_back(c.claim_template);
+    request.push_back(c.request);
+    driver.push_back(c.driver);
+    pool.push_back(c.pool);
+    device.push_back(c.device);
+  }
+  py::dict d;
+  d["job"] = job;
+  d["task"] = column<std::int32_t>(task.size(), [&](std::size_t i) { return task[i]; });
+  d["node"] = node;
+  d["claim_template"] = tmpl;
+  d["request"] = request;
+  d["driver"] = driver;
+  d["pool"] = pool;
+  d["device"] = device;
+  d["admin_access"] = admin;
+  return d;
+}
+
 }  // namespace
 
 void bind_sim(py::module_& m) {
@@ -320,6 +350,9 @@ void bind_sim(py::module_& m) {
            "Where every running or completed job ran, long form, as {column: numpy array or list}: one row per "
            "(job, task, GPU grant), or per task without GPUs: job, task, node, gpu (-1: none), milli, memory_mib, "
            "mig_profile, mig_start (-1), vgpu_profile ('' when none), tpu_chips, start_s, end_s (NaN: still running).")
+      .def("claims", &claim_columns,
+           "The DRA devices every running or completed job's claims hold (claims.csv), as {column: list or numpy "
+           "array}: job, task, node, claim_template, request, driver, pool, device, admin_access. Empty lists when no job has a claim.")
       .def("event_log", [](const RunResult& r) { return r.event_log(); },
            "Event-log lines 'time_s,event,job,node,detail' (empty unless outputs.event_log is on).")
       .def(

@@ -25,7 +25,7 @@ namespace gpusched::scenario::detail {
 /// write are removed; no other file in the folder is touched.
 inline const std::vector<std::string>& run_output_names() {
   static const std::vector<std::string> names = {"summary.json", "jobs.csv",  "timeseries.csv", "fragmentation.csv",
-                                                 "events.csv",   "report.md", "meta.json",      "timeseries.png"};
+                                                 "events.csv",   "report.md", "meta.json",      "timeseries.png", "claims.csv"};
   return names;
 }
 /// The same for an FGD experiment's folder.

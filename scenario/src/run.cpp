@@ -353,6 +353,8 @@ std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::
   // produced them is in summary.json and meta.json.
   write("jobs.csv", [&](std::ostream& o) { sim::write_jobs_csv(o, r.engine()); });
   write("timeseries.csv", [&](std::ostream& o) { sim::write_timeseries_csv(o, r.timeseries()); });
+  const auto claims = r.claims();
+  if (!claims.empty()) write("claims.csv", [&](std::ostream& o) { write_claims_csv(o, claims); });
   if (!r.fragmentation().empty()) {
     write("fragmentation.csv", [&](std::ostream& o) { write_fragmentation_csv(o, r.fragmentation()); });
   }
@@ -414,6 +416,7 @@ std::vector<std::filesystem::path> write_outputs(const RunResult& r, const std::
          "- `timeseries.csv`: allocation and queue length every sample interval\n";
     if (!r.event_log().empty()) o << "- `events.csv`: every submit, start, finish and failure\n";
     if (!r.fragmentation().empty()) o << "- `fragmentation.csv`: arrived demand, unallocated GPU and fragmentation after every decision\n";
+    if (!claims.empty()) o << "- `claims.csv`: the DRA devices each task holds through its claim\n";
     o << "- `meta.json`: what produced these files (version, scenario, digest, seed, profile)\n";
   });
   write("meta.json", [&](std::ostream& o) {

@@ -1236,28 +1236,38 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       dc->template_name = name;
       dc->classes = sc.dra_classes;
       dc->claims = {t->second};
-      std::int64_t gpus = 0;
+      // The GPUs the job takes: the claim's devices without admin access (those are monitored,
+      // not taken). An exact count gives it up front; `All` takes every matching device of the
+      // node, so the count is the same on every node that can hold the claim, or the job could
+      // not state one GPU count (refused below).
+      std::int64_t gpus = 0, devices = 0;
+      bool all_mode = false;
       const std::string in = "ResourceClaimTemplate \"" + name + "\", request ";
       for (const auto& req : t->second.requests) {
         const std::vector<dra::DeviceSubRequest> alts = req.first_available.empty() ? std::vector<dra::DeviceSubRequest>{req.exactly} : req.first_available;
         for (const auto& a : alts) {
           const bool known_class = std::any_of(sc.dra_classes->begin(), sc.dra_classes->end(), [&](const dra::DeviceClass& c) { return c.name == a.device_class; });
           if (!known_class) throw_error(ErrorCode::kTraceBadValue, where, in + req.name + ": no DeviceClass is named \"" + a.device_class + "\"");
-          if (a.mode == dra::AllocationMode::kAll) {
-            throw_error(ErrorCode::kTraceBadValue, where, in + req.name + ": allocationMode All is not supported in simulations yet (docs/dra.md)");
+          if (alts.size() > 1 && a.mode == dra::AllocationMode::kAll) {
+            throw_error(ErrorCode::kTraceBadValue, where,
+                        in + req.name + ": a firstAvailable alternative with allocationMode All is not supported in simulations yet (docs/dra.md)");
           }
-          if (a.admin_access) throw_error(ErrorCode::kTraceBadValue, where, in + req.name + ": adminAccess is not supported in simulations yet (docs/dra.md)");
           if (a.count != alts.front().count) {
             throw_error(ErrorCode::kTraceBadValue, where,
                         in + req.name + ": firstAvailable alternatives with different counts are not supported in simulations yet (docs/dra.md)");
           }
         }
-        gpus += alts.front().count;
+        const auto& a = alts.front();
+        if (a.mode == dra::AllocationMode::kAll) {
+          all_mode = true;
+          continue;
+        }
+        devices += a.count;
+        if (!a.admin_access) gpus += a.count;
       }
-      if (gpus == 0) throw_error(ErrorCode::kTraceBadValue, where, "ResourceClaimTemplate \"" + name + "\" asks for no device");
-      if (gpus > static_cast<std::int64_t>(dra::kMaxDevicesPerClaim)) {
+      if (devices > static_cast<std::int64_t>(dra::kMaxDevicesPerClaim)) {
         throw_error(ErrorCode::kTraceBadValue, where,
-                    "ResourceClaimTemplate \"" + name + "\" asks for " + std::to_string(gpus) + " devices, more than Kubernetes' 32 per claim");
+                    "ResourceClaimTemplate \"" + name + "\" asks for " + std::to_string(devices) + " devices, more than Kubernetes' 32 per claim");
       }
       // A claim no node could hold even with every GPU free would wait for ever: refuse it.
       if (!empty_cluster) {   // the devices the dynamic-resources plugin will see
@@ -1270,20 +1280,38 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       // An error on one node (a CEL runtime error: an attribute only some nodes' devices have)
       // means "not there", as the plugin takes it during the run; it is reported if no node fits.
       bool fits = false;
-      std::string first_error;
+      std::string first_error, counted_on;
       for (const auto& n : nodes) {
+        std::optional<std::vector<dra::Allocation>> got;
         try {
-          fits = empty_cluster->allocate(n, claims, none).has_value();
+          got = empty_cluster->allocate(n, claims, none);
         } catch (const dra::AllocationError& e) {
           if (first_error.empty()) first_error = "on node " + n.name + ": " + e.what();
         }
-        if (fits) break;
+        if (!got) continue;
+        if (!all_mode) {
+          fits = true;
+          break;
+        }
+        std::int64_t taken = 0;
+        for (const auto& r : got->front().devices) taken += r.admin_access ? 0 : 1;
+        if (!fits) {
+          fits = true;
+          gpus = taken;
+          counted_on = n.name;
+        } else if (taken != gpus) {
+          throw_error(ErrorCode::kTraceBadValue, where,
+                      "ResourceClaimTemplate \"" + name + "\" asks for all matching devices, which are " + std::to_string(gpus) +
+                          " GPUs on node " + counted_on + " and " + std::to_string(taken) + " on node " + n.name +
+                          ": a job in a simulation takes one number of GPUs wherever it runs (narrow the selectors to one kind of node; docs/dra.md)");
+        }
       }
       if (!fits && !sc.keep_unplaceable) {
         throw_error(ErrorCode::kTraceUnplaceable, where,
                     "job \"" + j.name + "\": no node can hold the claim of ResourceClaimTemplate \"" + name + "\", even with all its GPUs free" +
                         (first_error.empty() ? std::string() : " (" + first_error + ")"));
       }
+      if (t->second.requests.empty()) throw_error(ErrorCode::kTraceBadValue, where, "ResourceClaimTemplate \"" + name + "\" asks for no device");
       it = made.emplace(name, Made{std::move(dc), static_cast<std::int32_t>(gpus)}).first;
     }
     if (j.request.gpu.mode != GpuMode::kNone) {
@@ -1293,8 +1321,10 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
     }
     j.constraints.claims = it->second.claims;
     j.request.gpu = GpuRequest{};
-    j.request.gpu.mode = GpuMode::kWhole;
-    j.request.gpu.count = it->second.gpus;
+    if (it->second.gpus > 0) {   // else only admin access: the job takes no GPU
+      j.request.gpu.mode = GpuMode::kWhole;
+      j.request.gpu.count = it->second.gpus;
+    }
   }
 }
 

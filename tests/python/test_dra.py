@@ -86,3 +86,39 @@ def test_jobs_with_claims_from_the_python_builders_take_gpus_behind_one_pcie_swi
     placed = dict(zip(table["job"], table["placement"]))
     assert placed["one"] == "pcie-0000[0]"
     assert placed["pair"] == "pcie-0000[2,3]"
+
+
+def test_result_claims_names_the_devices_and_requests_and_survives_pickling(tmp_path):
+    import pickle
+
+    from gpusched import Cluster, Scenario, job, jobs
+
+    cluster = Cluster().node_group("pcie", count=1, cpu=64, memory="512Gi", gpus=4, gpu_model="A100-80GB",
+                                   topology={"gpus_per_pcie_switch": 2})
+    profile = {"name": "kube-dra", "filter": [{"name": "node-resources-fit"}, {"name": "dynamic-resources"}],
+               "score": [{"name": "first-fit"}], "device_select": {"name": "dynamic-resources"}}
+    sc = Scenario(cluster=cluster, profile=profile, dra_objects=[TEMPLATE], workload=jobs([
+        job("one", 0, 600, cpu=4, memory="16Gi", gpus=1),
+        job("pair", 1, 300, cpu=8, memory="32Gi", claim_template="pair"),
+    ]))
+    result = gpusched.run(sc)
+    claims = result.claims
+    assert list(claims.columns) == ["job", "task", "node", "claim_template", "request", "driver", "pool", "device",
+                                    "admin_access"]
+    assert claims.to_dict("records") == [
+        {"job": "pair", "task": 0, "node": "pcie-0000", "claim_template": "pair", "request": "gpus",
+         "driver": "gpu.nvidia.com", "pool": "pcie-0000", "device": f"gpu-{i}", "admin_access": False}
+        for i in (2, 3)]
+    # The same table crosses a process boundary, and claims.csv holds the same rows.
+    again = pickle.loads(pickle.dumps(result))
+    assert again.claims.equals(claims)
+    again.write_outputs(tmp_path / "out")
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "out" / "claims.csv"), claims, check_dtype=False)
+
+    # No claim: an empty table with the same columns, and no file.
+    plain = gpusched.run(Scenario(cluster=cluster, profile="first-fit", workload=jobs([job("one", 0, 600, gpus=1)])))
+    assert plain.claims.empty and list(plain.claims.columns) == list(claims.columns)
+    plain.write_outputs(tmp_path / "plain")
+    assert not (tmp_path / "plain" / "claims.csv").exists()

@@ -378,7 +378,14 @@ TEST_CASE("DRA claims in scenarios: every mistake is an error before the run", "
         std::string::npos);
   auto all = too_big;
   all["dra"]["objects"][0]["spec"]["spec"]["devices"]["requests"][0]["exactly"] = {{"deviceClassName", "gpu.nvidia.com"}, {"allocationMode", "All"}};
-  CHECK(run_error(all).find("allocationMode All is not supported in simulations yet") != std::string::npos);
+  // All four GPUs of a node span two PCIe roots: the constraint fails on every node.
+  CHECK(run_error(all).find("no node can hold the claim of ResourceClaimTemplate \"two-gpus-one-pcie-root\", even with all its GPUs free (on "
+                            "node pcie-0000: ") != std::string::npos);
+  auto mixed_sizes = too_big;
+  mixed_sizes["dra"]["objects"][0]["spec"]["spec"]["devices"]["requests"][0].erase("exactly");
+  mixed_sizes["dra"]["objects"][0]["spec"]["spec"]["devices"]["requests"][0]["firstAvailable"] = nlohmann::json::parse(
+      R"([{"name": "two", "deviceClassName": "gpu.nvidia.com", "count": 2}, {"name": "one", "deviceClassName": "gpu.nvidia.com"}])");
+  CHECK(run_error(mixed_sizes).find("firstAvailable alternatives with different counts are not supported in simulations yet") != std::string::npos);
   auto slices = doc;
   slices["dra"]["objects"] = nlohmann::json::array({nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
       "metadata": {"name": "s"}, "spec": {"driver": "d.io", "nodeName": "n", "pool": {"name": "p", "resourceSliceCount": 1}}})")});
@@ -452,4 +459,145 @@ TEST_CASE("DRA claims are resolved before trace transforms, and validate checks 
   CHECK(ok.summary().completed == 5);
   CHECK(starts(ok).at("pair-a").rfind("hgx-0000[", 0) == 0);
   CHECK(std::any_of(ok.warnings().begin(), ok.warnings().end(), [](const std::string& w) { return w.find("no such key: nvlinkDomain") != std::string::npos; }));
+}
+
+TEST_CASE("claims.csv names the devices each task holds, and which request each serves, as the plugin chose them", "[dra][engine]") {
+  // Two requests whose order matters: "high" takes GPU 2 or 3 (the second PCIe root), "any" the
+  // first GPU left. The
+  // rows are the allocator run again with only the granted GPUs free; its device order must be
+  // the order the plugin granted them in (pick_units keeps it), request by request.
+  auto doc = dra_scenario_doc();
+  doc["dra"]["objects"].push_back(nlohmann::json::parse(R"({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "high-and-any"},
+    "spec": {"spec": {"devices": {"requests": [
+      {"name": "high", "exactly": {"deviceClassName": "gpu.nvidia.com",
+        "selectors": [{"cel": {"expression": "device.attributes['resource.kubernetes.io'].pcieRoot == 'pci0000:81'"}}]}},
+      {"name": "any", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}})"));
+  std::uint64_t state = 11;
+  auto next = [&](std::uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % n;
+  };
+  nlohmann::json jobs = nlohmann::json::array();
+  for (int i = 0; i < 80; ++i) {
+    nlohmann::json j = {{"id", "j" + std::to_string(i)}, {"submit_time", i * 10}, {"duration", 20 + next(60)},
+                        {"requests", {{"cpu", "1"}, {"memory", "4Gi"}}}};
+    const auto k = next(3);
+    if (k == 0) j["claim_template"] = "two-gpus-one-pcie-root";
+    else if (k == 1) j["claim_template"] = "high-and-any";
+    else j["requests"]["nvidia.com/gpu"] = "1";
+    jobs.push_back(j);
+  }
+  // Stop half-way, so running jobs are listed too.
+  doc["horizon_s"] = 500;
+  doc["workload"]["jobs"] = jobs;
+  const auto r = run(dra_scenario(doc));
+  const auto rows = r.claims();
+  REQUIRE(!rows.empty());
+  const auto& e = r.engine();
+  std::size_t at = 0, claim_tasks = 0;
+  for (std::size_t j = 0; j < e.workload().size(); ++j) {
+    const auto& spec = e.workload()[j];
+    const auto& rt = e.job(JobId{static_cast<std::uint32_t>(j)});
+    if (!spec.constraints.claims || (rt.state != sim::JobState::kRunning && rt.state != sim::JobState::kCompleted)) continue;
+    for (std::size_t t = 0; t < rt.placements.size(); ++t, ++claim_tasks) {
+      const auto& p = rt.placements[t];
+      INFO(spec.name << " task " << t);
+      REQUIRE(at + p.gpus.size() <= rows.size());
+      for (std::size_t k = 0; k < p.gpus.size(); ++k, ++at) {
+        const auto& row = rows[at];
+        CHECK(row.job == spec.name);
+        CHECK(row.task == static_cast<std::int32_t>(t));
+        CHECK(row.node == e.cluster().spec(p.node).name);
+        CHECK(row.pool == row.node);
+        CHECK(row.driver == "gpu.nvidia.com");
+        CHECK(row.claim_template == spec.constraints.claim_template);
+        CHECK(row.device == "gpu-" + std::to_string(p.gpus[k].index));
+        if (spec.constraints.claim_template == "high-and-any") {
+          CHECK(row.request == (k == 0 ? "high" : "any"));
+          if (k == 0) CHECK(p.gpus[k].index >= 2);
+        } else {
+          CHECK(row.request == "gpus");
+        }
+      }
+    }
+  }
+  CHECK(at == rows.size());
+  CHECK(claim_tasks > 20);
+
+  // The file: written when a job has a claim, with the same rows; not written otherwise.
+  const auto dir = std::filesystem::temp_directory_path() / "gpusched-test-claims-csv";
+  std::filesystem::remove_all(dir);
+  (void)write_outputs(r, dir);
+  std::ifstream in(dir / "claims.csv");
+  std::string header, first;
+  std::getline(in, header);
+  std::getline(in, first);
+  CHECK(header == "job,task,node,claim_template,request,driver,pool,device,admin_access");
+  CHECK(first == rows[0].job + "," + std::to_string(rows[0].task) + "," + rows[0].node + "," + rows[0].claim_template + "," +
+                     rows[0].request + ",gpu.nvidia.com," + rows[0].pool + "," + rows[0].device + ",false");
+  auto plain = doc;
+  plain.erase("dra");
+  plain["profile"] = "first-fit";
+  for (auto& j : plain["workload"]["jobs"]) {
+    if (j.contains("claim_template")) {
+      j.erase("claim_template");
+      j["requests"]["nvidia.com/gpu"] = "2";
+    }
+  }
+  const auto without = run(dra_scenario(plain));
+  CHECK(without.claims().empty());
+  (void)write_outputs(without, dir);
+  CHECK(!std::filesystem::exists(dir / "claims.csv"));   // and the earlier run's file is gone
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("DRA in simulations: allocationMode All takes every matching GPU of a node; admin access takes none", "[dra][engine]") {
+  auto doc = dra_scenario_doc();
+  doc["dra"]["objects"].push_back(nlohmann::json::parse(R"({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "whole-node"},
+    "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}}]}}}})"));
+  doc["dra"]["objects"].push_back(nlohmann::json::parse(R"({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "monitor"},
+    "spec": {"spec": {"devices": {"requests": [{"name": "watch", "exactly": {"deviceClassName": "gpu.nvidia.com", "adminAccess": true}}]}}}})"));
+  doc["workload"]["jobs"] = nlohmann::json::parse(R"([
+    {"id": "one", "submit_time": 0, "duration": 100, "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}},
+    {"id": "node", "submit_time": 1, "duration": 100, "claim_template": "whole-node", "requests": {"cpu": "1", "memory": "1Gi"}},
+    {"id": "node-2", "submit_time": 2, "duration": 100, "claim_template": "whole-node", "requests": {"cpu": "1", "memory": "1Gi"}},
+    {"id": "watch", "submit_time": 3, "duration": 50, "claim_template": "monitor", "requests": {"cpu": "1", "memory": "1Gi"}}])");
+  doc["outputs"] = {{"event_log", true}};
+  const auto r = run(dra_scenario(doc));
+  const auto got = starts(r);
+  // "node" needs all four GPUs of a node: pcie-0000 has one taken, so it goes to pcie-0001;
+  // "node-2" waits for "one" to finish; "watch" runs at once beside them, taking no GPU.
+  CHECK(got.at("one") == "pcie-0000[0]");
+  CHECK(got.at("node") == "pcie-0001[0,1,2,3]");
+  CHECK(got.at("node-2") == "pcie-0000[0,1,2,3]");
+  CHECK(got.at("watch") == "pcie-0000");
+  const auto jobs = r.jobs();
+  CHECK(jobs[1].gpus == 4);
+  CHECK(jobs[3].gpus == 0);
+  CHECK(jobs[3].start_s == 3.0);
+  const auto rows = r.claims();
+  REQUIRE(rows.size() == 9);
+  for (int k = 0; k < 4; ++k) {
+    CHECK(rows[static_cast<std::size_t>(k)].job == "node");
+    CHECK(rows[static_cast<std::size_t>(k)].device == "gpu-" + std::to_string(k));
+    CHECK(!rows[static_cast<std::size_t>(k)].admin_access);
+  }
+  CHECK(rows[8].job == "watch");
+  CHECK(rows[8].request == "watch");
+  CHECK(rows[8].device == "gpu-0");   // in use by "one": admin access may use it
+  CHECK(rows[8].admin_access);
+
+  // All over nodes of different sizes: the job would take 4 GPUs on one and 8 on another.
+  auto sizes = doc;
+  sizes["cluster"]["node_groups"].push_back({{"name", "big"}, {"count", 1}, {"cpu", 64}, {"memory", "512Gi"}, {"gpus", 8}, {"gpu_model", "A100-80GB"}});
+  CHECK(run_error(sizes).find("ResourceClaimTemplate \"whole-node\" asks for all matching devices, which are 4 GPUs on node pcie-0000 and "
+                              "8 on node big-0000") != std::string::npos);
+  // A selector that keeps to one kind of node makes the count one again.
+  sizes["dra"]["objects"][sizes["dra"]["objects"].size() - 2]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"] =
+      nlohmann::json::parse(R"([{"cel": {"expression": "device.attributes['resource.kubernetes.io'].pcieRoot == 'pci0000:81'"}}])");
+  const auto narrowed = run(dra_scenario(sizes));
+  CHECK(narrowed.jobs()[1].gpus == 2);
 }

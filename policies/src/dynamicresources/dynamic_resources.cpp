@@ -75,11 +75,14 @@ bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ct
   std::vector<std::uint16_t> order;
   for (const auto& a : *got) {
     for (const auto& r : a.devices) {
+      // Admin access monitors a device without taking it: the job is not granted that GPU.
+      if (r.admin_access) continue;
       if (const auto g = dra::gpu_index_of(r.device)) order.push_back(static_cast<std::uint16_t>(*g));
     }
   }
   // The request is `order.size()` whole GPUs (the scenario resolved it so): pick exactly these.
-  if (order.size() != static_cast<std::size_t>(ctx.request().gpu.count)) return false;
+  const auto wanted = ctx.request().gpu.mode == GpuMode::kNone ? 0 : ctx.request().gpu.count;
+  if (order.size() != static_cast<std::size_t>(wanted)) return false;
   return pick_devices(cluster, ctx.request(), node, order, chooser_, out);
 }
 

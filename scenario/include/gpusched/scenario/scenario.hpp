@@ -175,6 +175,23 @@ Scenario demo_scenario();
 /// The embedded demo scenario text.
 std::string_view demo_scenario_text();
 
+/// One DRA device a running or completed task holds through its claim (claims.csv): the
+/// ResourceClaim's `status.allocation.devices.results` entry, with the job, task and node.
+struct ClaimRow {
+  std::string job;
+  std::int32_t task = 0;
+  std::string node;
+  std::string claim_template;
+  std::string request;   ///< "req", or "req/sub" for a firstAvailable alternative
+  std::string driver, pool, device;
+  bool admin_access = false;   ///< monitored, not taken: no GPU of the job's
+};
+/// The devices every running or completed job's claims hold (its last attempt), in workload
+/// order, then task, then the order the allocator chose them. Empty when no job has a claim.
+[[nodiscard]] std::vector<ClaimRow> claim_rows(const sim::Engine& engine);
+/// claims.csv: job,task,node,claim_template,request,driver,pool,device,admin_access.
+void write_claims_csv(std::ostream& out, const std::vector<ClaimRow>& rows);
+
 /// Everything a finished run produced. Movable, not copyable.
 class RunResult {
  public:
@@ -188,6 +205,8 @@ class RunResult {
   [[nodiscard]] nlohmann::json summary_json() const;   ///< summary + stamp + resolved inputs
   [[nodiscard]] const std::vector<sim::TimeSample>& timeseries() const;
   [[nodiscard]] std::vector<sim::JobRow> jobs() const;
+  /// The DRA devices jobs hold (claim_rows()); empty when no job has a claim.
+  [[nodiscard]] std::vector<ClaimRow> claims() const;
   [[nodiscard]] const std::vector<std::string>& event_log() const;   ///< empty unless enabled
   /// Fragmentation after every decision (empty unless enabled; see OutputOptions::fragmentation).
   [[nodiscard]] const std::vector<FragmentationSample>& fragmentation() const;
@@ -214,7 +233,8 @@ using ProgressFn = std::function<void(double)>;
 RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed = std::nullopt, const ProgressFn& progress = {},
               const policies::Registry& registry = policies::Registry::builtins());
 
-/// Writes summary.json, jobs.csv, timeseries.csv (fragmentation.csv, events.csv when enabled),
+/// Writes summary.json, jobs.csv, timeseries.csv (fragmentation.csv, events.csv when enabled,
+/// claims.csv when a job has a DRA claim),
 /// report.md and meta.json (what produced the files: version, scenario, digest, seed, profile,
 /// the files' names) into `dir` (created). CSVs start with their header row. Returns the paths
 /// written. Throws OutputError.
