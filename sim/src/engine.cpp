@@ -929,12 +929,17 @@ bool Engine::place_preempting(JobId j, std::size_t pos, std::vector<JobId>& vict
   const auto& spec = workload_[j.value];
   victims.clear();
   if (spec.constraints.preempt_never) return false;   // preemptionPolicy: Never waits
-  // The running jobs after it in the order that still hold their room, first in order first.
+  // The running jobs after it in the order that still hold their room, first in order first;
+  // those that would not run even with GPUs only counted come last, so they leave first: the
+  // walk would not keep them anyway, and a job it will keep is not moved for nothing.
   std::vector<JobId> lower;
-  for (std::size_t k = pos + 1; k < active_.size(); ++k) {
-    const JobId r = active_[k];
-    if (jobs_[r.value].state == JobState::kRunning && decided_[r.value] == kKept && workload_[r.value].constraints.preemptible) {
-      lower.push_back(r);
+  for (const std::uint8_t counted : {1, 0}) {
+    for (std::size_t k = pos + 1; k < active_.size(); ++k) {
+      const JobId r = active_[k];
+      if (by_count_[r.value] == counted && jobs_[r.value].state == JobState::kRunning && decided_[r.value] == kKept &&
+          workload_[r.value].constraints.preemptible) {
+        lower.push_back(r);
+      }
     }
   }
   if (lower.empty()) return false;
@@ -1061,6 +1066,15 @@ void Engine::preemptive_cycle() {
   std::stable_sort(active_.begin(), active_.end(), before);
 
   const std::int64_t capacity = cluster_->totals().gpu_milli;
+  // Which jobs the walk would keep or start if GPUs were only counted (the Tiresias simulator's
+  // rule): the victims' order prefers the others (place_preempting).
+  by_count_.resize(workload_.size());
+  std::int64_t counted = 0;
+  for (const JobId j : active_) {
+    const std::int64_t need = gpu_milli_needed(workload_[j.value]);
+    by_count_[j.value] = !jobs_[j.value].backing_off && counted + need <= capacity ? 1 : 0;
+    if (by_count_[j.value]) counted += need;
+  }
   std::int64_t held = 0;   // GPU milli taken by the jobs walked so far that run or start
   started_.clear();
   victims_.clear();

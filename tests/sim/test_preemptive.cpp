@@ -109,6 +109,32 @@ TEST_CASE("A restart overhead delays the resumed job and is counted in GPU-hours
   CHECK(r2.rows.at("a").overhead_s == 4);   // 1 s cut short by c, then 3 s
 }
 
+TEST_CASE("Preemptive mode keeps a running job that still fits: only the jobs the order leaves out are preempted",
+          "[sim][preemptive]") {
+  // 3 GPUs. a (1 GPU, 100 s) and b (2 GPUs, 50 s) run from 0; x and y (1 GPU, 10 s) come at 5.
+  // srtf order at 5: x, y, b (45 s left), a (95 s). Walking it, x and y take 2 GPUs, b does not
+  // fit, a does: only b is preempted (the Tiresias simulator's outcome). Evicting from the last
+  // in the order alone would make x evict a, y evict b, and a start again at once: a preemption
+  // and a restart overhead for a job the order keeps (review of issue 17).
+  EngineConfig cfg;
+  cfg.preemption.restart_overhead = SimTime::from_seconds(5);
+  const auto r = run(3, {{"a", 0, 100, 1}, {"b", 0, 50, 2}, {"x", 5, 10, 1}, {"y", 5, 10, 1}}, "srtf", nlohmann::json::object(), cfg);
+  CHECK(r.rows.at("a").preemptions == 0);
+  CHECK(r.rows.at("a").overhead_s == 0);
+  CHECK(end_of(r, "a") == 100);
+  CHECK(r.rows.at("b").preemptions == 1);
+  CHECK(end_of(r, "b") == 65);   // 5 s done, back at 15 after 5 s of restore: 15 + 5 + 45
+  CHECK(r.preemptions == 1);
+  // 4 GPUs: a (1), b (2) and c (1) run; x (3 GPUs, 10 s) comes at 5. Order: x, b (45 s left),
+  // c (60), a (95). Counted, x and c fit and b and a do not, so a and b leave, though c is
+  // after b in the order (from the last alone: a, then c, then b would go, and c start again).
+  const auto r2 = run(4, {{"a", 0, 100, 1}, {"b", 0, 50, 2}, {"c", 0, 65, 1}, {"x", 5, 10, 3}}, "srtf", nlohmann::json::object(), cfg);
+  CHECK(r2.rows.at("c").preemptions == 0);
+  CHECK(end_of(r2, "c") == 65);
+  CHECK(r2.rows.at("a").preemptions == 1);
+  CHECK(r2.rows.at("b").preemptions == 1);
+}
+
 TEST_CASE("sjf and srsf: fewest GPUs, least remaining GPU-time", "[sim][preemptive]") {
   // 2 GPUs. a: 2 GPUs x 100 s at 0; b: 1 GPU x 150 s at 10.
   // sjf: b (1 GPU) comes first: a is preempted at 10, b runs 10-160, a resumes at 160 with 90 s left: 250.

@@ -224,7 +224,8 @@ class Engine final : public JobsView {
   /// kPreemptive: one reallocation over every running and waiting job (see QueuePolicy).
   void preemptive_cycle();
   /// kPreemptive: tries `j` where jobs at positions > `pos` of active_ lose their room if they
-  /// must: they leave from the last in the order until `j` fits; those not on its nodes, then the
+  /// must: they leave from the last in the order until `j` fits, those that would not fit even
+  /// with GPUs only counted (by_count_) before the others; those not on its nodes, then the
   /// others first in order first while it still fits, get their room back. On success the
   /// placement is allocated, the victims released and listed in `victims`.
   bool place_preempting(JobId j, std::size_t pos, std::vector<JobId>& victims);
@@ -324,6 +325,7 @@ class Engine final : public JobsView {
   // keeps ties as they were); per job: in active_, and this cycle's decision.
   std::vector<JobId> active_;
   std::vector<std::uint8_t> in_active_, decided_;
+  std::vector<std::uint8_t> by_count_;   // kPreemptive: 1 if the job fits when GPUs are only counted, in order
   std::vector<std::pair<JobId, std::vector<TaskPlacement>>> started_;   // this cycle's starts
   std::vector<std::pair<JobId, JobId>> victims_;                        // (victim, preemptor)
   SimTime reorder_at_ = SimTime::forever();   // the Reorder event pending (forever: none)
