@@ -282,6 +282,10 @@ Registry Registry::with_builtins() {
          {"queue_sort"}, {}, [](const PluginContext&) { return std::make_unique<PriorityFifoSort>(); }});
   r.add({"fifo", "queue order: earlier submission, then job id", {"queue_sort"}, {},
          [](const PluginContext&) { return std::make_unique<FifoSort>(); }});
+  r.add({"fjf",
+         "training order: first job fit (Tiresias' FJF): FIFO order, and under greedy or preemptive queueing a job that "
+         "does not fit is skipped (under strict-fifo it blocks, as fifo)",
+         {"queue_sort"}, {}, [](const PluginContext&) { return std::make_unique<FifoSort>("fjf"); }});
   r.add({"sjf", "training order: fewest GPUs first, then FIFO (preemptive with queueing \"preemptive\")", {"queue_sort"}, {},
          [](const PluginContext&) { return std::make_unique<SjfOrder>(); }});
   r.add({"srtf", "training order: least remaining time first (the duration is known), then FIFO", {"queue_sort"}, {},

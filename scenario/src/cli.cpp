@@ -777,7 +777,9 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
       const char* header = "policy,jobs,completed,mean_jct_s,median_jct_s,p95_jct_s,makespan_s,mean_queueing_s,preemptions,stuck,overhead_gpu_hours\n";
       const std::filesystem::path out = out_dir.empty() ? std::filesystem::path("out/tiresias") : std::filesystem::path(out_dir);
       const auto open_summary = [&] {
-        std::filesystem::create_directories(out);
+        std::error_code ec;
+        std::filesystem::create_directories(out, ec);
+        if (ec) throw_error(ErrorCode::kOutputWrite, {out.string(), 0, ""}, "cannot create the output folder: " + ec.message());
         std::ofstream summary(out / "summary.csv", std::ios::binary);
         if (!summary) throw_error(ErrorCode::kOutputWrite, {(out / "summary.csv").string(), 0, ""}, "cannot write the file");
         summary << header;

@@ -529,8 +529,7 @@ policies::Profile tiresias_profile(const TiresiasEngineOptions& o) {
   } else if (o.policy == "gittins") {
     args = {{"quantum", o.quantum}, {"distribution", o.distribution}, {"within_queue", o.within_queue}};
   }
-  const bool fifo = o.policy == "fifo" || o.policy == "fjf";
-  profile.queue_sort = policies::PluginRef{fifo ? "fifo" : o.policy};
+  profile.queue_sort = policies::PluginRef{o.policy};
   profile.queue_sort.args = args;
   profile.queueing = o.policy == "fifo" ? "strict-fifo" : o.policy == "fjf" ? "greedy" : "preemptive";
   profile.post_filter.clear();   // the preemptive mode preempts by the order, nothing else

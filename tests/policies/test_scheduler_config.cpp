@@ -145,7 +145,7 @@ TEST_CASE("The registry lists plugins sorted by name and filters them by hook", 
     }
     CHECK(reg.known_names(hook) == expected);
   }
-  CHECK_THAT(reg.known_names("queue_sort"), Catch::Contains("fifo, gittins, las, priority-fifo, sjf, srsf, srtf"));
+  CHECK_THAT(reg.known_names("queue_sort"), Catch::Contains("fifo, fjf, gittins, las, priority-fifo, sjf, srsf, srtf"));
   CHECK_THAT(reg.known_names("device_select"), Catch::Contains("gpu-binpack, gpu-first-fit"));
   CHECK_THAT(reg.known_names("device_select"), !Catch::Contains("least-allocated"));
 }

@@ -112,7 +112,7 @@ def test_result_claims_names_the_devices_and_requests_and_survives_pickling(tmp_
     # The same table crosses a process boundary, and claims.csv holds the same rows.
     again = pickle.loads(pickle.dumps(result))
     assert again.claims.equals(claims)
-    again.write_outputs(tmp_path / "out")
+    again.write(tmp_path / "out")
     import pandas as pd
 
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "out" / "claims.csv"), claims, check_dtype=False)
@@ -120,5 +120,5 @@ def test_result_claims_names_the_devices_and_requests_and_survives_pickling(tmp_
     # No claim: an empty table with the same columns, and no file.
     plain = gpusched.run(Scenario(cluster=cluster, profile="first-fit", workload=jobs([job("one", 0, 600, gpus=1)])))
     assert plain.claims.empty and list(plain.claims.columns) == list(claims.columns)
-    plain.write_outputs(tmp_path / "plain")
+    plain.write(tmp_path / "plain")
     assert not (tmp_path / "plain" / "claims.csv").exists()

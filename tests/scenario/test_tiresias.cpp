@@ -244,7 +244,7 @@ TEST_CASE("Tiresias engine mode: the experiment's scenario, its options and its 
   CHECK(tiresias_scenario(trace, spec, o).profile.queueing == "strict-fifo");
   o.policy = "fjf";
   CHECK(tiresias_scenario(trace, spec, o).profile.queueing == "greedy");
-  CHECK(tiresias_scenario(trace, spec, o).profile.queue_sort.name == "fifo");
+  CHECK(tiresias_scenario(trace, spec, o).profile.queue_sort.name == "fjf");
   o.policy = "lifo";
   CHECK(t::thrown<Error>([&] { (void)tiresias_scenario(trace, spec, o); }).where().field == "policy");
   o.policy = "las";

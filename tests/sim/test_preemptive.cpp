@@ -135,6 +135,15 @@ TEST_CASE("Preemptive mode keeps a running job that still fits: only the jobs th
   CHECK(r2.rows.at("b").preemptions == 1);
 }
 
+TEST_CASE("fjf as a queue sort: a job that does not fit is skipped, and nothing is preempted", "[sim][preemptive]") {
+  // 3 GPUs: a (2 GPUs, 100 s) at 0; b (2 GPUs) at 1 does not fit; c (1 GPU) at 2 does and
+  // starts; b starts when a ends.
+  const auto r = run(3, {{"a", 0, 100, 2}, {"b", 1, 10, 2}, {"c", 2, 10, 1}}, "fjf");
+  CHECK(r.rows.at("c").start_s == 2);
+  CHECK(r.rows.at("b").start_s == 100);
+  CHECK(r.preemptions == 0);
+}
+
 TEST_CASE("sjf and srsf: fewest GPUs, least remaining GPU-time", "[sim][preemptive]") {
   // 2 GPUs. a: 2 GPUs x 100 s at 0; b: 1 GPU x 150 s at 10.
   // sjf: b (1 GPU) comes first: a is preempted at 10, b runs 10-160, a resumes at 160 with 90 s left: 250.

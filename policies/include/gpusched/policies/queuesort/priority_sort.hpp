@@ -15,13 +15,19 @@ class PriorityFifoSort final : public QueueSortPlugin {
   }
 };
 
+/// Also registered as `fjf` (first job fit, the Tiresias simulator's name): the same order, which
+/// under greedy or preemptive queueing skips a job that does not fit and under strict-fifo blocks.
 class FifoSort final : public QueueSortPlugin {
  public:
-  [[nodiscard]] std::string_view name() const override { return "fifo"; }
+  explicit FifoSort(std::string_view name = "fifo") : name_(name) {}
+  [[nodiscard]] std::string_view name() const override { return name_; }
   [[nodiscard]] bool less(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) const override {
     if (a.submit != b.submit) return a.submit < b.submit;
     return ia < ib;
   }
+
+ private:
+  std::string_view name_;   // a literal: "fifo" or "fjf"
 };
 
 }  // namespace gpusched::policies
