@@ -306,6 +306,7 @@ class TiresiasResult:
         ax.legend(fontsize=8)
         mode = "Tiresias compat mode" if self.compat else "Tiresias policies on gpusched's engine"
         ax.set_title(title or f"{mode}, {self.gpus} GPUs")
+        fig.tight_layout()   # the axis labels inside the figure (the x label was cut off)
         if path is not None:
             fig.savefig(Path(path), dpi=100, metadata={"Software": None})
         return fig
@@ -351,6 +352,23 @@ def tiresias(
         spec = folder / (spec if spec.suffix == ".csv" else Path(str(spec) + ".csv"))
     if isinstance(thresholds, str):
         thresholds = [t for t in thresholds.split(",") if t.strip()]
+    # As the command line: whole seconds, and no option that would change nothing.
+    try:
+        thresholds = [float(t) for t in thresholds]
+    except (TypeError, ValueError):
+        raise ValueError(f"thresholds: expected whole numbers of seconds, e.g. 3250,7200; got {thresholds!r}") from None
+    if any(not (t >= 0 and t == int(t)) for t in thresholds):
+        raise ValueError(f"thresholds: expected whole numbers of seconds, e.g. 3250,7200; got {thresholds!r}")
+    if within_queue not in ("running-first", "fifo"):
+        raise ValueError(f"within_queue must be 'running-first' or 'fifo', not {within_queue!r}")
+    if compat:
+        given = {"placement": placement != "binpack", "restart_overhead": restart_overhead != 0.0,
+                 "within_queue": within_queue != "running-first", "quantum": quantum != 3600.0,
+                 "distribution": distribution is not None}
+        for name, set_ in given.items():
+            if set_:
+                raise ValueError(f"{name} applies to gpusched's engine only: the compat mode follows the simulator "
+                                 "(compat=False, or leave it out)")
     known = TIRESIAS_COMPAT_POLICIES if compat else TIRESIAS_POLICIES
     names = list(known) if policies == "all" else (
         [p for p in policies.split(",") if p] if isinstance(policies, str) else list(policies))
@@ -365,7 +383,7 @@ def tiresias(
         return _tiresias_compat(trace_path, spec, names, starvation, thresholds)
     frames, rows, gpus = [], [], 0
     for policy in names:
-        r = _core.tiresias_run(str(trace_path), str(spec), policy, [float(t) for t in thresholds], float(starvation),
+        r = _core.tiresias_run(str(trace_path), str(spec), policy, thresholds, float(starvation),
                                within_queue, float(quantum), "" if distribution is None else str(distribution),
                                placement, float(restart_overhead))
         s = r.summary()

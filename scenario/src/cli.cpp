@@ -570,7 +570,7 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
                            "engine: count (GPUs counted only, as the simulator) or a built-in profile whose plugins place "
                            "jobs (default binpack)");
   tiresias_cmd->add_option("--restart-overhead", tiresias_overhead, "engine: seconds a preempted job spends restoring at each restart (default 0)");
-  tiresias_cmd->add_option("--within-queue", tiresias_within, "engine, las / 2d-las / gittins: inside a queue (equal index), running-first (default, the simulator's) or fifo")
+  tiresias_cmd->add_option("--within-queue", tiresias_within, "engine, las / 2d-las / gittins: inside a queue (equal index), running-first (default) or fifo (by entry into the queue)")
       ->check(CLI::IsMember({"running-first", "fifo"}));
   tiresias_cmd->add_option("--quantum", tiresias_quantum, "engine, gittins: service quantum in GPU-seconds (default 3600)");
   tiresias_cmd->add_option("--distribution", tiresias_distribution,
@@ -755,6 +755,25 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
         }
       }
       if (policies.empty()) throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, "--policies"}, "no policy given");
+      // An option that would change nothing is an error, not silently ignored.
+      const auto uses = [&](std::initializer_list<std::string_view> names) {
+        return std::any_of(policies.begin(), policies.end(), [&](const std::string& p) { return std::find(names.begin(), names.end(), p) != names.end(); });
+      };
+      const auto refuse = [&](const char* option, const std::string& why) {
+        if (tiresias_cmd->count(option) > 0) throw_error(ErrorCode::kScenarioBadValue, {"command line", 0, option}, std::string(option) + " " + why);
+      };
+      if (tiresias_compat) {
+        for (const char* option : {"--placement", "--restart-overhead", "--within-queue", "--quantum", "--distribution"}) {
+          refuse(option, "applies to gpusched's engine only: the compat mode follows the simulator (drop --compat, or the option)");
+        }
+      }
+      if (!uses({"las", "2d-las"})) {
+        for (const char* option : {"--starvation", "--thresholds"}) refuse(option, "applies to las and 2d-las, which --policies does not list");
+      }
+      if (!uses({"gittins"})) {
+        for (const char* option : {"--quantum", "--distribution"}) refuse(option, "applies to gittins, which --policies does not list");
+      }
+      if (!uses({"las", "2d-las", "gittins"})) refuse("--within-queue", "applies to las, 2d-las and gittins, which --policies does not list");
       // One line per policy: summary.csv's row and the terminal's.
       const auto row = [](const std::string& policy, const TiresiasCompatSummary& s, bool stuck, double overhead_gpu_h) {
         char line[320];

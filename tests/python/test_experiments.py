@@ -237,3 +237,26 @@ def test_tiresias_on_the_engine_from_python_and_the_command_line_agree(tmp_path)
     assert len(fig.axes[0].get_lines()) == 3 and "engine" in fig.axes[0].get_title()
     with pytest.raises(gpusched.ProfileError):
         experiments.tiresias(TRACES, cluster="n1g4", policies="las", thresholds="900,300")
+
+
+@pytest.mark.skipif(not (TRACES / "tiresias" / "60_job.csv").exists(), reason="../shared/traces/tiresias/60_job.csv is absent")
+def test_tiresias_options_that_would_change_nothing_are_refused_from_python_and_the_command_line(tmp_path):
+    """Review of issue 17: these were accepted and ignored (or truncated, or aborted the CLI)."""
+    with pytest.raises(ValueError, match="placement applies to gpusched's engine only"):
+        experiments.tiresias(TRACES, cluster="n1g4", compat=True, placement="spread")
+    with pytest.raises(ValueError, match="whole numbers of seconds"):
+        experiments.tiresias(TRACES, cluster="n1g4", compat=True, policies="las", thresholds=(300.9, 900))
+    with pytest.raises(ValueError, match="within_queue must be"):
+        experiments.tiresias(TRACES, cluster="n1g4", policies="srtf", within_queue="bogus")
+    for args, text in [
+        (["--compat", "--restart-overhead", "5"], "--restart-overhead applies to gpusched's engine only"),
+        (["--compat", "--distribution", "nope.csv"], "--distribution applies to gpusched's engine only"),
+        (["--policies", "srtf", "--thresholds", "300,900"], "--thresholds applies to las and 2d-las"),
+        (["--policies", "las", "--quantum", "60"], "--quantum applies to gittins"),
+    ]:
+        p = _cli("experiment", "tiresias", "--traces", TRACES, "--cluster", "n1g4", *args, "--out", tmp_path / "x", "--quiet")
+        assert p.returncode == 1 and text in p.stderr, (args, p.returncode, p.stderr)
+    a_file = tmp_path / "afile"
+    a_file.write_text("")
+    p = _cli("experiment", "tiresias", "--traces", TRACES, "--cluster", "n1g4", "--out", a_file, "--quiet")
+    assert p.returncode == 3 and "cannot create the output folder" in p.stderr, (p.returncode, p.stderr)

@@ -22,6 +22,7 @@
 #include <gpusched/sim/metrics.hpp>
 #include <gpusched/sim/outputs.hpp>
 #include <gpusched/traces/native.hpp>
+#include <gpusched/traces/philly.hpp>
 
 #include "support/support.hpp"
 
@@ -323,6 +324,21 @@ TEST_CASE("A job's own restart_overhead (trace field) replaces the run's, and ro
   engine.run();
   CHECK(engine.job(JobId{0}).end == SimTime::from_seconds_f(114.5));
   CHECK(engine.overhead_s(JobId{0}) == 4.5);
+}
+
+TEST_CASE("A Tiresias job list may give each job's restart_overhead (gpusched's own column)", "[sim][preemptive][traces]") {
+  // Review of issue 17: the column was dropped without a word.
+  ResourceTable res;
+  auto catalog = GpuCatalog::builtin();
+  std::istringstream in("job_id,num_gpu,submit_time,duration,restart_overhead\nA,1,0,100,7\nB,2,0,50,\n");
+  const auto jobs = traces::read_tiresias_jobs(in, "t.csv", catalog, res);
+  REQUIRE(jobs.size() == 2);
+  CHECK(jobs[0].constraints.restart_overhead == SimTime::from_seconds(7));
+  CHECK(jobs[1].constraints.restart_overhead.is_forever());
+  std::istringstream bad("job_id,num_gpu,submit_time,duration,restart_overhead\nA,1,0,100,-2\n");
+  const auto e = t::thrown<TraceError>([&] { (void)traces::read_tiresias_jobs(bad, "bad.csv", catalog, res); });
+  CHECK(e.where().line == 2);
+  CHECK(e.where().field == "restart_overhead");
 }
 
 namespace {

@@ -260,7 +260,7 @@ Workload read_tiresias_jobs(std::istream& in, const std::string& source, GpuCata
   const auto c_id = csv.require("job_id"), c_gpus = csv.require("num_gpu"), c_submit = csv.require("submit_time"),
              c_duration = csv.require("duration");
   const auto c_iterations = csv.column("iterations"), c_model = csv.column("model_name"),
-             c_interval = csv.column("interval");
+             c_interval = csv.column("interval"), c_overhead = csv.column("restart_overhead");
   RequestCache requests(catalog, resources, 0, 0);
   Workload jobs;
   std::unordered_set<std::string> seen;
@@ -281,6 +281,9 @@ Workload read_tiresias_jobs(std::istream& in, const std::string& source, GpuCata
     }
     if (c_interval && !f[*c_interval].empty()) (void)seconds(f[*c_interval], csv.at(*c_interval));
     if (c_model) j.constraints.app = f[*c_model];
+    // gpusched's own column (not the simulator's): the job's restart overhead in the preemptive
+    // mode, as the native trace field; empty: the run's.
+    if (c_overhead) j.constraints.restart_overhead = trace_seconds(f[*c_overhead], csv.at(*c_overhead), Span::kNonNegative, true);
     shape_job(j, gpus, options.gpus_per_node, requests, csv.at(c_gpus));
     jobs.push_back(std::move(j));
   }
