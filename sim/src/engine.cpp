@@ -1079,7 +1079,7 @@ void Engine::preemptive_cycle() {
   started_.clear();
   victims_.clear();
   failed_.clear();
-  std::uint32_t behind_reason = 0;
+  std::uint32_t behind_reason = 0, too_big_reason = 0;
   std::vector<JobId> victims;
   for (std::size_t i = 0; i < active_.size(); ++i) {
     const JobId j = active_[i];
@@ -1096,6 +1096,11 @@ void Engine::preemptive_cycle() {
     const std::int64_t need = gpu_milli_needed(spec);
     if (held + need > capacity) {
       // The jobs before it take so many GPUs that it cannot fit, whatever it preempts.
+      if (need > capacity) {   // not the jobs ahead of it: nothing could ever make room
+        if (too_big_reason == 0) too_big_reason = intern_reason("preemptive: needs more GPUs than the cluster has");
+        rt.reason = too_big_reason;
+        continue;
+      }
       if (behind_reason == 0) behind_reason = intern_reason("preemptive: the jobs ahead of it in the queue order hold the GPUs it needs");
       rt.reason = behind_reason;
       continue;

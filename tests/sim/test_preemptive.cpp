@@ -145,6 +145,13 @@ TEST_CASE("fjf as a queue sort: a job that does not fit is skipped, and nothing 
   CHECK(r.preemptions == 0);
 }
 
+TEST_CASE("Preemptive mode: a job bigger than the cluster says so, not that the jobs ahead hold its GPUs", "[sim][preemptive]") {
+  const auto r = run(2, {{"a", 0, 10, 1}, {"big", 1, 10, 4}, {"b", 2, 10, 2}}, "srtf");
+  CHECK(r.rows.at("big").state == "pending");
+  CHECK(r.rows.at("big").reason == "preemptive: needs more GPUs than the cluster has");
+  CHECK(r.rows.at("b").state == "completed");
+}
+
 TEST_CASE("sjf and srsf: fewest GPUs, least remaining GPU-time", "[sim][preemptive]") {
   // 2 GPUs. a: 2 GPUs x 100 s at 0; b: 1 GPU x 150 s at 10.
   // sjf: b (1 GPU) comes first: a is preempted at 10, b runs 10-160, a resumes at 160 with 90 s left: 250.
