@@ -299,6 +299,10 @@ int ClusterState::gpu_units(NodeId node, const GpuState& g, const TaskRequest& r
   return 0;
 }
 
+GpuGrant ClusterState::mig_instance_grant(std::uint16_t index, const MigGeometry& geo, int profile, int start) {
+  return mig_grant(index, geo, profile, start);
+}
+
 GpuGrant ClusterState::unit_grant(NodeId node, std::uint16_t index, const TaskRequest& r) const {
   const auto& g = gpus_[nodes_[node.value].gpu_begin + index];
   GPUSCHED_ASSERT(g.partition != GpuPartition::kMig, "MIG grants come from mig_option()");

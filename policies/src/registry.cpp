@@ -283,8 +283,9 @@ Registry Registry::with_builtins() {
   r.add({"fifo", "queue order: earlier submission, then job id", {"queue_sort"}, {},
          [](const PluginContext&) { return std::make_unique<FifoSort>(); }});
   r.add({"fjf",
-         "training order: first job fit (Tiresias' FJF): FIFO order, and under greedy or preemptive queueing a job that "
-         "does not fit is skipped (under strict-fifo it blocks, as fifo)",
+         "training order: first job fit (Tiresias' FJF): the fifo order; with greedy queueing a job that does not fit is "
+         "skipped and nothing is preempted (under preemptive queueing earlier waiting jobs preempt later ones; under "
+         "strict-fifo it blocks)",
          {"queue_sort"}, {}, [](const PluginContext&) { return std::make_unique<FifoSort>("fjf"); }});
   r.add({"sjf", "training order: fewest GPUs first, then FIFO (preemptive with queueing \"preemptive\")", {"queue_sort"}, {},
          [](const PluginContext&) { return std::make_unique<SjfOrder>(); }});

@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -319,12 +320,12 @@ def tiresias(
     cluster: Union[str, PathLike] = "cluster_spec",
     policies: Union[str, Iterable[str]] = "all",
     compat: bool = False,
-    starvation: float = 0.0,
-    thresholds: Union[str, Iterable[float]] = (3250, 7200),
-    placement: str = "binpack",
-    restart_overhead: float = 0.0,
-    within_queue: str = "running-first",
-    quantum: float = 3600.0,
+    starvation: Optional[float] = None,
+    thresholds: Union[str, Iterable[float], None] = None,
+    placement: Optional[str] = None,
+    restart_overhead: Optional[float] = None,
+    within_queue: Optional[str] = None,
+    quantum: Optional[float] = None,
     distribution: Optional[PathLike] = None,
 ) -> TiresiasResult:
     """Tiresias' training-job schedulers (fifo, fjf, sjf, srtf, srsf, las, 2d-las, gittins) on its
@@ -334,7 +335,10 @@ def tiresias(
     the built-in profile ``placement`` (``"count"``: GPUs counted only, as the simulator), a
     ``restart_overhead`` (s) at each resumption; ``within_queue`` and ``quantum`` /
     ``distribution`` (a file of service samples, GPU-seconds) tune las / 2d-las and gittins.
-    ``compat=True``: the public Tiresias simulator's own rules (no gittins).
+    ``compat=True``: the public Tiresias simulator's own rules (no gittins). Defaults: starvation 0,
+    thresholds (3250, 7200), placement ``"binpack"``, restart_overhead 0, within_queue
+    ``"running-first"``, quantum 3600. As on the command line, an option none of the chosen
+    policies reads (or an engine option with ``compat=True``) is a ValueError.
 
     ``traces``: the folder with ``tiresias/`` (default ``$GPUSCHED_TRACES_DIR``, else
     ``../shared/traces``); ``trace``: a job list (default its ``60_job.csv``); ``cluster``: a
@@ -350,25 +354,6 @@ def tiresias(
     spec = Path(cluster)
     if not spec.exists():   # as the command line: a spec name (or relative path) of the traces folder
         spec = folder / (spec if spec.suffix == ".csv" else Path(str(spec) + ".csv"))
-    if isinstance(thresholds, str):
-        thresholds = [t for t in thresholds.split(",") if t.strip()]
-    # As the command line: whole seconds, and no option that would change nothing.
-    try:
-        thresholds = [float(t) for t in thresholds]
-    except (TypeError, ValueError):
-        raise ValueError(f"thresholds: expected whole numbers of seconds, e.g. 3250,7200; got {thresholds!r}") from None
-    if any(not (t >= 0 and t == int(t)) for t in thresholds):
-        raise ValueError(f"thresholds: expected whole numbers of seconds, e.g. 3250,7200; got {thresholds!r}")
-    if within_queue not in ("running-first", "fifo"):
-        raise ValueError(f"within_queue must be 'running-first' or 'fifo', not {within_queue!r}")
-    if compat:
-        given = {"placement": placement != "binpack", "restart_overhead": restart_overhead != 0.0,
-                 "within_queue": within_queue != "running-first", "quantum": quantum != 3600.0,
-                 "distribution": distribution is not None}
-        for name, set_ in given.items():
-            if set_:
-                raise ValueError(f"{name} applies to gpusched's engine only: the compat mode follows the simulator "
-                                 "(compat=False, or leave it out)")
     known = TIRESIAS_COMPAT_POLICIES if compat else TIRESIAS_POLICIES
     names = list(known) if policies == "all" else (
         [p for p in policies.split(",") if p] if isinstance(policies, str) else list(policies))
@@ -379,6 +364,37 @@ def tiresias(
     names = list(dict.fromkeys(names))
     if not names:
         raise ValueError("no policy given")
+    # As the command line: no option that would change nothing, and whole seconds.
+    given = {"starvation": starvation, "thresholds": thresholds, "placement": placement, "restart_overhead": restart_overhead,
+             "within_queue": within_queue, "quantum": quantum, "distribution": distribution}
+    readers = {"starvation": ("las", "2d-las"), "thresholds": ("las", "2d-las"), "within_queue": ("las", "2d-las", "gittins"),
+               "quantum": ("gittins",), "distribution": ("gittins",),
+               "restart_overhead": tuple(p for p in TIRESIAS_POLICIES if p not in ("fifo", "fjf"))}
+    for name, value in given.items():
+        if value is None:
+            continue
+        if compat and name in ("placement", "restart_overhead", "within_queue", "quantum", "distribution"):
+            raise ValueError(f"{name} applies to gpusched's engine only: the compat mode follows the simulator "
+                             "(compat=False, or leave it out)")
+        if name in readers and not any(n in readers[name] for n in names):
+            raise ValueError(f"{name} applies to {', '.join(readers[name])}, which policies does not list")
+    if thresholds is None:
+        thresholds = (3250, 7200)
+    if isinstance(thresholds, str):
+        thresholds = [t for t in thresholds.split(",") if t.strip()]
+    try:
+        thresholds = [float(t) for t in thresholds]
+    except (TypeError, ValueError):
+        raise ValueError(f"thresholds: expected whole numbers of seconds, e.g. 3250,7200; got {thresholds!r}") from None
+    if any(not (math.isfinite(t) and t >= 0 and t == int(t)) for t in thresholds):
+        raise ValueError(f"thresholds: expected whole numbers of seconds, e.g. 3250,7200; got {thresholds!r}")
+    within_queue = "running-first" if within_queue is None else within_queue
+    if within_queue not in ("running-first", "fifo"):
+        raise ValueError(f"within_queue must be 'running-first' or 'fifo', not {within_queue!r}")
+    starvation = 0.0 if starvation is None else starvation
+    placement = "binpack" if placement is None else placement
+    restart_overhead = 0.0 if restart_overhead is None else restart_overhead
+    quantum = 3600.0 if quantum is None else quantum
     if compat:
         return _tiresias_compat(trace_path, spec, names, starvation, thresholds)
     frames, rows, gpus = [], [], 0

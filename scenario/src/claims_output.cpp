@@ -27,7 +27,7 @@ std::vector<ClaimRow> claim_rows(const sim::Engine& engine) {
     const auto& rt = engine.job(JobId{static_cast<std::uint32_t>(j)});
     if (rt.state != sim::JobState::kRunning && rt.state != sim::JobState::kCompleted) continue;
     if (!published) {
-      published = dra::whole_gpu_devices(cluster.specs(), cluster.catalog());
+      published = dra::simulated_devices(cluster.specs(), cluster.catalog());
       std::uint32_t next = 0;
       for (const auto& s : published->slices) {
         first_device.push_back(next);
@@ -51,13 +51,18 @@ std::vector<ClaimRow> claim_rows(const sim::Engine& engine) {
       // Devices with admin access are found again as they were: in-use marks never limit them.
       const std::int32_t slice = p.node.value < published->slice_of_node.size() ? published->slice_of_node[p.node.value] : -1;
       std::optional<std::vector<dra::Allocation>> got;
+      std::vector<std::size_t> granted;   // the slice's devices the task holds
       if (slice >= 0) {
         auto in_use = std::vector<std::uint8_t>(alloc.device_count(), 1);
-        const auto& devices = alloc.slices()[static_cast<std::size_t>(slice)].devices;
-        for (std::size_t k = 0; k < devices.size(); ++k) {
-          const auto g = dra::gpu_index_of(devices[k].name);
-          const bool granted = g && std::any_of(p.gpus.begin(), p.gpus.end(), [&](const GpuGrant& x) { return x.index == *g; });
-          if (granted) in_use[first_device[static_cast<std::size_t>(slice)] + k] = 0;
+        const auto& units = published->units[static_cast<std::size_t>(slice)];
+        for (std::size_t k = 0; k < units.size(); ++k) {
+          const auto& u = units[k];
+          const bool held = std::any_of(p.gpus.begin(), p.gpus.end(), [&](const GpuGrant& x) {
+            return x.index == u.gpu && x.mig_profile == u.mig_profile && (u.mig_profile < 0 || x.mig_start == u.mig_start);
+          });
+          if (!held) continue;
+          in_use[first_device[static_cast<std::size_t>(slice)] + k] = 0;
+          granted.push_back(k);
         }
         try {
           got = alloc.allocate(published->nodes[p.node.value], ptrs, in_use);
@@ -69,10 +74,11 @@ std::vector<ClaimRow> claim_rows(const sim::Engine& engine) {
         for (const auto& a : *got) {
           for (const auto& r : a.devices) row(r.request, r.driver, r.pool, r.device, r.admin_access);
         }
-      } else {
-        // Not expected (the plugin granted these GPUs for the claim): name the devices without
-        // the request rather than leave them out.
-        for (const auto& g : p.gpus) row("", std::string(dra::kNvidiaDriver), cluster.spec(p.node).name, "gpu-" + std::to_string(g.index), false);
+      } else if (slice >= 0) {
+        // Not expected (the plugin granted these devices for the claim): name them without the
+        // request rather than leave them out.
+        const auto& sl = alloc.slices()[static_cast<std::size_t>(slice)];
+        for (const auto k : granted) row("", sl.driver, sl.pool, sl.devices[k].name, false);
       }
     }
   }

@@ -774,6 +774,9 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
         for (const char* option : {"--quantum", "--distribution"}) refuse(option, "applies to gittins, which --policies does not list");
       }
       if (!uses({"las", "2d-las", "gittins"})) refuse("--within-queue", "applies to las, 2d-las and gittins, which --policies does not list");
+      if (!uses({"sjf", "srtf", "srsf", "las", "2d-las", "gittins"})) {
+        refuse("--restart-overhead", "applies to the policies that preempt (sjf, srtf, srsf, las, 2d-las, gittins), which --policies does not list");
+      }
       // One line per policy: summary.csv's row and the terminal's.
       const auto row = [](const std::string& policy, const TiresiasCompatSummary& s, bool stuck, double overhead_gpu_h) {
         char line[320];

@@ -239,6 +239,11 @@ void prepare_claims(Workload& jobs, const Scenario& sc) {
                 "jobs have DRA claims (claim_template), but profile \"" + sc.profile.name +
                     "\" does not list dynamic-resources at filter and device_select, so their claims would be ignored (docs/dra.md)");
   }
+  // Counting GPUs only cuts each job into one-GPU tasks: a claim names devices, not a count.
+  if (sc.count_gpus) {
+    throw_error(ErrorCode::kScenarioBadValue, {sc.source, 0, "/preemption/placement"},
+                "placement \"count\" counts GPUs only, which a DRA claim (claim_template) does not: a claim names its devices (docs/dra.md)");
+  }
 }
 
 RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, const ProgressFn& progress,

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <set>
 
 #include <gpusched/dra/nvidia.hpp>
 #include <gpusched/embedded_demo.hpp>
@@ -1214,10 +1215,13 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
   struct Made {
     std::shared_ptr<const dra::DeviceClaims> claims;
     std::int32_t gpus = 0;
+    std::string mig_profile;   // empty: whole GPUs
   };
   std::map<std::string, Made> made;
-  std::optional<dra::Allocator> empty_cluster;   // every node's whole GPUs, none in use
+  std::optional<dra::Allocator> empty_cluster;   // every node's devices, none in use
   std::vector<dra::NodeInfo> nodes;
+  std::vector<std::vector<dra::DeviceUnit>> units;   // slice -> its devices' GPUs and GIs
+  std::vector<std::size_t> node_of_slice;
   for (auto& j : jobs) {
     const std::string& name = j.constraints.claim_template;
     if (name.empty()) continue;
@@ -1236,6 +1240,16 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       dc->template_name = name;
       dc->classes = sc.dra_classes;
       dc->claims = {t->second};
+      if (!empty_cluster) {   // the devices the dynamic-resources plugin will see
+        auto published = dra::simulated_devices(sc.nodes, sc.catalog);
+        nodes = std::move(published.nodes);
+        units = std::move(published.units);
+        node_of_slice.resize(published.slices.size());
+        for (std::size_t u = 0; u < published.slice_of_node.size(); ++u) {
+          if (published.slice_of_node[u] >= 0) node_of_slice[static_cast<std::size_t>(published.slice_of_node[u])] = u;
+        }
+        empty_cluster.emplace(*sc.dra_classes, std::move(published.slices));
+      }
       // The GPUs the job takes: the claim's devices without admin access (those are monitored,
       // not taken). An exact count gives it up front; `All` takes every matching device of the
       // node, so the count is the same on every node that can hold the claim, or the job could
@@ -1269,12 +1283,47 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         throw_error(ErrorCode::kTraceBadValue, where,
                     "ResourceClaimTemplate \"" + name + "\" asks for " + std::to_string(devices) + " devices, more than Kubernetes' 32 per claim");
       }
-      // A claim no node could hold even with every GPU free would wait for ever: refuse it.
-      if (!empty_cluster) {   // the devices the dynamic-resources plugin will see
-        auto published = dra::whole_gpu_devices(sc.nodes, sc.catalog);
-        nodes = std::move(published.nodes);
-        empty_cluster.emplace(*sc.dra_classes, std::move(published.slices));
+      // The kind of device the job takes: whole GPUs, or GIs of one MIG profile, whichever the
+      // requests' classes and selectors can match on any node; a job states one kind.
+      std::set<std::string> kinds;   // "" whole GPUs, else a MIG profile
+      const auto class_named = [&](const std::string& n) -> const dra::DeviceClass* {
+        for (auto c = sc.dra_classes->rbegin(); c != sc.dra_classes->rend(); ++c) {
+          if (c->name == n) return &*c;
+        }
+        return nullptr;
+      };
+      for (const auto& req : t->second.requests) {
+        for (const auto& a : req.first_available.empty() ? std::vector<dra::DeviceSubRequest>{req.exactly} : req.first_available) {
+          if (a.admin_access) continue;
+          const dra::DeviceClass* cls = class_named(a.device_class);
+          for (std::size_t k = 0; k < empty_cluster->slices().size(); ++k) {
+            const auto& sl = empty_cluster->slices()[k];
+            const auto& spec = sc.nodes[node_of_slice[k]];
+            for (std::size_t i = 0; i < sl.devices.size(); ++i) {
+              const auto holds = [&](const std::vector<dra::CelExpression>& sels) {
+                return std::all_of(sels.begin(), sels.end(), [&](const dra::CelExpression& e) {
+                  const auto res = e.evaluate(sl.devices[i], sl.driver);
+                  return res.error.empty() && res.value;   // an error: not this device (the plugin's view)
+                });
+              };
+              if (!holds(cls->selectors) || !holds(a.selectors)) continue;
+              const auto& u = units[k][i];
+              kinds.insert(u.mig_profile < 0 ? std::string()
+                                             : sc.catalog[spec.gpus[u.gpu].model].mig->profiles[static_cast<std::size_t>(u.mig_profile)].name);
+            }
+          }
+        }
       }
+      if (kinds.size() > 1) {
+        std::string list;
+        for (const auto& k : kinds) list += (list.empty() ? "" : ", ") + (k.empty() ? std::string("whole GPUs") : "MIG " + k + " instances");
+        throw_error(ErrorCode::kTraceBadValue, where,
+                    "ResourceClaimTemplate \"" + name + "\" can get " + list +
+                        ": a job in a simulation takes one kind of device (select one, e.g. deviceClassName mig.nvidia.com and "
+                        "device.attributes['gpu.nvidia.com'].profile == '" + (kinds.rbegin()->empty() ? std::string("3g.40gb") : *kinds.rbegin()) +
+                        "'; docs/dra.md)");
+      }
+      // A claim no node could hold even with every GPU free would wait for ever: refuse it.
       const auto none = empty_cluster->no_devices_in_use();
       const dra::ResourceClaim* claims[] = {&dc->claims.front()};
       // An error on one node (a CEL runtime error: an attribute only some nodes' devices have)
@@ -1312,7 +1361,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
                         (first_error.empty() ? std::string() : " (" + first_error + ")"));
       }
       if (t->second.requests.empty()) throw_error(ErrorCode::kTraceBadValue, where, "ResourceClaimTemplate \"" + name + "\" asks for no device");
-      it = made.emplace(name, Made{std::move(dc), static_cast<std::int32_t>(gpus)}).first;
+      it = made.emplace(name, Made{std::move(dc), static_cast<std::int32_t>(gpus), kinds.empty() ? std::string() : *kinds.begin()}).first;
     }
     if (j.request.gpu.mode != GpuMode::kNone) {
       throw_error(ErrorCode::kTraceBadValue, {source, j.source_line, "requests"},
@@ -1321,9 +1370,18 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
     }
     j.constraints.claims = it->second.claims;
     j.request.gpu = GpuRequest{};
-    if (it->second.gpus > 0) {   // else only admin access: the job takes no GPU
+    if (it->second.gpus > 0 && it->second.mig_profile.empty()) {   // else only admin access: the job takes no GPU
       j.request.gpu.mode = GpuMode::kWhole;
       j.request.gpu.count = it->second.gpus;
+    } else if (it->second.gpus > 0) {   // GIs of one profile, on whichever model offers it
+      j.request.gpu.mode = GpuMode::kMig;
+      j.request.gpu.count = it->second.gpus;
+      j.request.gpu.profile = it->second.mig_profile;
+      j.request.gpu.profile_by_model.assign(sc.catalog.size(), -1);
+      for (std::size_t m = 0; m < sc.catalog.size(); ++m) {
+        const auto& model = sc.catalog[GpuModelId{static_cast<std::uint16_t>(m)}];
+        if (model.mig) j.request.gpu.profile_by_model[m] = static_cast<std::int8_t>(model.mig->find_profile(it->second.mig_profile));
+      }
     }
   }
 }

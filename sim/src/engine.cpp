@@ -1067,12 +1067,30 @@ void Engine::preemptive_cycle() {
 
   const std::int64_t capacity = cluster_->totals().gpu_milli;
   // Which jobs the walk would keep or start if GPUs were only counted (the Tiresias simulator's
-  // rule): the victims' order prefers the others (place_preempting).
+  // rule): the victims' order prefers the others (place_preempting). Running jobs that may not
+  // be preempted stay whatever comes first; a waiting job that may not preempt starts only if
+  // the preemptible running jobs after it leave it room; a job backing off does not start.
   by_count_.resize(workload_.size());
   std::int64_t counted = 0;
-  for (const JobId j : active_) {
-    const std::int64_t need = gpu_milli_needed(workload_[j.value]);
-    by_count_[j.value] = !jobs_[j.value].backing_off && counted + need <= capacity ? 1 : 0;
+  std::vector<std::int64_t>& after = count_after_;   // GPUs of preemptible running jobs from position i on
+  after.assign(active_.size() + 1, 0);
+  for (std::size_t i = active_.size(); i-- > 0;) {
+    const JobId j = active_[i];
+    const bool movable = jobs_[j.value].state == JobState::kRunning && workload_[j.value].constraints.preemptible;
+    after[i] = after[i + 1] + (movable ? gpu_milli_needed(workload_[j.value]) : 0);
+    if (jobs_[j.value].state == JobState::kRunning && !workload_[j.value].constraints.preemptible) counted += gpu_milli_needed(workload_[j.value]);
+  }
+  for (std::size_t i = 0; i < active_.size(); ++i) {
+    const JobId j = active_[i];
+    const auto& rt = jobs_[j.value];
+    const auto& spec = workload_[j.value];
+    const std::int64_t need = gpu_milli_needed(spec);
+    if (rt.state == JobState::kRunning && !spec.constraints.preemptible) {
+      by_count_[j.value] = 1;   // counted above
+      continue;
+    }
+    const std::int64_t blocked = rt.state == JobState::kPending && spec.constraints.preempt_never ? after[i + 1] : 0;
+    by_count_[j.value] = !rt.backing_off && counted + need + blocked <= capacity ? 1 : 0;
     if (by_count_[j.value]) counted += need;
   }
   std::int64_t held = 0;   // GPU milli taken by the jobs walked so far that run or start

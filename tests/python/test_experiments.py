@@ -247,12 +247,24 @@ def test_tiresias_options_that_would_change_nothing_are_refused_from_python_and_
     with pytest.raises(ValueError, match="whole numbers of seconds"):
         experiments.tiresias(TRACES, cluster="n1g4", compat=True, policies="las", thresholds=(300.9, 900))
     with pytest.raises(ValueError, match="within_queue must be"):
-        experiments.tiresias(TRACES, cluster="n1g4", policies="srtf", within_queue="bogus")
+        experiments.tiresias(TRACES, cluster="n1g4", policies="las", within_queue="bogus")
+    with pytest.raises(ValueError, match="whole numbers of seconds"):
+        experiments.tiresias(TRACES, cluster="n1g4", policies="las", thresholds=[float("inf")])
+    # The same refusals as the command line's, below (review of issue 17).
+    with pytest.raises(ValueError, match="placement applies to gpusched's engine only"):
+        experiments.tiresias(TRACES, cluster="n1g4", compat=True, placement="binpack")
+    for kwargs in ({"thresholds": "300,900"}, {"starvation": 5}, {"quantum": 60}, {"within_queue": "fifo"},
+                   {"distribution": "/nonexistent.csv"}):
+        with pytest.raises(ValueError, match="which policies does not list"):
+            experiments.tiresias(TRACES, cluster="n1g4", policies="srtf", **kwargs)
+    with pytest.raises(ValueError, match="restart_overhead applies to"):
+        experiments.tiresias(TRACES, cluster="n1g4", policies="fifo,fjf", restart_overhead=30)
     for args, text in [
         (["--compat", "--restart-overhead", "5"], "--restart-overhead applies to gpusched's engine only"),
         (["--compat", "--distribution", "nope.csv"], "--distribution applies to gpusched's engine only"),
         (["--policies", "srtf", "--thresholds", "300,900"], "--thresholds applies to las and 2d-las"),
         (["--policies", "las", "--quantum", "60"], "--quantum applies to gittins"),
+        (["--policies", "fifo,fjf", "--restart-overhead", "30"], "--restart-overhead applies to the policies that preempt"),
     ]:
         p = _cli("experiment", "tiresias", "--traces", TRACES, "--cluster", "n1g4", *args, "--out", tmp_path / "x", "--quiet")
         assert p.returncode == 1 and text in p.stderr, (args, p.returncode, p.stderr)

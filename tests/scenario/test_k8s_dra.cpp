@@ -601,3 +601,50 @@ TEST_CASE("DRA in simulations: allocationMode All takes every matching GPU of a 
   const auto narrowed = run(dra_scenario(sizes));
   CHECK(narrowed.jobs()[1].gpus == 2);
 }
+
+TEST_CASE("DRA in simulations: static MIG instances are devices; a claim takes GIs of one profile, named in claims.csv",
+          "[dra][engine][mig]") {
+  auto doc = dra_scenario_doc();
+  doc["cluster"] = nlohmann::json::parse(R"({"node_groups": [
+    {"name": "mig", "count": 2, "cpu": 64, "memory": "512Gi", "gpus": 2, "gpu_model": "A100-80GB",
+     "gpu_partition": {"mode": "mig", "layout": ["4g.40gb", "3g.40gb"]}},
+    {"name": "dyn", "count": 1, "cpu": 64, "memory": "512Gi", "gpus": 2, "gpu_model": "A100-80GB",
+     "gpu_partition": {"mode": "mig", "dynamic": true}}]})");
+  doc["dra"]["objects"] = nlohmann::json::array({nlohmann::json::parse(R"({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "one-3g"},
+    "spec": {"spec": {"devices": {"requests": [{"name": "mig", "exactly": {"deviceClassName": "mig.nvidia.com",
+      "selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].profile == '3g.40gb'"}}]}}]}}}})")});
+  nlohmann::json jobs = nlohmann::json::array();
+  for (int i = 0; i < 5; ++i) {
+    jobs.push_back({{"id", "m" + std::to_string(i)}, {"submit_time", i}, {"duration", 100}, {"claim_template", "one-3g"},
+                    {"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}});
+  }
+  doc["workload"]["jobs"] = jobs;
+  doc["outputs"] = {{"event_log", true}};
+  const auto r = run(dra_scenario(doc));
+  const auto got = starts(r);
+  // Four 3g.40gb GIs (2 nodes x 2 GPUs, static); the dynamic node publishes none. The fifth job
+  // waits for the first to end.
+  CHECK(got.at("m0") == "mig-0000[0:mig-3g.40gb@4]");
+  CHECK(got.at("m1") == "mig-0000[1:mig-3g.40gb@4]");
+  CHECK(got.at("m2") == "mig-0001[0:mig-3g.40gb@4]");
+  CHECK(got.at("m3") == "mig-0001[1:mig-3g.40gb@4]");
+  CHECK(got.at("m4") == "mig-0000[0:mig-3g.40gb@4]");
+  CHECK(r.jobs()[4].start_s == 100);
+  const auto rows = r.claims();
+  REQUIRE(rows.size() == 5);
+  CHECK(rows[0].device == "gpu-0-mig-3g40gb-9-4");
+  CHECK(rows[3].node == "mig-0001");
+  CHECK(rows[3].device == "gpu-1-mig-3g40gb-9-4");
+  CHECK(rows[4].job == "m4");
+
+  // Without the profile selector the class matches 4g.40gb and 3g.40gb GIs: a job takes one kind.
+  auto mixed = doc;
+  mixed["dra"]["objects"][0]["spec"]["spec"]["devices"]["requests"][0]["exactly"].erase("selectors");
+  CHECK(run_error(mixed).find("ResourceClaimTemplate \"one-3g\" can get MIG 3g.40gb instances, MIG 4g.40gb instances: a job in a "
+                              "simulation takes one kind of device") != std::string::npos);
+  // Only the dynamic node: no GI is published there, so the claim fits nowhere.
+  auto dynamic = doc;
+  dynamic["cluster"]["node_groups"].erase(0);
+  CHECK(run_error(dynamic).find("no node can hold the claim of ResourceClaimTemplate \"one-3g\"") != std::string::npos);
+}

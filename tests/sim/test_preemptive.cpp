@@ -136,15 +136,6 @@ TEST_CASE("Preemptive mode keeps a running job that still fits: only the jobs th
   CHECK(r2.rows.at("b").preemptions == 1);
 }
 
-TEST_CASE("fjf as a queue sort: a job that does not fit is skipped, and nothing is preempted", "[sim][preemptive]") {
-  // 3 GPUs: a (2 GPUs, 100 s) at 0; b (2 GPUs) at 1 does not fit; c (1 GPU) at 2 does and
-  // starts; b starts when a ends.
-  const auto r = run(3, {{"a", 0, 100, 2}, {"b", 1, 10, 2}, {"c", 2, 10, 1}}, "fjf");
-  CHECK(r.rows.at("c").start_s == 2);
-  CHECK(r.rows.at("b").start_s == 100);
-  CHECK(r.preemptions == 0);
-}
-
 TEST_CASE("Preemptive mode: a job bigger than the cluster says so, not that the jobs ahead hold its GPUs", "[sim][preemptive]") {
   const auto r = run(2, {{"a", 0, 10, 1}, {"big", 1, 10, 4}, {"b", 2, 10, 2}}, "srtf");
   CHECK(r.rows.at("big").state == "pending");
@@ -367,6 +358,42 @@ std::string job_json(const std::string& id, double submit, double duration, int 
          R"(, "requests": {"cpu": "1", "nvidia.com/gpu": )" + std::to_string(gpus) + "}" + extra + "}";
 }
 }  // namespace
+
+TEST_CASE("fjf as a queue sort under greedy queueing: a job that does not fit is skipped, and nothing is preempted",
+          "[sim][preemptive]") {
+  // 4 GPUs: a (1 GPU, 100 s) at 0; b (4 GPUs) at 1 does not fit; c (1 GPU, 1000 s) at 2 does and
+  // starts. When a ends, b still does not fit (c runs) and c is not preempted for it: b starts
+  // when c ends. (Under preemptive queueing the fifo order would let b preempt c at 100.)
+  const auto [rows, summary] = run_text(kHead + one_node(4) +
+                                        R"("profile": {"name": "p", "extends": "binpack", "queueing": "greedy", "queue_sort": "fjf"},
+    "workload": {"jobs": [)" + job_json("a", 0, 100, 1) + "," + job_json("b", 1, 10, 4) + "," + job_json("c", 2, 1000, 1) + "]}}");
+  CHECK(rows.at("c").start_s == 2);
+  CHECK(rows.at("c").evictions == 0);
+  CHECK(rows.at("b").start_s == 1002);
+  const auto [pre, ps] = run_text(kHead + one_node(4) +
+                                  R"("profile": {"name": "p", "extends": "binpack", "queueing": "preemptive", "queue_sort": "fjf"},
+    "workload": {"jobs": [)" + job_json("a", 0, 100, 1) + "," + job_json("b", 1, 10, 4) + "," + job_json("c", 2, 1000, 1) + "]}}");
+  CHECK(pre.at("c").preemptions == 1);
+  CHECK(pre.at("b").start_s == 100);
+}
+
+TEST_CASE("Preemptive mode: a waiting job that may not preempt, or a job that may not be preempted, does not make the "
+          "victims' order evict a job the walk keeps", "[sim][preemptive]") {
+  // Review of issue 17 (a87edbb counted W's GPUs though W cannot start). 4 GPUs, srtf, restart
+  // overhead 5 s: N (1 GPU, not preemptible), R0 (2 GPUs, 55 s) and R1 (1 GPU, 65 s) run from 0;
+  // W (2 GPUs, preemptionPolicy Never) comes at 1 and cannot start; X (1 GPU, 10 s) comes at 2.
+  // Only R1 leaves for X; R0 runs through and ends at 55.
+  const auto [rows, summary] = run_text(kHead + one_node(4) +
+                                        R"("profile": {"name": "p", "extends": "default", "queueing": "preemptive", "queue_sort": "srtf"},
+    "preemption": {"restart_overhead_s": 5},
+    "workload": {"jobs": [)" + job_json("N", 0, 1000, 1, R"(, "preemptible": false)") + "," + job_json("R0", 0, 55, 2) + "," +
+                                        job_json("R1", 0, 65, 1) + "," + job_json("W", 1, 5, 2, R"(, "preemption_policy": "Never")") + "," +
+                                        job_json("X", 2, 10, 1) + "]}}");
+  CHECK(rows.at("R0").preemptions == 0);
+  CHECK(rows.at("R0").end_s == 55);
+  CHECK(rows.at("R1").preemptions == 1);
+  CHECK(rows.at("N").preemptions == 0);
+}
 
 TEST_CASE("Preemptive mode: victims start again at once where there is room; elastic gangs grow", "[sim][preemptive]") {
   // n0: 2 A100s, n1: 1 T4 (down until 5). v (any GPU) and y (A100) start on n0 at 0; p (2 A100s)

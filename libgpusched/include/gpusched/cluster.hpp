@@ -224,6 +224,9 @@ class ClusterState {
   [[nodiscard]] int gpu_units(NodeId node, const GpuState& g, const TaskRequest& r) const;
   /// The grant for one unit of `r` on GPU `index` of `node`. Not for MIG GPUs: see mig_option().
   [[nodiscard]] GpuGrant unit_grant(NodeId node, std::uint16_t index, const TaskRequest& r) const;
+  /// The grant of the existing GI (profile, start) on MIG GPU `index`: its share of compute and its
+  /// memory (what a task taking that idle GI holds; DRA hands out GIs by name).
+  [[nodiscard]] static GpuGrant mig_instance_grant(std::uint16_t index, const MigGeometry& geo, int profile, int start);
 
   /// One way to give a GI of `r`'s profile on a GPU: an idle GI, or a new one (maybe after
   /// destroying idle GIs).

@@ -51,17 +51,8 @@ std::string mib(std::int64_t v) { return std::to_string(v) + "Mi"; }
 
 }  // namespace
 
-std::optional<int> gpu_index_of(std::string_view name) {
-  if (name.substr(0, 4) != "gpu-" || name.size() == 4 || name.size() > 9) return std::nullopt;
-  int v = 0;
-  for (char c : name.substr(4)) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + (c - '0');
-  }
-  return v;
-}
-
-std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog& catalog, bool whole_gpus_only) {
+namespace {
+std::optional<ResourceSlice> make_slice(const NodeSpec& node, const GpuCatalog& catalog, bool simulated, std::vector<DeviceUnit>* units) {
   ResourceSlice s;
   s.name = node.name + "-gpu.nvidia.com";
   s.driver = std::string(kNvidiaDriver);
@@ -74,7 +65,7 @@ std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog
     const GpuSpec& g = node.gpus[i];
     const GpuModel& m = catalog[g.model];
     if (m.vendor != "NVIDIA") continue;
-    if (whole_gpus_only && g.partition != GpuPartition::kWhole) continue;
+    if (simulated && g.partition != GpuPartition::kWhole && !(g.partition == GpuPartition::kMig && !node.mig_dynamic)) continue;
     std::vector<std::pair<std::string, AttributeValue>> common;
     common.emplace_back(d + "productName", "NVIDIA " + m.name);
     common.emplace_back(d + "brand", std::string("Nvidia"));
@@ -117,6 +108,9 @@ std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog
         if (p.sms > 0) dev.capacity.emplace_back(d + "multiprocessors", Quantity::from_int(p.sms));
         dev.sort();
         s.devices.push_back(std::move(dev));
+        if (units != nullptr) {
+          units->push_back({static_cast<std::uint16_t>(i), static_cast<std::int8_t>(inst.profile), static_cast<std::int8_t>(inst.start)});
+        }
       }
       continue;
     }
@@ -128,19 +122,27 @@ std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog
     dev.capacity.emplace_back(d + "memory", *Quantity::parse(mib(m.memory_mib)));
     dev.sort();
     s.devices.push_back(std::move(dev));
+    if (units != nullptr) units->push_back({static_cast<std::uint16_t>(i), -1, -1});
   }
   if (s.devices.empty()) return std::nullopt;
   return s;
 }
+}  // namespace
 
-ClusterDevices whole_gpu_devices(std::span<const NodeSpec> nodes, const GpuCatalog& catalog) {
+std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog& catalog, bool simulated) {
+  return make_slice(node, catalog, simulated, nullptr);
+}
+
+ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatalog& catalog) {
   ClusterDevices out;
   out.slice_of_node.assign(nodes.size(), -1);
   for (std::size_t u = 0; u < nodes.size(); ++u) {
     out.nodes.push_back({nodes[u].name, nodes[u].labels});
-    if (auto s = nvidia_slice(nodes[u], catalog, true)) {
+    std::vector<DeviceUnit> units;
+    if (auto s = make_slice(nodes[u], catalog, true, &units)) {
       out.slice_of_node[u] = static_cast<std::int32_t>(out.slices.size());
       out.slices.push_back(std::move(*s));
+      out.units.push_back(std::move(units));
     }
   }
   return out;

@@ -24,14 +24,14 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
     Devices d;
     d.cluster = cluster.instance();
     d.classes = claims.classes.get();
-    auto published = dra::whole_gpu_devices(cluster.specs(), cluster.catalog());
+    auto published = dra::simulated_devices(cluster.specs(), cluster.catalog());
     d.slice_of_node = std::move(published.slice_of_node);
     d.nodes = std::move(published.nodes);
     std::uint32_t next = 0;
-    for (const auto& s : published.slices) {
+    for (std::size_t k = 0; k < published.slices.size(); ++k) {
       d.first_device.push_back(next);
-      for (const auto& dev : s.devices) d.gpu_of.push_back(static_cast<std::uint16_t>(dra::gpu_index_of(dev.name).value_or(0)));
-      next += static_cast<std::uint32_t>(s.devices.size());
+      d.unit_of.insert(d.unit_of.end(), published.units[k].begin(), published.units[k].end());
+      next += static_cast<std::uint32_t>(published.slices[k].devices.size());
     }
     d.alloc = std::make_unique<dra::Allocator>(*claims.classes, std::move(published.slices));
     devices_ = std::move(d);
@@ -40,11 +40,16 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
   const Devices& d = *devices_;
   const std::int32_t slice = d.slice_of_node[node.value];
   if (slice >= 0) {
-    // This node's devices: a GPU with any task on it is in use (DRA hands GPUs out whole).
+    // This node's devices: a GPU with any task on it is in use (DRA hands GPUs out whole), and so
+    // is a busy GI.
     const auto gpus = cluster.gpus(node);
     const std::uint32_t first = d.first_device[static_cast<std::size_t>(slice)];
     const auto count = static_cast<std::uint32_t>(d.alloc->slices()[static_cast<std::size_t>(slice)].devices.size());
-    for (std::uint32_t k = first; k < first + count; ++k) in_use_[k] = gpus[d.gpu_of[k]].fully_free() ? 0 : 1;
+    for (std::uint32_t k = first; k < first + count; ++k) {
+      const auto& u = d.unit_of[k];
+      const auto& g = gpus[u.gpu];
+      in_use_[k] = u.mig_profile < 0 ? (g.fully_free() ? 0 : 1) : (cluster.mig_state(g).busy_at(u.mig_start) ? 1 : 0);
+    }
   }
   std::vector<const dra::ResourceClaim*> ptrs;
   for (const auto& c : claims.claims) ptrs.push_back(&c);
@@ -72,18 +77,34 @@ bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ct
   if (!c.claims) return pick_devices(cluster, ctx.request(), node, {}, chooser_, out);
   const auto got = allocate(cluster, *c.claims, node);
   if (!got) return false;
+  // The devices taken, in the allocator's order. Admin access monitors a device without taking
+  // it: the job is not granted that GPU.
   std::vector<std::uint16_t> order;
+  std::vector<GpuGrant> instances;
+  const Devices& d = *devices_;
+  const auto gpus = cluster.gpus(node);
   for (const auto& a : *got) {
     for (const auto& r : a.devices) {
-      // Admin access monitors a device without taking it: the job is not granted that GPU.
       if (r.admin_access) continue;
-      if (const auto g = dra::gpu_index_of(r.device)) order.push_back(static_cast<std::uint16_t>(*g));
+      const auto k = d.alloc->find_device(r.driver, r.pool, r.device);
+      if (!k) return false;
+      const auto& u = d.unit_of[*k];
+      if (u.mig_profile < 0) order.push_back(u.gpu);
+      else instances.push_back(ClusterState::mig_instance_grant(u.gpu, cluster.mig_geometry(gpus[u.gpu]), u.mig_profile, u.mig_start));
     }
   }
-  // The request is `order.size()` whole GPUs (the scenario resolved it so): pick exactly these.
-  const auto wanted = ctx.request().gpu.mode == GpuMode::kNone ? 0 : ctx.request().gpu.count;
-  if (order.size() != static_cast<std::size_t>(wanted)) return false;
-  return pick_devices(cluster, ctx.request(), node, order, chooser_, out);
+  // The request is as many whole GPUs or GIs of one profile (the scenario resolved it so).
+  const auto& r = ctx.request();
+  const auto wanted = static_cast<std::size_t>(r.gpu.mode == GpuMode::kNone ? 0 : r.gpu.count);
+  if (r.gpu.mode == GpuMode::kMig) {
+    if (!order.empty() || instances.size() != wanted) return false;
+    out.node = node;
+    out.gpus = std::move(instances);
+    out.tpu_chips = r.tpu.chips;
+    return true;
+  }
+  if (!instances.empty() || order.size() != wanted) return false;
+  return pick_devices(cluster, r, node, order, chooser_, out);
 }
 
 std::vector<std::string> DynamicResources::warnings() const {

@@ -14,6 +14,8 @@
 /// of one domain with matchAttribute. AMD GPUs and TPU hosts get no devices here.
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+
 #include <gpusched/dra/allocator.hpp>
 #include <gpusched/gpu_catalog.hpp>
 #include <gpusched/node.hpp>
@@ -22,20 +24,27 @@ namespace gpusched::dra {
 
 inline constexpr std::string_view kNvidiaDriver = "gpu.nvidia.com";
 
-/// The node's slice; nullopt when it has no NVIDIA GPU. `whole_gpus_only`: only GPUs handed out
-/// whole (no MIG, vGPU, time-slicing, MPS or passthrough partition), as simulations grant DRA
-/// devices (docs/dra.md).
-[[nodiscard]] std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog& catalog, bool whole_gpus_only = false);
-/// What simulations publish for a cluster (whole GPUs only): the slices in node order, each
-/// node's slice (-1: no device) and each node as the allocator sees it (name and labels).
+/// The node's slice; nullopt when it has no NVIDIA GPU. `simulated`: only the devices
+/// simulations hand out (docs/dra.md): GPUs handed out whole (no MIG, vGPU, time-slicing, MPS or
+/// passthrough partition), and the GIs of static MIG layouts (not on nodes whose MIG is dynamic:
+/// their GIs come and go).
+[[nodiscard]] std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog& catalog, bool simulated = false);
+/// What one published device is in the node model: a whole GPU (mig_profile -1) or a GI.
+struct DeviceUnit {
+  std::uint16_t gpu = 0;
+  std::int8_t mig_profile = -1;   ///< index in the model's MIG geometry
+  std::int8_t mig_start = -1;
+};
+/// What simulations publish for a cluster: the slices in node order, each node's slice (-1: no
+/// device), each node as the allocator sees it (name and labels), and for each slice the unit of
+/// each of its devices, in the slice's order.
 struct ClusterDevices {
   std::vector<ResourceSlice> slices;
   std::vector<std::int32_t> slice_of_node;
   std::vector<NodeInfo> nodes;
+  std::vector<std::vector<DeviceUnit>> units;
 };
-[[nodiscard]] ClusterDevices whole_gpu_devices(std::span<const NodeSpec> nodes, const GpuCatalog& catalog);
-/// The GPU index of a whole-GPU device ("gpu-3" -> 3); nullopt for other names.
-[[nodiscard]] std::optional<int> gpu_index_of(std::string_view device_name);
+[[nodiscard]] ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatalog& catalog);
 /// NVIDIA's DeviceClasses: gpu.nvidia.com (type gpu) and mig.nvidia.com (type mig), with the
 /// chart's selectors.
 [[nodiscard]] std::vector<DeviceClass> nvidia_device_classes();

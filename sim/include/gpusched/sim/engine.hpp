@@ -224,10 +224,10 @@ class Engine final : public JobsView {
   /// kPreemptive: one reallocation over every running and waiting job (see QueuePolicy).
   void preemptive_cycle();
   /// kPreemptive: tries `j` where jobs at positions > `pos` of active_ lose their room if they
-  /// must: they leave from the last in the order until `j` fits, those that would not fit even
-  /// with GPUs only counted (by_count_) before the others; those not on its nodes, then the
-  /// others first in order first while it still fits, get their room back. On success the
-  /// placement is allocated, the victims released and listed in `victims`.
+  /// must. The candidates are listed in the order, those that fit when GPUs are only counted
+  /// (by_count_) first; they leave from the last listed until `j` fits. Then those not on its
+  /// nodes, and the others in the listed order while it still fits, get their room back. On
+  /// success the placement is allocated, the victims released and listed in `victims`.
   bool place_preempting(JobId j, std::size_t pos, std::vector<JobId>& victims);
   /// The restart overhead of job `j` in microseconds, and that of its current run (0 for a
   /// first start).
@@ -326,6 +326,7 @@ class Engine final : public JobsView {
   std::vector<JobId> active_;
   std::vector<std::uint8_t> in_active_, decided_;
   std::vector<std::uint8_t> by_count_;   // kPreemptive: 1 if the job fits when GPUs are only counted, in order
+  std::vector<std::int64_t> count_after_;   // kPreemptive: scratch of the counted pass
   std::vector<std::pair<JobId, std::vector<TaskPlacement>>> started_;   // this cycle's starts
   std::vector<std::pair<JobId, JobId>> victims_;                        // (victim, preemptor)
   SimTime reorder_at_ = SimTime::forever();   // the Reorder event pending (forever: none)

@@ -2,9 +2,9 @@
 /// `dynamic-resources`: kube-scheduler's DynamicResources plugin for jobs whose GPUs come from a
 /// DRA claim (a `claim_template`, resolved by the scenario into JobConstraints::claims;
 /// docs/dra.md). At `filter` it runs Kubernetes' structured allocator (gpusched::dra::Allocator)
-/// for the task's claims on the node, over the node's whole GPUs published in NVIDIA's DRA
-/// vocabulary (dra::nvidia_slice), a GPU with any task being in use; at `device_select` it grants
-/// the GPUs the allocator chose. Jobs without a claim pass the filter, and their devices are
+/// for the task's claims on the node, over the node's whole GPUs and static MIG instances
+/// published in NVIDIA's DRA vocabulary (dra::simulated_devices), a GPU with any task and a busy
+/// GI being in use; at `device_select` it grants the GPUs or GIs the allocator chose. Jobs without a claim pass the filter, and their devices are
 /// chosen as `gpu-first-fit` does.
 ///
 /// Example profile (kube-scheduler's defaults with DRA):
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <gpusched/dra/allocator.hpp>
+#include <gpusched/dra/nvidia.hpp>
 #include <gpusched/policies/devices/device_select.hpp>
 #include <gpusched/policies/framework/plugin.hpp>
 
@@ -41,7 +42,7 @@ class DynamicResources final : public FilterPlugin, public DeviceSelectBase {
     std::unique_ptr<dra::Allocator> alloc;
     std::vector<std::int32_t> slice_of_node;         // node -> its slice (-1: no device)
     std::vector<std::uint32_t> first_device;         // slice -> its first device number
-    std::vector<std::uint16_t> gpu_of;               // device -> GPU index on its node
+    std::vector<dra::DeviceUnit> unit_of;            // device -> its GPU (and GI) on its node
     std::vector<dra::NodeInfo> nodes;
   };
   /// The task's allocation on `node`; nullopt when it does not fit. Errors are noted as warnings.

@@ -16,7 +16,7 @@ class PriorityFifoSort final : public QueueSortPlugin {
 };
 
 /// Also registered as `fjf` (first job fit, the Tiresias simulator's name): the same order, which
-/// under greedy or preemptive queueing skips a job that does not fit and under strict-fifo blocks.
+/// with greedy queueing skips a job that does not fit and preempts nothing (FJF).
 class FifoSort final : public QueueSortPlugin {
  public:
   explicit FifoSort(std::string_view name = "fifo") : name_(name) {}
