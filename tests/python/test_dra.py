@@ -32,7 +32,7 @@ def test_the_example_claims_are_allocated_where_their_constraints_hold(slices_fi
     nvlink = table[table["claim"] == "training/four-gpus-one-nvlink-domain"]
     assert set(nvlink["node"]) == {"hgx-0000"}
     assert list(nvlink["device"]) == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
-    assert table[table["claim"] == "inference/mig-3g"]["device"].item() == "gpu-0-mig-3g40gb-9-4"
+    assert table[table["claim"] == "inference/mig-3g"]["device"].item() == "gpu-0-mig-9-4-4"
     assert table[table["claim"] == "research/hopper-else-ada"]["request"].item() == "gpu/hopper"
 
 

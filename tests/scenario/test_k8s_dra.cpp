@@ -235,7 +235,7 @@ TEST_CASE("DRA slices derived from the node model read back as they were written
   }
   CHECK(outcomes[0].node == "hgx-0000");    // four GPUs of one NVLink domain
   CHECK(outcomes[1].node == "pcie-0000");   // two GPUs behind one PCIe switch
-  CHECK(outcomes[2].allocation->devices[0].device == "gpu-0-mig-3g40gb-9-4");
+  CHECK(outcomes[2].allocation->devices[0].device == "gpu-0-mig-9-4-4");
   CHECK(outcomes[3].allocation->devices[0].request == "gpu/hopper");
   CHECK(outcomes[3].allocation->devices[0].device == "gpu-4");   // gpu-0..3 went to the first claim
 }
@@ -386,6 +386,11 @@ TEST_CASE("DRA claims in scenarios: every mistake is an error before the run", "
   mixed_sizes["dra"]["objects"][0]["spec"]["spec"]["devices"]["requests"][0]["firstAvailable"] = nlohmann::json::parse(
       R"([{"name": "two", "deviceClassName": "gpu.nvidia.com", "count": 2}, {"name": "one", "deviceClassName": "gpu.nvidia.com"}])");
   CHECK(run_error(mixed_sizes).find("firstAvailable alternatives with different counts are not supported in simulations yet") != std::string::npos);
+  // Counting GPUs only would cut the claim job into one-GPU tasks that each carry the claim
+  // (review: the run aborted on an invariant).
+  auto counted = doc;
+  counted["preemption"] = {{"placement", "count"}};
+  CHECK(run_error(counted).find("field '/preemption/placement': placement \"count\" counts GPUs only, which a DRA claim") != std::string::npos);
   auto slices = doc;
   slices["dra"]["objects"] = nlohmann::json::array({nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
       "metadata": {"name": "s"}, "spec": {"driver": "d.io", "nodeName": "n", "pool": {"name": "p", "resourceSliceCount": 1}}})")});
@@ -633,9 +638,9 @@ TEST_CASE("DRA in simulations: static MIG instances are devices; a claim takes G
   CHECK(r.jobs()[4].start_s == 100);
   const auto rows = r.claims();
   REQUIRE(rows.size() == 5);
-  CHECK(rows[0].device == "gpu-0-mig-3g40gb-9-4");
+  CHECK(rows[0].device == "gpu-0-mig-9-4-4");
   CHECK(rows[3].node == "mig-0001");
-  CHECK(rows[3].device == "gpu-1-mig-3g40gb-9-4");
+  CHECK(rows[3].device == "gpu-1-mig-9-4-4");
   CHECK(rows[4].job == "m4");
 
   // Without the profile selector the class matches 4g.40gb and 3g.40gb GIs: a job takes one kind.

@@ -88,17 +88,20 @@ std::optional<ResourceSlice> make_slice(const NodeSpec& node, const GpuCatalog& 
       if (!m.mig) continue;
       for (const auto& inst : g.mig) {
         const MigProfile& p = m.mig->profiles[static_cast<std::size_t>(inst.profile)];
-        // NVIDIA's name drops the profile's dots; gpusched also lowercases it and writes '+'
-        // (media extensions, "1g.10gb+me") as '-', to keep a DNS label, and leaves out a
-        // profile id the catalog does not know.
-        std::string compact;
-        for (char c : p.name) {
-          if (c == '.') continue;
-          compact += c == '+' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        // NVIDIA's name (k8s-dra-driver-gpu, cmd/gpu-kubelet-plugin/deviceinfo.go,
+        // MigDeviceInfo.CanonicalName): gpu-<minor>-mig-<GI profile id>-<placement start>-<size in
+        // memory slices>. A profile whose id the catalog does not know is named by its profile
+        // (lowercased, dots dropped, '+' as '-', to keep a DNS label) instead.
+        std::string id = std::to_string(p.id);
+        if (p.id < 0) {
+          id.clear();
+          for (char c : p.name) {
+            if (c == '.') continue;
+            id += c == '+' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+          }
         }
         Device dev;
-        dev.name = "gpu-" + std::to_string(i) + "-mig-" + compact + (p.id >= 0 ? "-" + std::to_string(p.id) : std::string()) + "-" +
-                   std::to_string(inst.start);
+        dev.name = "gpu-" + std::to_string(i) + "-mig-" + id + "-" + std::to_string(inst.start) + "-" + std::to_string(p.memory_slices);
         dev.attributes = common;
         dev.attributes.emplace_back(d + "type", std::string("mig"));
         dev.attributes.emplace_back(d + "profile", p.name);
@@ -106,6 +109,8 @@ std::optional<ResourceSlice> make_slice(const NodeSpec& node, const GpuCatalog& 
         dev.attributes.emplace_back(d + "uuid", synthetic_uuid("MIG", node.name + "/" + std::to_string(i), static_cast<std::size_t>(inst.start)));
         dev.capacity.emplace_back(d + "memory", *Quantity::parse(mib(p.memory_mib)));
         if (p.sms > 0) dev.capacity.emplace_back(d + "multiprocessors", Quantity::from_int(p.sms));
+        // The memory slices it occupies, one capacity each (as the driver publishes them).
+        for (int k = inst.start; k < inst.start + p.memory_slices; ++k) dev.capacity.emplace_back(d + "memorySlice" + std::to_string(k), Quantity::from_int(1));
         dev.sort();
         s.devices.push_back(std::move(dev));
         if (units != nullptr) {

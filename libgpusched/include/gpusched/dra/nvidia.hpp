@@ -2,13 +2,13 @@
 /// A node's GPUs as NVIDIA's DRA driver (driver `gpu.nvidia.com`, k8s-dra-driver-gpu) publishes
 /// them: one ResourceSlice per node (pool = node name), a device per whole GPU (`gpu-<i>`) or,
 /// for a GPU with static MIG instances, one per instance
-/// (`gpu-<i>-mig-<profile without dots>-<profile id>-<start>`), with the driver's attributes and
+/// (`gpu-<i>-mig-<GI profile id>-<start>-<memory slices>`, as the driver names them), with the driver's attributes and
 /// capacities where the node model knows them (docs/dra.md lists each and its source):
 ///   type ("gpu" | "mig"), uuid (synthetic, stable per node and index), productName, brand,
 ///   architecture and cudaComputeCapability (from the model name), profile and parentUUID
 ///   (MIG), resource.kubernetes.io/numaNode (the GPU's socket), resource.kubernetes.io/pcieRoot
 ///   (derived: GPUs behind one PCIe switch share a root), resource.kubernetes.io/pciBusID (when
-///   discovered), capacity memory (and multiprocessors for MIG).
+///   discovered), capacity memory (and multiprocessors and memorySlice<k> for MIG).
 /// NVIDIA's driver publishes no NVLink attribute on GPUs; gpusched adds its own
 /// `gpusched.io/nvlinkDomain` (int) for GPUs of one NVSwitch domain, so a claim can ask for GPUs
 /// of one domain with matchAttribute. AMD GPUs and TPU hosts get no devices here.
