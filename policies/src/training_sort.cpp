@@ -327,13 +327,21 @@ std::vector<double> read_service_distribution(const std::string& path) {
     if (!header_seen && out.empty() && !number(fields[0], v)) {
       // A header: the column named service (else gpu_time, else duration), or the first.
       header_seen = true;
+      bool found = false;
       for (const char* want : {"service", "gpu_time", "duration"}) {
         const auto it = std::find(fields.begin(), fields.end(), want);
         if (it != fields.end()) {
           column = static_cast<std::size_t>(it - fields.begin());
           column_name = want;
+          found = true;
           break;
         }
+      }
+      // Several columns and none of those: which one holds the samples is a guess; refuse it.
+      if (!found && fields.size() > 1) {
+        throw_error(ErrorCode::kTraceBadValue, {path, n, "header"},
+                    "the header names none of the columns service, gpu_time or duration (a one-column file may name its column "
+                    "as it likes)");
       }
       continue;
     }

@@ -21,7 +21,8 @@ from . import _core
 
 #: Options of `run` / `demo` that take a value (the rest are flags).
 _VALUE_OPTIONS = ("--out", "--seed", "--progress", "--profile", "--traces", "--workload", "--policies", "--seeds", "--jobs",
-                  "--max-arrived", "--format", "--from", "--to")
+                  "--max-arrived", "--format", "--from", "--to", "--trace", "--cluster", "--placement", "--restart-overhead",
+                  "--within-queue", "--quantum", "--distribution", "--starvation", "--thresholds")
 
 
 def _option(args: Sequence[str], name: str) -> Optional[str]:
@@ -125,6 +126,26 @@ def _experiment_dir(args: Sequence[str]) -> Optional[Path]:
     workload = _option(args, "--workload") or "default"
     name = Path(workload).stem if ("/" in workload or workload.endswith(".csv")) else workload
     return Path("out") / f"fgd-{name}"
+
+
+def _tiresias_dir(args: Sequence[str]) -> Optional[Path]:
+    """Where a successful `experiment tiresias` wrote its files, or None for other subcommands."""
+    if _positionals(args)[:2] != ["experiment", "tiresias"]:
+        return None
+    out = _option(args, "--out")
+    return Path(out) if out else Path("out") / "tiresias"
+
+
+def add_tiresias_plot(out_dir: Path) -> Path:
+    """Draws out_dir/jct-cdf.png (the JCT CDF per policy) from summary.csv and jobs-<policy>.csv."""
+    from .experiments import read_tiresias_outputs
+
+    _checkpoint()
+    result = read_tiresias_outputs(out_dir)
+    _checkpoint()
+    png = out_dir / "jct-cdf.png"
+    _replace_atomically(png, lambda tmp: result.plot_cdf(tmp))
+    return png
 
 
 def add_fgd_plot(out_dir: Path) -> Path:
@@ -264,6 +285,17 @@ def _after(args: Sequence[str], rc: int) -> int:
     if rc != 0 or any(a in ("-h", "--help", "--version") for a in args):
         return rc
     try:
+        tiresias_dir = _tiresias_dir(args)
+        if tiresias_dir is not None and (tiresias_dir / "summary.csv").exists():
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                return rc
+            _checkpoint()
+            png = add_tiresias_plot(tiresias_dir)
+            if "--quiet" not in args:
+                print(f"  plot       {png}")
+            return rc
         fgd_dir = _experiment_dir(args)
         if fgd_dir is not None and (fgd_dir / "curve.csv").exists():
             try:

@@ -306,7 +306,7 @@ class TiresiasResult:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
         mode = "Tiresias compat mode" if self.compat else "Tiresias policies on gpusched's engine"
-        ax.set_title(title or f"{mode}, {self.gpus} GPUs")
+        ax.set_title(title or (f"{mode}, {self.gpus} GPUs" if self.gpus else mode))
         fig.tight_layout()   # the axis labels inside the figure (the x label was cut off)
         if path is not None:
             fig.savefig(Path(path), dpi=100, metadata={"Software": None})
@@ -414,6 +414,25 @@ def tiresias(
     return TiresiasResult(jobs=pd.concat(frames, ignore_index=True), summary=pd.DataFrame(rows), gpus=gpus, compat=False)
 
 
+def read_tiresias_outputs(out: PathLike) -> TiresiasResult:
+    """Reads summary.csv and jobs-<policy>.csv written by ``gpusched experiment tiresias`` (either
+    mode: compat files have the simulator's columns). ``gpus`` is 0: the files do not say."""
+    from .result import read_csv
+
+    d = Path(out)
+    summary = read_csv(d / "summary.csv")
+    frames = []
+    for policy in summary["policy"]:
+        jobs = read_csv(d / f"jobs-{policy}.csv")
+        jobs.insert(0, "policy", policy)
+        frames.append(jobs)
+    jobs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    compat = "completed" in jobs.columns and "state" not in jobs.columns
+    if compat:
+        jobs["completed"] = jobs["completed"].astype(str).str.lower() == "true"
+    return TiresiasResult(jobs=jobs, summary=summary, gpus=0, compat=compat)
+
+
 def _summary_row(policy: str, jobs: int, jct: pd.Series, end: pd.Series, queueing: pd.Series, preemptions: int,
                  stuck: bool, overhead_gpu_hours: float) -> Dict[str, Any]:
     """One row of TiresiasResult.summary (summary.csv's columns) from the completed jobs' JCT, end
@@ -450,4 +469,4 @@ def _tiresias_compat(trace_path: Path, spec: Path, names: List[str], starvation:
 
 
 __all__ = ["FGD_POLICIES", "FGD_WORKLOADS", "FgdResult", "TIRESIAS_COMPAT_POLICIES", "TIRESIAS_POLICIES", "TiresiasResult", "default_traces_dir", "fgd",
-           "read_fgd_outputs", "tiresias"]
+           "read_fgd_outputs", "read_tiresias_outputs", "tiresias"]

@@ -272,3 +272,20 @@ def test_tiresias_options_that_would_change_nothing_are_refused_from_python_and_
     a_file.write_text("")
     p = _cli("experiment", "tiresias", "--traces", TRACES, "--cluster", "n1g4", "--out", a_file, "--quiet")
     assert p.returncode == 3 and "cannot create the output folder" in p.stderr, (p.returncode, p.stderr)
+
+
+@pytest.mark.skipif(not (TRACES / "tiresias" / "60_job.csv").exists(), reason="../shared/traces/tiresias/60_job.csv is absent")
+def test_experiment_tiresias_on_the_command_line_draws_the_jct_cdf(tmp_path):
+    for extra, name in ((["--policies", "fjf,srtf"], "engine"), (["--compat", "--policies", "fjf,srtf"], "compat")):
+        out = tmp_path / name
+        p = _cli("experiment", "tiresias", "--traces", TRACES, "--cluster", "n1g4", *extra, "--out", out)
+        assert p.returncode == 0, p.stderr
+        assert "plot" in p.stdout
+        assert (out / "jct-cdf.png").stat().st_size > 1000
+        back = experiments.read_tiresias_outputs(out)
+        assert back.compat == (name == "compat") and list(back.summary["policy"]) == ["fjf", "srtf"]
+        fig = back.plot_cdf()
+        assert len(fig.axes[0].get_lines()) == 2
+        # Each policy's line ends at its completed jobs' count.
+        done = back.jobs[back.jobs["completed"]] if back.compat else back.jobs[back.jobs["state"] == "completed"]
+        assert len(done) == int(back.summary["completed"].sum())

@@ -279,6 +279,18 @@ TEST_CASE("Training orders: bad arguments and distribution files are refused nam
   CHECK(e.where().line == 3);
   CHECK(e.where().field == "gpu_time");
   CHECK(e.code() == ErrorCode::kTraceBadValue);
+  {   // several columns, none named as the samples (review of issue 17: the first was taken)
+    std::ofstream out(file);
+    out << "job_id,num_gpu,submit_time\n1,2,3\n";
+  }
+  const auto header = t::thrown<TraceError>([&] { (void)policies::read_service_distribution(file.string()); });
+  CHECK(header.where().line == 1);
+  CHECK(header.where().field == "header");
+  {   // one column may be named as it likes
+    std::ofstream out(file);
+    out << "seconds\n100\n200\n";
+  }
+  CHECK(policies::read_service_distribution(file.string()).size() == 2);
   std::filesystem::remove(file);
   const auto missing = t::thrown<TraceError>([] { (void)policies::read_service_distribution("/nonexistent/samples.csv"); });
   CHECK(missing.code() == ErrorCode::kTraceCannotOpen);
