@@ -284,40 +284,22 @@ def _after(args: Sequence[str], rc: int) -> int:
     _checkpoint()   # a signal sent while the C++ side had none of its own handlers (or in the hand-back)
     if rc != 0 or any(a in ("-h", "--help", "--version") for a in args):
         return rc
+    # The first that applies: an experiment's folder with its table, or a run's with its series.
+    plots = ((_tiresias_dir(args), "summary.csv", add_tiresias_plot), (_experiment_dir(args), "curve.csv", add_fgd_plot),
+             (_output_dir(args), "timeseries.csv", add_plot))
     try:
-        tiresias_dir = _tiresias_dir(args)
-        if tiresias_dir is not None and (tiresias_dir / "summary.csv").exists():
+        for folder, needs, draw in plots:
+            if folder is None or not (folder / needs).exists():
+                continue
             try:
                 import matplotlib  # noqa: F401
             except ImportError:
                 return rc
             _checkpoint()
-            png = add_tiresias_plot(tiresias_dir)
+            png = draw(folder)
             if "--quiet" not in args:
                 print(f"  plot       {png}")
-            return rc
-        fgd_dir = _experiment_dir(args)
-        if fgd_dir is not None and (fgd_dir / "curve.csv").exists():
-            try:
-                import matplotlib  # noqa: F401
-            except ImportError:
-                return rc
-            _checkpoint()
-            png = add_fgd_plot(fgd_dir)
-            if "--quiet" not in args:
-                print(f"  plot       {png}")
-            return rc
-        out_dir = _output_dir(args)
-        if out_dir is None or not (out_dir / "timeseries.csv").exists():
-            return rc
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            return rc
-        _checkpoint()
-        png = add_plot(out_dir)
-        if "--quiet" not in args:
-            print(f"  plot       {png}")
+            break
     except Exception as exc:  # plotting is a bonus: never fail the command for it
         print(f"gpusched: warning: could not draw the plot: {exc}", file=sys.stderr)
     _checkpoint()

@@ -71,18 +71,27 @@ TEMPLATE = {
 }
 
 
-def test_jobs_with_claims_from_the_python_builders_take_gpus_behind_one_pcie_switch():
-    from gpusched import Cluster, Profile, Scenario, job, jobs
+def _pcie_cluster():
+    from gpusched import Cluster
 
-    cluster = Cluster().node_group("pcie", count=1, cpu=64, memory="512Gi", gpus=4, gpu_model="A100-80GB",
-                                   topology={"gpus_per_pcie_switch": 2})
+    return Cluster().node_group("pcie", count=1, cpu=64, memory="512Gi", gpus=4, gpu_model="A100-80GB",
+                                topology={"gpus_per_pcie_switch": 2})
+
+
+def _pair_scenario():
+    """One 4-GPU node (two PCIe switches); "one" takes a GPU, "pair" claims two behind one switch."""
+    from gpusched import Scenario, job, jobs
+
     profile = {"name": "kube-dra", "filter": [{"name": "node-resources-fit"}, {"name": "dynamic-resources"}],
                "score": [{"name": "first-fit"}], "device_select": {"name": "dynamic-resources"}}
-    sc = Scenario(cluster=cluster, profile=profile, dra_objects=[TEMPLATE], workload=jobs([
+    return Scenario(cluster=_pcie_cluster(), profile=profile, dra_objects=[TEMPLATE], workload=jobs([
         job("one", 0, 600, cpu=4, memory="16Gi", gpus=1),
         job("pair", 1, 300, cpu=8, memory="32Gi", claim_template="pair"),
     ]))
-    table = gpusched.run(sc).jobs
+
+
+def test_jobs_with_claims_from_the_python_builders_take_gpus_behind_one_pcie_switch():
+    table = gpusched.run(_pair_scenario()).jobs
     placed = dict(zip(table["job"], table["placement"]))
     assert placed["one"] == "pcie-0000[0]"
     assert placed["pair"] == "pcie-0000[2,3]"
@@ -91,17 +100,9 @@ def test_jobs_with_claims_from_the_python_builders_take_gpus_behind_one_pcie_swi
 def test_result_claims_names_the_devices_and_requests_and_survives_pickling(tmp_path):
     import pickle
 
-    from gpusched import Cluster, Scenario, job, jobs
+    from gpusched import Scenario, job, jobs
 
-    cluster = Cluster().node_group("pcie", count=1, cpu=64, memory="512Gi", gpus=4, gpu_model="A100-80GB",
-                                   topology={"gpus_per_pcie_switch": 2})
-    profile = {"name": "kube-dra", "filter": [{"name": "node-resources-fit"}, {"name": "dynamic-resources"}],
-               "score": [{"name": "first-fit"}], "device_select": {"name": "dynamic-resources"}}
-    sc = Scenario(cluster=cluster, profile=profile, dra_objects=[TEMPLATE], workload=jobs([
-        job("one", 0, 600, cpu=4, memory="16Gi", gpus=1),
-        job("pair", 1, 300, cpu=8, memory="32Gi", claim_template="pair"),
-    ]))
-    result = gpusched.run(sc)
+    result = gpusched.run(_pair_scenario())
     claims = result.claims
     assert list(claims.columns) == ["job", "task", "node", "claim_template", "request", "driver", "pool", "device",
                                     "admin_access"]
@@ -118,7 +119,7 @@ def test_result_claims_names_the_devices_and_requests_and_survives_pickling(tmp_
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "out" / "claims.csv"), claims, check_dtype=False)
 
     # No claim: an empty table with the same columns, and no file.
-    plain = gpusched.run(Scenario(cluster=cluster, profile="first-fit", workload=jobs([job("one", 0, 600, gpus=1)])))
+    plain = gpusched.run(Scenario(cluster=_pcie_cluster(), profile="first-fit", workload=jobs([job("one", 0, 600, gpus=1)])))
     assert plain.claims.empty and list(plain.claims.columns) == list(claims.columns)
     plain.write(tmp_path / "plain")
     assert not (tmp_path / "plain" / "claims.csv").exists()
