@@ -652,4 +652,10 @@ TEST_CASE("DRA in simulations: static MIG instances are devices; a claim takes G
   auto dynamic = doc;
   dynamic["cluster"]["node_groups"].erase(0);
   CHECK(run_error(dynamic).find("no node can hold the claim of ResourceClaimTemplate \"one-3g\"") != std::string::npos);
+  // Nor under the single strategy (review: the claim's GIs were published there, but the job's
+  // request for 3g.40gb GIs could never pass node-resources-fit on such a node).
+  auto single = doc;
+  single["cluster"]["node_groups"][0]["gpu_partition"] = {{"mode", "mig"}, {"strategy", "single"}, {"layout", {"3g.40gb", "3g.40gb"}}};
+  single["cluster"]["node_groups"].erase(1);
+  CHECK(run_error(single).find("no node can hold the claim of ResourceClaimTemplate \"one-3g\"") != std::string::npos);
 }

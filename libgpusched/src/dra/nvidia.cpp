@@ -65,7 +65,12 @@ std::optional<ResourceSlice> make_slice(const NodeSpec& node, const GpuCatalog& 
     const GpuSpec& g = node.gpus[i];
     const GpuModel& m = catalog[g.model];
     if (m.vendor != "NVIDIA") continue;
-    if (simulated && g.partition != GpuPartition::kWhole && !(g.partition == GpuPartition::kMig && !node.mig_dynamic)) continue;
+    // Simulations: whole GPUs, and the GIs of static layouts on `mixed` nodes (under `single` the
+    // engine hands GIs out as nvidia.com/gpu, so a job cannot ask one for a GI of a profile).
+    if (simulated && g.partition != GpuPartition::kWhole &&
+        !(g.partition == GpuPartition::kMig && !node.mig_dynamic && node.mig_strategy != MigStrategy::kSingle)) {
+      continue;
+    }
     std::vector<std::pair<std::string, AttributeValue>> common;
     common.emplace_back(d + "productName", "NVIDIA " + m.name);
     common.emplace_back(d + "brand", std::string("Nvidia"));

@@ -27,7 +27,8 @@ inline constexpr std::string_view kNvidiaDriver = "gpu.nvidia.com";
 /// The node's slice; nullopt when it has no NVIDIA GPU. `simulated`: only the devices
 /// simulations hand out (docs/dra.md): GPUs handed out whole (no MIG, vGPU, time-slicing, MPS or
 /// passthrough partition), and the GIs of static MIG layouts (not on nodes whose MIG is dynamic:
-/// their GIs come and go).
+/// their GIs come and go; nor under the `single` strategy, where the engine counts GIs as
+/// nvidia.com/gpu).
 [[nodiscard]] std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog& catalog, bool simulated = false);
 /// What one published device is in the node model: a whole GPU (mig_profile -1) or a GI.
 struct DeviceUnit {
