@@ -27,7 +27,8 @@ std::vector<ClaimRow> claim_rows(const sim::Engine& engine) {
     const auto& rt = engine.job(JobId{static_cast<std::uint32_t>(j)});
     if (rt.state != sim::JobState::kRunning && rt.state != sim::JobState::kCompleted) continue;
     if (!published) {
-      published = dra::simulated_devices(cluster.specs(), cluster.catalog());
+      published = claims->slices ? dra::simulated_devices(cluster.specs(), cluster.catalog(), *claims->slices)
+                                 : dra::simulated_devices(cluster.specs(), cluster.catalog());
       std::uint32_t next = 0;
       for (const auto& s : published->slices) {
         first_device.push_back(next);

@@ -8,6 +8,8 @@
 #include <limits>
 #include <sstream>
 #include <set>
+#include <span>
+#include <stdexcept>
 
 #include <gpusched/dra/nvidia.hpp>
 #include <gpusched/embedded_demo.hpp>
@@ -881,11 +883,12 @@ void parse_dra(const Parser& p, const nlohmann::json& j, Scenario& sc) {
     }
   }
   const DraObjects dra = read_dra_objects(objects);
-  if (!dra.slices.empty() || !dra.claims.empty() || !dra.nodes.empty()) {
+  if (!dra.claims.empty() || !dra.nodes.empty()) {
     p.fail(ErrorCode::kScenarioBadValue, "/dra/objects",
-           "a scenario's dra.objects holds DeviceClasses and ResourceClaimTemplates: devices come from the cluster "
-           "(gpusched dra slices shows them) and claims from the jobs' claim_template");
+           "a scenario's dra.objects holds DeviceClasses, ResourceClaimTemplates and ResourceSlices: nodes come from the cluster "
+           "and claims from the jobs' claim_template");
   }
+  if (!dra.slices.empty()) sc.dra_slices = std::make_shared<const std::vector<dra::ResourceSlice>>(dra.slices);
   auto classes = std::make_shared<std::vector<dra::DeviceClass>>(dra::nvidia_device_classes());
   for (const auto& c : dra.classes) {
     auto it = std::find_if(classes->begin(), classes->end(), [&](const dra::DeviceClass& x) { return x.name == c.name; });
@@ -1222,6 +1225,18 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
   std::vector<dra::NodeInfo> nodes;
   std::vector<std::vector<dra::DeviceUnit>> units;   // slice -> its devices' GPUs and GIs
   std::vector<std::size_t> node_of_slice;
+  // The devices as the dynamic-resources plugin will see them: the nodes' own, or the slices the
+  // scenario gives in their place (checked here, whether or not a job has a claim).
+  const std::span<const dra::ResourceSlice> given = sc.dra_slices ? std::span<const dra::ResourceSlice>(*sc.dra_slices)
+                                                                   : std::span<const dra::ResourceSlice>();
+  const auto publish = [&] {
+    try {
+      return dra::simulated_devices(sc.nodes, sc.catalog, given);
+    } catch (const std::invalid_argument& e) {
+      throw_error(ErrorCode::kScenarioBadValue, {sc.source, 0, "/dra/objects"}, e.what());
+    }
+  };
+  if (!given.empty()) (void)publish();
   for (auto& j : jobs) {
     const std::string& name = j.constraints.claim_template;
     if (name.empty()) continue;
@@ -1240,8 +1255,9 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       dc->template_name = name;
       dc->classes = sc.dra_classes;
       dc->claims = {t->second};
+      dc->slices = sc.dra_slices;
       if (!empty_cluster) {   // the devices the dynamic-resources plugin will see
-        auto published = dra::simulated_devices(sc.nodes, sc.catalog);
+        auto published = publish();
         nodes = std::move(published.nodes);
         units = std::move(published.units);
         node_of_slice.resize(published.slices.size());

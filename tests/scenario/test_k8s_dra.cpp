@@ -391,14 +391,14 @@ TEST_CASE("DRA claims in scenarios: every mistake is an error before the run", "
   auto counted = doc;
   counted["preemption"] = {{"placement", "count"}};
   CHECK(run_error(counted).find("field '/preemption/placement': placement \"count\" counts GPUs only, which a DRA claim") != std::string::npos);
-  auto slices = doc;
-  slices["dra"]["objects"] = nlohmann::json::array({nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-      "metadata": {"name": "s"}, "spec": {"driver": "d.io", "nodeName": "n", "pool": {"name": "p", "resourceSliceCount": 1}}})")});
+  auto claim = doc;
+  claim["dra"]["objects"] = nlohmann::json::array({nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+      "metadata": {"name": "c", "namespace": "n"}, "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}})")});
   try {
-    (void)dra_scenario(slices);
+    (void)dra_scenario(claim);
     FAIL("accepted");
   } catch (const Error& e) {
-    CHECK(std::string(e.what()).find("devices come from the cluster") != std::string::npos);
+    CHECK(std::string(e.what()).find("claims from the jobs' claim_template") != std::string::npos);
   }
 }
 
@@ -658,4 +658,58 @@ TEST_CASE("DRA in simulations: static MIG instances are devices; a claim takes G
   single["cluster"]["node_groups"][0]["gpu_partition"] = {{"mode", "mig"}, {"strategy", "single"}, {"layout", {"3g.40gb", "3g.40gb"}}};
   single["cluster"]["node_groups"].erase(1);
   CHECK(run_error(single).find("no node can hold the claim of ResourceClaimTemplate \"one-3g\"") != std::string::npos);
+}
+
+TEST_CASE("DRA in simulations: ResourceSlices given in the scenario stand in for a node's own, device by device",
+          "[dra][engine]") {
+  // pcie-0000's slice as a real cluster printed it: NVML's product name, a pool of its own, and
+  // gpu-3 left out (not published). A claim for two GPUs of that product can only go there, and
+  // one pair at a time: the second finds gpu-2 alone and waits.
+  auto doc = dra_scenario_doc();
+  doc["dra"]["objects"] = nlohmann::json::array({nlohmann::json::parse(R"({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "pcie-0000-gpus"},
+    "spec": {"driver": "gpu.nvidia.com", "nodeName": "pcie-0000", "pool": {"name": "p0", "generation": 1, "resourceSliceCount": 1},
+      "devices": [
+        {"name": "gpu-0", "attributes": {"type": {"string": "gpu"}, "productName": {"string": "NVIDIA A100-SXM4-80GB"}}},
+        {"name": "gpu-1", "attributes": {"type": {"string": "gpu"}, "productName": {"string": "NVIDIA A100-SXM4-80GB"}}},
+        {"name": "gpu-2", "attributes": {"type": {"string": "gpu"}, "productName": {"string": "NVIDIA A100-SXM4-80GB"}}}]}})"),
+    nlohmann::json::parse(R"({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "sxm-pair"},
+    "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2,
+      "selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100-SXM4-80GB'"}}]}}]}}}})")});
+  doc["workload"]["jobs"] = nlohmann::json::parse(R"([
+    {"id": "p1", "submit_time": 0, "duration": 100, "claim_template": "sxm-pair", "requests": {"cpu": "1", "memory": "1Gi"}},
+    {"id": "p2", "submit_time": 1, "duration": 100, "claim_template": "sxm-pair", "requests": {"cpu": "1", "memory": "1Gi"}},
+    {"id": "one", "submit_time": 2, "duration": 10, "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}}])");
+  doc["outputs"] = {{"event_log", true}};
+  const auto r = run(dra_scenario(doc));
+  const auto got = starts(r);
+  CHECK(got.at("p1") == "pcie-0000[0,1]");
+  CHECK(got.at("p2") == "pcie-0000[0,1]");   // after p1: gpu-2 alone cannot make a pair
+  CHECK(r.jobs()[1].start_s == 100);
+  CHECK(got.at("one") == "pcie-0000[2]");    // jobs without a claim still see every GPU
+  const auto rows = r.claims();
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0].pool == "p0");
+  CHECK(rows[1].device == "gpu-1");
+
+  auto error_of = [&](const std::string& slice) {
+    auto bad = doc;
+    bad["dra"]["objects"][0] = nlohmann::json::parse(slice);
+    return run_error(bad);
+  };
+  CHECK(error_of(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+      "spec": {"driver": "gpu.nvidia.com", "nodeName": "pcie-0000", "pool": {"name": "p0", "resourceSliceCount": 1},
+      "devices": [{"name": "gpu-9"}]}})")
+            .find("field '/dra/objects': ResourceSlice \"s\": device \"gpu-9\" is no device node \"pcie-0000\" hands out in a simulation "
+                  "(it has: gpu-0, gpu-1, gpu-2, gpu-3)") != std::string::npos);
+  CHECK(error_of(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+      "spec": {"driver": "gpu.nvidia.com", "nodeName": "nope", "pool": {"name": "p0", "resourceSliceCount": 1}, "devices": []}})")
+            .find("ResourceSlice \"s\": no node of the cluster is named \"nope\"") != std::string::npos);
+  CHECK(error_of(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+      "spec": {"driver": "gpu.nvidia.com", "allNodes": true, "pool": {"name": "p0", "resourceSliceCount": 1}, "devices": []}})")
+            .find("in a simulation a slice names its node") != std::string::npos);
+  CHECK(error_of(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+      "spec": {"driver": "nic.example.com", "nodeName": "pcie-0000", "pool": {"name": "p0", "resourceSliceCount": 1}, "devices": []}})")
+            .find("driver \"nic.example.com\"") != std::string::npos);
 }

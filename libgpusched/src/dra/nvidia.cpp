@@ -1,6 +1,10 @@
 #include <gpusched/dra/nvidia.hpp>
 
+#include <algorithm>
 #include <cctype>
+#include <map>
+#include <stdexcept>
+#include <string_view>
 #include <cstdio>
 
 namespace gpusched::dra {
@@ -143,13 +147,54 @@ std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog
   return make_slice(node, catalog, simulated, nullptr);
 }
 
-ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatalog& catalog) {
+ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatalog& catalog, std::span<const ResourceSlice> given) {
+  std::map<std::string_view, std::size_t> node_index;
+  for (std::size_t u = 0; u < nodes.size(); ++u) node_index.emplace(nodes[u].name, u);
+  std::map<std::size_t, const ResourceSlice*> given_for;   // node -> its given slice
+  for (const auto& g : given) {
+    const std::string who = "ResourceSlice \"" + g.name + "\"";
+    if (g.node_name.empty()) {
+      throw std::invalid_argument(who + ": in a simulation a slice names its node (spec.nodeName); allNodes and nodeSelector slices "
+                                  "have no GPU of the model to stand for");
+    }
+    if (g.driver != kNvidiaDriver) {
+      throw std::invalid_argument(who + ": driver \"" + g.driver + "\": simulations hand out the node model's NVIDIA GPUs and GIs, "
+                                  "so a given slice is of driver gpu.nvidia.com");
+    }
+    const auto n = node_index.find(g.node_name);
+    if (n == node_index.end()) throw std::invalid_argument(who + ": no node of the cluster is named \"" + g.node_name + "\"");
+    if (!given_for.emplace(n->second, &g).second) {
+      throw std::invalid_argument(who + ": node \"" + g.node_name + "\" has another given slice (one per node in a simulation)");
+    }
+  }
   ClusterDevices out;
   out.slice_of_node.assign(nodes.size(), -1);
   for (std::size_t u = 0; u < nodes.size(); ++u) {
     out.nodes.push_back({nodes[u].name, nodes[u].labels});
     std::vector<DeviceUnit> units;
-    if (auto s = make_slice(nodes[u], catalog, true, &units)) {
+    auto s = make_slice(nodes[u], catalog, true, &units);
+    if (const auto g = given_for.find(u); g != given_for.end()) {
+      // The given devices, each the model's device of that name.
+      std::vector<DeviceUnit> mapped;
+      for (const auto& dev : g->second->devices) {
+        const bool known = s && std::any_of(s->devices.begin(), s->devices.end(), [&](const Device& m) { return m.name == dev.name; });
+        if (!known) {
+          std::string names;
+          if (s) {
+            for (const auto& m : s->devices) names += (names.empty() ? "" : ", ") + m.name;
+          }
+          throw std::invalid_argument("ResourceSlice \"" + g->second->name + "\": device \"" + dev.name + "\" is no device node \"" +
+                                      nodes[u].name + "\" hands out in a simulation (" +
+                                      (names.empty() ? std::string("it has none: whole GPUs and static MIG instances only") : "it has: " + names) + ")");
+        }
+        const auto at = std::find_if(s->devices.begin(), s->devices.end(), [&](const Device& m) { return m.name == dev.name; });
+        mapped.push_back(units[static_cast<std::size_t>(at - s->devices.begin())]);
+      }
+      if (mapped.empty()) continue;   // the node publishes nothing
+      s = *g->second;
+      units = std::move(mapped);
+    }
+    if (s) {
       out.slice_of_node[u] = static_cast<std::int32_t>(out.slices.size());
       out.slices.push_back(std::move(*s));
       out.units.push_back(std::move(units));

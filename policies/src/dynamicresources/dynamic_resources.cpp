@@ -14,7 +14,7 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
     return instance != 0 && (devices_->cluster == instance ||
                              std::find(devices_->copies.begin(), devices_->copies.end(), instance) != devices_->copies.end());
   };
-  const bool reuse = devices_ && devices_->classes == claims.classes.get() && devices_->nodes.size() == cluster.node_count() &&
+  const bool reuse = devices_ && devices_->classes == claims.classes.get() && devices_->given == claims.slices.get() && devices_->nodes.size() == cluster.node_count() &&
                      (known(cluster.instance()) || known(cluster.copied_from()));
   if (reuse && !known(cluster.instance())) {
     if (devices_->copies.size() >= 16) devices_->copies.erase(devices_->copies.begin());
@@ -24,7 +24,10 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
     Devices d;
     d.cluster = cluster.instance();
     d.classes = claims.classes.get();
-    auto published = dra::simulated_devices(cluster.specs(), cluster.catalog());
+    d.given = claims.slices.get();
+    // The scenario checked the given slices against these nodes (resolve_claims).
+    auto published = claims.slices ? dra::simulated_devices(cluster.specs(), cluster.catalog(), *claims.slices)
+                                   : dra::simulated_devices(cluster.specs(), cluster.catalog());
     d.slice_of_node = std::move(published.slice_of_node);
     d.nodes = std::move(published.nodes);
     std::uint32_t next = 0;

@@ -121,6 +121,9 @@ struct DeviceClaims {
   std::string template_name;
   std::shared_ptr<const std::vector<DeviceClass>> classes;
   std::vector<ResourceClaim> claims;
+  /// ResourceSlices the scenario gives for some nodes, in place of those derived from their model
+  /// (dra::simulated_devices); null: none.
+  std::shared_ptr<const std::vector<ResourceSlice>> slices;
 };
 
 /// One claim's allocation: the devices in the order they were chosen, and where the claim can

@@ -45,7 +45,15 @@ struct ClusterDevices {
   std::vector<NodeInfo> nodes;
   std::vector<std::vector<DeviceUnit>> units;
 };
-[[nodiscard]] ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatalog& catalog);
+///
+/// `given`: slices a scenario gives (as kubectl prints them) for some nodes. Each names one node
+/// (nodeName), is of driver gpu.nvidia.com, and lists devices by the names the node's model
+/// publishes (`gpu-<i>`, the GIs' names): it replaces the derived slice, its attributes and
+/// capacities deciding the selectors, while each device stays the GPU or GI of that name. A
+/// device the model does not hand out, a second slice for a node, or an unknown node throws
+/// std::invalid_argument naming the slice.
+[[nodiscard]] ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatalog& catalog,
+                                               std::span<const ResourceSlice> given = {});
 /// NVIDIA's DeviceClasses: gpu.nvidia.com (type gpu) and mig.nvidia.com (type mig), with the
 /// chart's selectors.
 [[nodiscard]] std::vector<DeviceClass> nvidia_device_classes();

@@ -126,6 +126,8 @@ struct Scenario {
   /// then the scenario's), and ResourceClaimTemplates by name, which jobs name in their
   /// `claim_template` field. Null / empty without a `dra` section.
   std::shared_ptr<const std::vector<dra::DeviceClass>> dra_classes;
+  /// ResourceSlices dra.objects gives for some nodes, in place of those derived from their model.
+  std::shared_ptr<const std::vector<dra::ResourceSlice>> dra_slices;
   std::map<std::string, dra::ResourceClaim> claim_templates;
 };
 

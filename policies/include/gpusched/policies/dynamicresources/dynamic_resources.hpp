@@ -39,6 +39,7 @@ class DynamicResources final : public FilterPlugin, public DeviceSelectBase {
     std::uint64_t cluster = 0;                       // ClusterState::instance() they were built for
     std::vector<std::uint64_t> copies;               // instances copied from it (EASY backfill's scratch clusters)
     const std::vector<dra::DeviceClass>* classes = nullptr;
+    const std::vector<dra::ResourceSlice>* given = nullptr;   // the scenario's slices (DeviceClaims::slices)
     std::unique_ptr<dra::Allocator> alloc;
     std::vector<std::int32_t> slice_of_node;         // node -> its slice (-1: no device)
     std::vector<std::uint32_t> first_device;         // slice -> its first device number
