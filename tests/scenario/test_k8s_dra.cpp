@@ -703,6 +703,13 @@ TEST_CASE("DRA in simulations: ResourceSlices given in the scenario stand in for
       "devices": [{"name": "gpu-9"}]}})")
             .find("field '/dra/objects': ResourceSlice \"s\": device \"gpu-9\" is no device node \"pcie-0000\" hands out in a simulation "
                   "(it has: gpu-0, gpu-1, gpu-2, gpu-3)") != std::string::npos);
+  // A pool is one node's (review: a given slice on pcie-0001 in the pool named after pcie-0000 made
+  // pcie-0000's busy GPUs busy there too).
+  CHECK(error_of(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+      "spec": {"driver": "gpu.nvidia.com", "nodeName": "pcie-0001", "pool": {"name": "pcie-0000", "resourceSliceCount": 1},
+      "devices": [{"name": "gpu-0"}]}})")
+            .find("ResourceSlices \"pcie-0000-gpu.nvidia.com\" (node pcie-0000) and \"s\" (node pcie-0001) are both in pool "
+                  "\"pcie-0000\"") != std::string::npos);
   CHECK(error_of(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
       "spec": {"driver": "gpu.nvidia.com", "nodeName": "nope", "pool": {"name": "p0", "resourceSliceCount": 1}, "devices": []}})")
             .find("ResourceSlice \"s\": no node of the cluster is named \"nope\"") != std::string::npos);

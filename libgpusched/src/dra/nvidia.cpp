@@ -200,6 +200,17 @@ ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatal
       out.units.push_back(std::move(units));
     }
   }
+  // Kubernetes tells devices apart by driver, pool and name: two nodes' slices in one pool would
+  // make one node's devices in use on the other (review).
+  std::map<std::string_view, const ResourceSlice*> by_pool;
+  for (const auto& sl : out.slices) {
+    const auto [it, fresh] = by_pool.emplace(sl.pool, &sl);
+    if (!fresh) {
+      throw std::invalid_argument("ResourceSlices \"" + it->second->name + "\" (node " + it->second->node_name + ") and \"" + sl.name +
+                                  "\" (node " + sl.node_name + ") are both in pool \"" + sl.pool +
+                                  "\": in a simulation each node's devices are a pool of their own");
+    }
+  }
   return out;
 }
 
