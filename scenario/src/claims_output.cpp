@@ -18,7 +18,6 @@ std::vector<ClaimRow> claim_rows(const sim::Engine& engine) {
   // The devices as the dynamic-resources plugin published them, built when the first claim job
   // is met (most runs have none), and one allocator per set of DeviceClasses.
   std::optional<dra::ClusterDevices> published;
-  std::vector<std::uint32_t> first_device;   // slice -> its first device number
   std::map<const std::vector<dra::DeviceClass>*, dra::Allocator> allocators;
   for (std::size_t j = 0; j < workload.size(); ++j) {
     const auto& spec = workload[j];
@@ -26,15 +25,7 @@ std::vector<ClaimRow> claim_rows(const sim::Engine& engine) {
     if (!claims) continue;
     const auto& rt = engine.job(JobId{static_cast<std::uint32_t>(j)});
     if (rt.state != sim::JobState::kRunning && rt.state != sim::JobState::kCompleted) continue;
-    if (!published) {
-      published = claims->slices ? dra::simulated_devices(cluster.specs(), cluster.catalog(), *claims->slices)
-                                 : dra::simulated_devices(cluster.specs(), cluster.catalog());
-      std::uint32_t next = 0;
-      for (const auto& s : published->slices) {
-        first_device.push_back(next);
-        next += static_cast<std::uint32_t>(s.devices.size());
-      }
-    }
+    if (!published) published = dra::simulated_devices(cluster.specs(), cluster.catalog(), dra::given_slices(claims->slices));
     auto it = allocators.find(claims->classes.get());
     if (it == allocators.end()) it = allocators.emplace(claims->classes.get(), dra::Allocator(*claims->classes, published->slices)).first;
     const dra::Allocator& alloc = it->second;
@@ -62,7 +53,7 @@ std::vector<ClaimRow> claim_rows(const sim::Engine& engine) {
             return x.index == u.gpu && x.mig_profile == u.mig_profile && (u.mig_profile < 0 || x.mig_start == u.mig_start);
           });
           if (!held) continue;
-          in_use[first_device[static_cast<std::size_t>(slice)] + k] = 0;
+          in_use[alloc.first_device(static_cast<std::size_t>(slice)) + k] = 0;
           granted.push_back(k);
         }
         try {

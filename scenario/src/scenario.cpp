@@ -1214,6 +1214,13 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source, co
   return sc;
 }
 
+namespace {
+/// A request's alternatives: `exactly`, or its firstAvailable list.
+std::span<const dra::DeviceSubRequest> alternatives(const dra::DeviceRequest& req) {
+  return req.first_available.empty() ? std::span<const dra::DeviceSubRequest>(&req.exactly, 1) : std::span<const dra::DeviceSubRequest>(req.first_available);
+}
+}  // namespace
+
 void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& source) {
   struct Made {
     std::shared_ptr<const dra::DeviceClaims> claims;
@@ -1227,8 +1234,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
   std::vector<std::size_t> node_of_slice;
   // The devices as the dynamic-resources plugin will see them: the nodes' own, or the slices the
   // scenario gives in their place (checked here, whether or not a job has a claim).
-  const std::span<const dra::ResourceSlice> given = sc.dra_slices ? std::span<const dra::ResourceSlice>(*sc.dra_slices)
-                                                                   : std::span<const dra::ResourceSlice>();
+  const std::span<const dra::ResourceSlice> given = dra::given_slices(sc.dra_slices);
   const auto publish = [&] {
     try {
       return dra::simulated_devices(sc.nodes, sc.catalog, given);
@@ -1266,6 +1272,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         }
         empty_cluster.emplace(*sc.dra_classes, std::move(published.slices));
       }
+      if (t->second.requests.empty()) throw_error(ErrorCode::kTraceBadValue, where, "ResourceClaimTemplate \"" + name + "\" asks for no device");
       // The GPUs the job takes: the claim's devices without admin access (those are monitored,
       // not taken). An exact count gives it up front; `All` takes every matching device of the
       // node, so the count is the same on every node that can hold the claim, or the job could
@@ -1274,10 +1281,9 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       bool all_mode = false;
       const std::string in = "ResourceClaimTemplate \"" + name + "\", request ";
       for (const auto& req : t->second.requests) {
-        const std::vector<dra::DeviceSubRequest> alts = req.first_available.empty() ? std::vector<dra::DeviceSubRequest>{req.exactly} : req.first_available;
+        const auto alts = alternatives(req);
         for (const auto& a : alts) {
-          const bool known_class = std::any_of(sc.dra_classes->begin(), sc.dra_classes->end(), [&](const dra::DeviceClass& c) { return c.name == a.device_class; });
-          if (!known_class) throw_error(ErrorCode::kTraceBadValue, where, in + req.name + ": no DeviceClass is named \"" + a.device_class + "\"");
+          if (empty_cluster->find_class(a.device_class) == nullptr) throw_error(ErrorCode::kTraceBadValue, where, in + req.name + ": no DeviceClass is named \"" + a.device_class + "\"");
           if (alts.size() > 1 && a.mode == dra::AllocationMode::kAll) {
             throw_error(ErrorCode::kTraceBadValue, where,
                         in + req.name + ": a firstAvailable alternative with allocationMode All is not supported in simulations yet (docs/dra.md)");
@@ -1302,16 +1308,10 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       // The kind of device the job takes: whole GPUs, or GIs of one MIG profile, whichever the
       // requests' classes and selectors can match on any node; a job states one kind.
       std::set<std::string> kinds;   // "" whole GPUs, else a MIG profile
-      const auto class_named = [&](const std::string& n) -> const dra::DeviceClass* {
-        for (auto c = sc.dra_classes->rbegin(); c != sc.dra_classes->rend(); ++c) {
-          if (c->name == n) return &*c;
-        }
-        return nullptr;
-      };
       for (const auto& req : t->second.requests) {
-        for (const auto& a : req.first_available.empty() ? std::vector<dra::DeviceSubRequest>{req.exactly} : req.first_available) {
+        for (const auto& a : alternatives(req)) {
           if (a.admin_access) continue;
-          const dra::DeviceClass* cls = class_named(a.device_class);
+          const dra::DeviceClass* cls = empty_cluster->find_class(a.device_class);
           for (std::size_t k = 0; k < empty_cluster->slices().size(); ++k) {
             const auto& sl = empty_cluster->slices()[k];
             const auto& spec = sc.nodes[node_of_slice[k]];
@@ -1376,7 +1376,6 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
                     "job \"" + j.name + "\": no node can hold the claim of ResourceClaimTemplate \"" + name + "\", even with all its GPUs free" +
                         (first_error.empty() ? std::string() : " (" + first_error + ")"));
       }
-      if (t->second.requests.empty()) throw_error(ErrorCode::kTraceBadValue, where, "ResourceClaimTemplate \"" + name + "\" asks for no device");
       it = made.emplace(name, Made{std::move(dc), static_cast<std::int32_t>(gpus), kinds.empty() ? std::string() : *kinds.begin()}).first;
     }
     if (j.request.gpu.mode != GpuMode::kNone) {

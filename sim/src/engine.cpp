@@ -933,15 +933,13 @@ bool Engine::place_preempting(JobId j, std::size_t pos, std::vector<JobId>& vict
   // those that would not run even with GPUs only counted come last, so they leave first: the
   // walk would not keep them anyway, and a job it will keep is not moved for nothing.
   std::vector<JobId> lower;
-  for (const std::uint8_t counted : {1, 0}) {
-    for (std::size_t k = pos + 1; k < active_.size(); ++k) {
-      const JobId r = active_[k];
-      if (by_count_[r.value] == counted && jobs_[r.value].state == JobState::kRunning && decided_[r.value] == kKept &&
-          workload_[r.value].constraints.preemptible) {
-        lower.push_back(r);
-      }
+  for (std::size_t k = pos + 1; k < active_.size(); ++k) {
+    const JobId r = active_[k];
+    if (jobs_[r.value].state == JobState::kRunning && decided_[r.value] == kKept && workload_[r.value].constraints.preemptible) {
+      lower.push_back(r);
     }
   }
+  std::stable_partition(lower.begin(), lower.end(), [this](JobId r) { return by_count_[r.value] == 1; });
   if (lower.empty()) return false;
   auto release = [this](JobId r) {
     for (const auto& p : jobs_[r.value].placements) cluster_->release(workload_[r.value].request, p);

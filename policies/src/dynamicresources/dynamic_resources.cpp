@@ -26,16 +26,10 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
     d.classes = claims.classes.get();
     d.given = claims.slices.get();
     // The scenario checked the given slices against these nodes (resolve_claims).
-    auto published = claims.slices ? dra::simulated_devices(cluster.specs(), cluster.catalog(), *claims.slices)
-                                   : dra::simulated_devices(cluster.specs(), cluster.catalog());
+    auto published = dra::simulated_devices(cluster.specs(), cluster.catalog(), dra::given_slices(claims.slices));
     d.slice_of_node = std::move(published.slice_of_node);
     d.nodes = std::move(published.nodes);
-    std::uint32_t next = 0;
-    for (std::size_t k = 0; k < published.slices.size(); ++k) {
-      d.first_device.push_back(next);
-      d.unit_of.insert(d.unit_of.end(), published.units[k].begin(), published.units[k].end());
-      next += static_cast<std::uint32_t>(published.slices[k].devices.size());
-    }
+    for (const auto& units : published.units) d.unit_of.insert(d.unit_of.end(), units.begin(), units.end());
     d.alloc = std::make_unique<dra::Allocator>(*claims.classes, std::move(published.slices));
     devices_ = std::move(d);
     in_use_ = devices_->alloc->no_devices_in_use();
@@ -46,7 +40,7 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
     // This node's devices: a GPU with any task on it is in use (DRA hands GPUs out whole), and so
     // is a busy GI.
     const auto gpus = cluster.gpus(node);
-    const std::uint32_t first = d.first_device[static_cast<std::size_t>(slice)];
+    const std::uint32_t first = d.alloc->first_device(static_cast<std::size_t>(slice));
     const auto count = static_cast<std::uint32_t>(d.alloc->slices()[static_cast<std::size_t>(slice)].devices.size());
     for (std::uint32_t k = first; k < first + count; ++k) {
       const auto& u = d.unit_of[k];

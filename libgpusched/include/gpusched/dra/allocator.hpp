@@ -168,6 +168,8 @@ class Allocator {
   static constexpr std::uint64_t kMaxSteps = 5'000'000;
   [[nodiscard]] const Device& device(std::uint32_t d) const;
   [[nodiscard]] const ResourceSlice& slice_of(std::uint32_t d) const { return slices_[device_slice_[d]]; }
+  /// The number of slice `s`'s first device (its devices follow in order).
+  [[nodiscard]] std::uint32_t first_device(std::size_t s) const { return slice_first_[s]; }
 
   /// Allocates `claims` together for a pod on `node`: one Allocation per claim, in order, or
   /// nullopt when they do not fit on that node. `in_use` (device_count() long) marks devices

@@ -54,6 +54,10 @@ struct ClusterDevices {
 /// std::invalid_argument naming the slice.
 [[nodiscard]] ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatalog& catalog,
                                                std::span<const ResourceSlice> given = {});
+/// The given slices a scenario or a job's claims carry (none when null).
+[[nodiscard]] inline std::span<const ResourceSlice> given_slices(const std::shared_ptr<const std::vector<ResourceSlice>>& slices) {
+  return slices ? std::span<const ResourceSlice>(*slices) : std::span<const ResourceSlice>();
+}
 /// NVIDIA's DeviceClasses: gpu.nvidia.com (type gpu) and mig.nvidia.com (type mig), with the
 /// chart's selectors.
 [[nodiscard]] std::vector<DeviceClass> nvidia_device_classes();

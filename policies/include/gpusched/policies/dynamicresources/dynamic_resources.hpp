@@ -42,7 +42,6 @@ class DynamicResources final : public FilterPlugin, public DeviceSelectBase {
     const std::vector<dra::ResourceSlice>* given = nullptr;   // the scenario's slices (DeviceClaims::slices)
     std::unique_ptr<dra::Allocator> alloc;
     std::vector<std::int32_t> slice_of_node;         // node -> its slice (-1: no device)
-    std::vector<std::uint32_t> first_device;         // slice -> its first device number
     std::vector<dra::DeviceUnit> unit_of;            // device -> its GPU (and GI) on its node
     std::vector<dra::NodeInfo> nodes;
   };
