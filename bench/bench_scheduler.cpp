@@ -28,7 +28,8 @@
 //       column is the mean decision (manual time). Counters: p50_ns, p99_ns, max_ns, mean_ns,
 //       unplaced_pct (decisions that found no node), gpu_alloc_pct (mean before a decision),
 //       and the node index's counters per decision (idx_answered_pct, idx_updates_per_dec,
-//       idx_rebuilds). The latency histogram (log2 buckets in ns) goes to the CSV file named
+//       idx_rebuilds, idx_walk_pct: decisions a score-order or first-feasible walk answered,
+//       idx_gave_up: walks past their budget). The latency histogram (log2 buckets in ns) goes to the CSV file named
 //       by GPUSCHED_LATENCY_CSV (truncated at start; columns benchmark, profile, nodes, index,
 //       bucket_lo_ns, bucket_hi_ns, count), else to stderr (so --benchmark_format=json stays
 //       valid). GPUSCHED_LATENCY_NODES: a comma list of node counts instead of 5000.
@@ -352,6 +353,8 @@ void BM_Scheduler_DecisionLatency(benchmark::State& state, const std::string& pr
                                        static_cast<double>(std::max<std::uint64_t>(1, is.decisions + is.fallbacks));
   state.counters["idx_updates_per_dec"] = static_cast<double>(is.node_updates) / n;
   state.counters["idx_rebuilds"] = static_cast<double>(is.rebuilds);
+  state.counters["idx_walk_pct"] = 100.0 * static_cast<double>(is.ordered + is.first_feasible) / n;   // from a score-order walk
+  state.counters["idx_gave_up"] = static_cast<double>(is.gave_up);
   write_histogram("BM_Scheduler_DecisionLatency/" + profile + "/nodes:" + std::to_string(nodes) + "/index:" + (index ? "1" : "0"),
                   profile, nodes, index, rec);
 }

@@ -372,18 +372,20 @@ class OrderTreap {
 /// Every node in one score plugin's order (ScorePlugin::order_key), with its free capacity as
 /// bounds (CapacityNeed::of), shared by every request: brought up to date from the cluster's
 /// change log (a changed node leaves its group and enters again: O(log nodes)), rebuilt for
-/// another cluster object or when order_epoch() changes.
+/// another cluster object or when order_epoch() changes. One per order variant
+/// (ScorePlugin::order_variants).
 class ScoreOrder : public PerCluster {
  public:
   static constexpr std::uint32_t kNil = OrderTreap::kNil;
 
-  void refresh(const ClusterState& cluster, const ScorePlugin& plugin) {
+  void refresh(const ClusterState& cluster, const ScorePlugin& plugin, std::uint32_t variant) {
     const std::size_t n = cluster.node_count();
     const std::uint64_t epoch = plugin.order_epoch(cluster);
     const auto nodes = cluster.nodes();
-    if (instance_ != cluster.instance() || treap_.size() != n || epoch_ != epoch) {
+    if (instance_ != cluster.instance() || treap_.size() != n || epoch_ != epoch || variant_ != variant) {
       instance_ = cluster.instance();
       epoch_ = epoch;
+      variant_ = variant;
       treap_.reset(n);
       generation_.resize(n);
       for (std::uint32_t u = 0; u < n; ++u) place(cluster, plugin, u);
@@ -404,13 +406,14 @@ class ScoreOrder : public PerCluster {
 
  private:
   void place(const ClusterState& cluster, const ScorePlugin& plugin, std::uint32_t u) {
-    const auto k = plugin.order_key(cluster, NodeId{u});
+    const auto k = plugin.order_key(cluster, NodeId{u}, variant_);
     const auto& s = cluster.nodes()[u];
     generation_[u] = s.generation;
     treap_.place(u, k.group, k.key, k.fingerprint, OrderTreap::Cap::of(CapacityNeed::of(s)));
   }
 
   std::uint64_t epoch_ = 0;
+  std::uint32_t variant_ = 0;
   OrderTreap treap_;
   std::vector<std::uint64_t> generation_;   // per node: the generation its place is for
 };
@@ -490,6 +493,8 @@ class NodeIndex {
   static constexpr std::size_t kBudgetClasses = 96;
   /// How many nodes ahead a refresh asks for a node's words (prefetch): about one memory latency of work.
   static constexpr std::size_t kPrefetchAhead = 8;
+  /// Score orders kept per plugin: at most this many variants (ScorePlugin::order_variants).
+  static constexpr std::uint32_t kOrderVariants = 2;
 
   using Class = NodeIndexClass;
 
@@ -645,9 +650,58 @@ class NodeIndex {
   [[nodiscard]] static bool integral(double raw) { return std::abs(raw) < 0x1p40 && std::floor(raw) == raw; }
 
   [[nodiscard]] OrderWalk ordered_best(const ClusterState& cluster, const TaskContext& ctx, bool min_max) {
+    bool others = false;
+    return walk_order(cluster, ctx, min_max, false, others);
+  }
+
+  /// A random tie-break (kube-scheduler's selectHost, as the scan draws it): every feasible node
+  /// at the top score, in node order (ties()), and in `others` whether some other node is
+  /// feasible too (the scan draws among the ties only when more than one node is feasible).
+  /// As ordered_best, but no run of equal scores is skipped: each feasible node of the run is a
+  /// tie. The plugin's normalize is the identity.
+  [[nodiscard]] OrderWalk ordered_ties(const ClusterState& cluster, const TaskContext& ctx, bool& others) {
+    others = false;
+    const OrderWalk w = walk_order(cluster, ctx, false, true, others);
+    if (w.kind != OrderWalk::Kind::kFound) return w;
+    std::sort(ties_.begin(), ties_.end());
+    if (ties_.size() == 1 && !others) others = another_feasible(cluster, ctx, ties_.front());
+    return w;
+  }
+  [[nodiscard]] std::span<const std::uint32_t> ties() const { return ties_; }
+
+  /// A request class whose walk gave up (too many nodes at the top, or rejected by filters the
+  /// bounds cannot see) will most likely give up again: its next kSkipWalks decisions go to the
+  /// request class directly, then the walk is tried again. Only the cost changes, never an
+  /// answer (hash collisions included: the class answers exactly).
+  static constexpr std::uint32_t kSkipWalks = 16;
+  [[nodiscard]] bool skip_walk(const JobSpec& job) {
+    if (skip_.empty()) return false;
+    const auto it = skip_.find(request_class(job));
+    if (it == skip_.end()) return false;
+    if (it->second == 0) {
+      skip_.erase(it);
+      return false;
+    }
+    --it->second;
+    return true;
+  }
+  void note_gave_up(const JobSpec& job) { skip_[request_class(job)] = kSkipWalks; }
+
+ private:
+  OrderWalk walk_order(const ClusterState& cluster, const TaskContext& ctx, bool min_max, bool all_ties, bool& others) {
     ScorePlugin& plugin = *scores_[0].first;
     const double weight = scores_[0].second;
-    const OrderTreap& o = order_for(cluster, plugin).treap();
+    const std::uint32_t variant = plugin.order_variant(cluster, ctx);
+    // The other variants' orders, once made for this cluster, are kept up to date at every walk:
+    // one brought up to date only when its rarer tasks come (a CPU-only task among GPU ones)
+    // would move every node changed since then in one decision (the p99).
+    for (std::uint32_t v = 0; v < plugin.order_variants(); ++v) {
+      if (v != variant && std::any_of(std::begin(orders_[v]), std::end(orders_[v]),
+                                      [&](const ScoreOrder& k) { return k.instance() == cluster.instance(); })) {
+        order_for(cluster, plugin, v);
+      }
+    }
+    const OrderTreap& o = order_for(cluster, plugin, variant).treap();
     const auto need = OrderTreap::Cap::of(need_of(cluster, ctx));
     auto value = [&](double raw) { return min_max ? raw : 0.0 + weight * raw; };   // what the scan compares
     auto top = [&](std::size_t slot, std::uint32_t u) {
@@ -664,6 +718,7 @@ class NodeIndex {
     });
     double best_value = -std::numeric_limits<double>::infinity();
     std::uint32_t best = OrderTreap::kNil;
+    ties_.clear();
     std::size_t budget = walk_budget(cluster.node_count());
     for (const auto& start : order_slots_) {
       for (std::uint32_t u = start.node; u != OrderTreap::kNil;) {
@@ -676,17 +731,35 @@ class NodeIndex {
         const double raw = plugin.score(cluster, ctx, NodeId{u});
         if (min_max && !integral(raw)) return {OrderWalk::Kind::kGaveUp};   // not what kBounded promised
         const double v = value(raw);
-        if (v > best_value || (v == best_value && u < best)) {
+        if (v > best_value) {
+          others = others || best != OrderTreap::kNil;   // the earlier best is feasible, below the top
           best_value = v;
           best = u;
+          ties_.assign(1, u);
+        } else if (v == best_value) {
+          best = std::min(best, u);
+          ties_.push_back(u);
+        } else {
+          others = true;
         }
-        u = o.next(start.slot, need, u, true);
+        u = o.next(start.slot, need, u, !all_ties);
       }
     }
     if (best == OrderTreap::kNil) return {OrderWalk::Kind::kNone};
     return {OrderWalk::Kind::kFound, best};
   }
 
+  /// Whether some node other than `except` is feasible: the capacity tree's walk, as first_feasible.
+  bool another_feasible(const ClusterState& cluster, const TaskContext& ctx, std::uint32_t except) {
+    CapacityTree* t = tree_for(cluster);
+    const CapacityNeed need = need_of(cluster, ctx);
+    for (std::uint32_t u = t->first(need, 0); u != CapacityTree::kNone; u = t->first(need, u + 1)) {
+      if (u != except && feasible(cluster, ctx, u)) return true;
+    }
+    return false;
+  }
+
+ public:
   /// The node a scan would choose when the score plugin ranks nodes by their best GPU for the
   /// task (order_bound kByGpu; its normalize is min-max, ties to node order, node-resources-fit
   /// among the filters): the node of the first GPU in the shared GPU order that fits the task
@@ -776,7 +849,8 @@ class NodeIndex {
     classes_.clear();
     by_hash_.clear();
     trees_[0] = trees_[1] = CapacityTree{};
-    orders_[0] = orders_[1] = ScoreOrder{};
+    skip_.clear();
+    for (auto& v : orders_) v[0] = v[1] = ScoreOrder{};
     gpu_orders_[0] = gpu_orders_[1] = GpuOrder{};
   }
 
@@ -850,9 +924,10 @@ class NodeIndex {
   }
 
   /// The score order of `cluster`, up to date (two kept, as the capacity trees).
-  ScoreOrder& order_for(const ClusterState& cluster, const ScorePlugin& plugin) {
-    ScoreOrder& o = kept_for(orders_, cluster);
-    o.refresh(cluster, plugin);
+  ScoreOrder& order_for(const ClusterState& cluster, const ScorePlugin& plugin, std::uint32_t variant) {
+    GPUSCHED_ASSERT(variant < kOrderVariants, "score order: variant out of range");
+    ScoreOrder& o = kept_for(orders_[variant], cluster);
+    o.refresh(cluster, plugin, variant);
     return o;
   }
 
@@ -1117,7 +1192,9 @@ class NodeIndex {
   std::vector<Idle> idle_;             // totals mode: the score plugins whose normalize is not the identity
   std::uint64_t use_clock_ = 0;   // kept_for: which of two kept structures was used last
   CapacityTree trees_[2];
-  ScoreOrder orders_[2];
+  ScoreOrder orders_[kOrderVariants][2];   // per order variant
+  std::vector<std::uint32_t> ties_;        // ordered_ties(): the nodes at the top score
+  std::unordered_map<std::uint64_t, std::uint32_t> skip_;   // skip_walk(): request_class() -> decisions left to skip
   GpuOrder gpu_orders_[2];
   std::vector<std::uint32_t> seen_;   // per node: the GPU walk that last rejected it
   std::uint32_t stamp_ = 0;

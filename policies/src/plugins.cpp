@@ -149,6 +149,110 @@ AllocatedScore::AllocatedScore(Mode mode, std::vector<ScoredResource> resources,
                                                    : Kind::kExtended;
     resources_.push_back({kind, r.weight, std::move(r.name)});
   }
+  // The score order covers MostAllocated over cpu, memory and nvidia.com/gpu (see orders_nodes).
+  ordered_ = mode_ == Mode::kMost;
+  for (const auto& r : resources_) {
+    switch (r.kind) {
+      case Kind::kCpu: w_cpu_ = r.weight; break;
+      case Kind::kMemory: w_memory_ = r.weight; break;
+      case Kind::kGpu: w_gpu_ = r.weight; break;
+      default: ordered_ = false;
+    }
+  }
+}
+
+std::int64_t AllocatedScore::task_cpu(const TaskRequest& r) const {
+  return non_zero_defaults_ ? non_zero(r.cpu_milli, kKubeDefaultMilliCpu) : r.cpu_milli;
+}
+std::int64_t AllocatedScore::task_memory(const TaskRequest& r) const {
+  return non_zero_defaults_ ? non_zero(r.memory_mib, kKubeDefaultMemoryMib) : r.memory_mib;
+}
+
+std::uint32_t AllocatedScore::group_of(const Shape& shape) const {
+  const auto it = std::find(shapes_.begin(), shapes_.end(), shape);
+  if (it != shapes_.end()) return static_cast<std::uint32_t>(it - shapes_.begin()) + 1;
+  shapes_.push_back(shape);
+  return static_cast<std::uint32_t>(shapes_.size());
+}
+
+ScorePlugin::OrderKey AllocatedScore::order_key(const ClusterState& cluster, NodeId node, std::uint32_t variant) const {
+  const auto& s = cluster.node(node);
+  OrderKey k;
+  const bool gpu = variant == 0 && w_gpu_ > 0;   // variant 1: a task asking for no GPU, which the score leaves out
+  if (gpu && !s.plain_gpus && cluster.device_options().replica_allocation == ReplicaAllocation::kDevicePlugin &&
+      !cluster.spec(node).sharing.rename_by_default) {
+    const auto gpus = cluster.gpus(node);
+    if (std::any_of(gpus.begin(), gpus.end(), [](const GpuState& g) {
+          return g.partition == GpuPartition::kTimeSlicing || g.partition == GpuPartition::kMps;
+        })) {
+      // kube_gpu_counts may count replicas here: no bound but the top score.
+      k.group = kReplicatedGroup;
+      k.fingerprint = (std::uint64_t{1} << 63) | node.value;
+      return k;
+    }
+  }
+  Shape shape;
+  std::int64_t used_cpu = 0, used_memory = 0, used_gpu = 0;
+  if (w_cpu_ > 0 && cluster.cpu_capacity(node) > 0) {
+    shape.cpu = cluster.cpu_capacity(node);
+    used_cpu = shape.cpu - s.cpu_free_milli + (non_zero_defaults_ ? std::int64_t{s.tasks_without_cpu} * kKubeDefaultMilliCpu : 0);
+    k.key += static_cast<double>(w_cpu_) * static_cast<double>(used_cpu) / static_cast<double>(shape.cpu);
+  }
+  if (w_memory_ > 0 && cluster.memory_capacity(node) > 0) {
+    shape.memory = cluster.memory_capacity(node);
+    used_memory = shape.memory - s.memory_free_mib +
+                  (non_zero_defaults_ ? std::int64_t{s.tasks_without_memory} * kKubeDefaultMemoryMib : 0);
+    k.key += static_cast<double>(w_memory_) * static_cast<double>(used_memory) / static_cast<double>(shape.memory);
+  }
+  if (gpu && s.gpu_count > 0) {
+    shape.gpu = std::int64_t{s.gpu_count} * kMilliPerGpu;
+    used_gpu = shape.gpu - s.gpu_milli_free;
+    k.key += static_cast<double>(w_gpu_) * static_cast<double>(used_gpu) / static_cast<double>(shape.gpu);
+  }
+  k.group = group_of(shape);
+  // score() reads these three numbers and the shape only: packed exactly, or the node itself.
+  const bool packs = used_cpu >= 0 && used_cpu < (std::int64_t{1} << 23) && used_memory >= 0 &&
+                     used_memory < (std::int64_t{1} << 24) && used_gpu >= 0 && used_gpu < (std::int64_t{1} << 16);
+  k.fingerprint = packs ? (static_cast<std::uint64_t>(used_cpu) << 40) | (static_cast<std::uint64_t>(used_memory) << 16) |
+                              static_cast<std::uint64_t>(used_gpu)
+                        : (std::uint64_t{1} << 63) | node.value;
+  return k;
+}
+
+std::uint32_t AllocatedScore::order_variant(const ClusterState& /*cluster*/, const TaskContext& ctx) const {
+  return ctx.request().gpu.total_milli() > 0 ? 0 : 1;   // kube_score leaves the GPU out of a task asking for none
+}
+
+std::uint64_t AllocatedScore::order_epoch(const ClusterState& cluster) const {
+  return static_cast<std::uint64_t>(cluster.device_options().replica_allocation);   // which nodes may count replicas
+}
+
+std::pair<double, double> AllocatedScore::score_range(const ClusterState& /*cluster*/, const TaskContext& ctx,
+                                                      std::uint32_t group, double key) const {
+  if (group == kReplicatedGroup) return {0.0, 100.0};
+  const Shape& shape = shapes_[group - 1];
+  const auto& r = ctx.request();
+  double taken = 0.0;
+  std::int64_t weights = 0;
+  if (shape.cpu > 0) {
+    taken += static_cast<double>(w_cpu_) * static_cast<double>(task_cpu(r)) / static_cast<double>(shape.cpu);
+    weights += w_cpu_;
+  }
+  if (shape.memory > 0) {
+    taken += static_cast<double>(w_memory_) * static_cast<double>(task_memory(r)) / static_cast<double>(shape.memory);
+    weights += w_memory_;
+  }
+  if (shape.gpu > 0 && r.gpu.total_milli() > 0) {
+    taken += static_cast<double>(w_gpu_) * static_cast<double>(r.gpu.total_milli()) / static_cast<double>(shape.gpu);
+    weights += w_gpu_;
+  }
+  if (weights == 0) return {0.0, 0.0};
+  // kube_score() = trunc(sum(w x floor(100 min(requested, capacity) / capacity)) / sum(w)): at most
+  // 100 (key + taken) / sum(w) in real numbers, and an integer, so at most its floor (with slack
+  // for the roundings of key and taken, magnitudes below 100 x 300). The lowest: 0.
+  const double exact = 100.0 * (key + taken) / static_cast<double>(weights);
+  const double slack = 1e-9 * (1.0 + std::abs(exact));
+  return {0.0, std::clamp(std::floor(exact + slack), 0.0, 100.0)};
 }
 
 double AllocatedScore::kube_score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const {
@@ -306,7 +410,7 @@ double BestFitScore::score(const ClusterState& cluster, const TaskContext& ctx, 
   return std::clamp(100.0 * (1.0 - (w_cpu_ * cpu_left + w_gpu_ * gpu_left)), 0.0, 100.0);
 }
 
-ScorePlugin::OrderKey BestFitScore::order_key(const ClusterState& cluster, NodeId node) const {
+ScorePlugin::OrderKey BestFitScore::order_key(const ClusterState& cluster, NodeId node, std::uint32_t /*variant*/) const {
   const auto& s = cluster.node(node);
   const auto& max = cluster.max_capacity();
   const double max_cpu = std::max<double>(1.0, static_cast<double>(max.cpu_free_milli));
@@ -451,7 +555,7 @@ double GpuBinpack::score(const ClusterState& cluster, const TaskContext& ctx, No
   return 0.0;
 }
 
-ScorePlugin::OrderKey GpuBinpack::order_key(const ClusterState& cluster, NodeId node) const {
+ScorePlugin::OrderKey GpuBinpack::order_key(const ClusterState& cluster, NodeId node, std::uint32_t /*variant*/) const {
   const auto& s = cluster.node(node);
   OrderKey k;
   k.group = s.gpu_count == 0 ? 0 : static_cast<std::uint32_t>(cluster.gpus(node).front().memory_mib);

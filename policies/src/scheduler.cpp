@@ -166,9 +166,13 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
   index_tree_ = NodeIndex::tree_serves(scores_);
   first_feasible_wins_ = batch_filters_.empty() && profile.tie_break == TieBreak::kNodeOrder &&
                          (scores_.empty() || (scores_.size() == 1 && scores_[0].first->orders_by_node_index()));
-  ordered_ = batch_filters_.empty() && profile.tie_break == TieBreak::kNodeOrder && scores_.size() == 1 &&
-             scores_[0].first->orders_nodes() && scores_[0].second > 0.0 &&
-             (scores_[0].first->normalize_is_identity() || scores_[0].first->normalize_is_min_max());
+  // A random tie-break needs every node at the top score (NodeIndex::ordered_ties): the plugin's
+  // own scores, not normalised ones.
+  ordered_ = batch_filters_.empty() && scores_.size() == 1 && scores_[0].first->orders_nodes() && scores_[0].second > 0.0 &&
+             scores_[0].first->order_variants() >= 1 && scores_[0].first->order_variants() <= NodeIndex::kOrderVariants &&
+             (profile.tie_break == TieBreak::kNodeOrder
+                  ? scores_[0].first->normalize_is_identity() || scores_[0].first->normalize_is_min_max()
+                  : scores_[0].first->normalize_is_identity());
 }
 
 Scheduler::~Scheduler() = default;
@@ -331,9 +335,15 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
     using Bound = ScorePlugin::OrderBound;
     auto bound = ordered_ ? scores_[0].first->order_bound(cluster, ctx) : Bound::kConstant;
     if (bound == Bound::kByGpu && (fit_pre_filter_ == nullptr || !scores_[0].first->normalize_is_min_max())) bound = Bound::kNone;
+    const bool random_ties = profile_.tie_break == TieBreak::kRandom;
+    if (random_ties && bound != Bound::kBounded) bound = Bound::kNone;   // (every feasible node ties under kConstant)
+    if (bound != Bound::kNone && bound != Bound::kConstant && index_->skip_walk(ctx.job)) bound = Bound::kNone;
     if (bound != Bound::kNone) {
       OrderWalk walk;
-      if (bound == Bound::kConstant) {
+      bool others = false;   // random ties: another feasible node below the top
+      if (random_ties) {
+        walk = index_->ordered_ties(cluster, ctx, others);
+      } else if (bound == Bound::kConstant) {
         const auto u = index_->first_feasible(cluster, ctx);
         walk = u ? OrderWalk{OrderWalk::Kind::kFound, *u} : OrderWalk{OrderWalk::Kind::kNone};
       } else {
@@ -343,10 +353,16 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
       if (walk.kind == OrderWalk::Kind::kFound) {
         ++index_->stats.decisions;
         ++(bound == Bound::kConstant ? index_->stats.first_feasible : index_->stats.ordered);
+        if (random_ties) {
+          // As the scan: a draw among the top nodes, in node order, when more than one node is feasible.
+          const auto ties = index_->ties();
+          walk.node = ties[others || ties.size() > 1 ? static_cast<std::size_t>(tie_rng_.below(ties.size())) : 0];
+        }
         return finish(cluster, ctx, NodeId{walk.node}, out);
       }
       if (walk.kind == OrderWalk::Kind::kGaveUp) {
         ++index_->stats.gave_up;   // the class below answers
+        index_->note_gave_up(ctx.job);
       } else if (!diagnose_) {
         ++index_->stats.decisions;
         return Status::unschedulable("scheduler", "no feasible node");   // nobody reads why

@@ -633,6 +633,7 @@ TEST_CASE("The node index decides exactly like scanning every node, for every pr
     // best-fit's and binpack's decisions come from walking their score order (ScorePlugin::orders_nodes).
     CHECK(used["best-fit"].ordered > 0);
     CHECK(used["binpack"].ordered > 0);
+    CHECK(used["most-allocated"].ordered > 0);   // random ties: NodeIndex::ordered_ties
     CHECK(used["kube-default"].ordered == 0);
     // EASY backfill's scratch cluster starts its capacity tree (first-fit) and score order
     // (binpack) from the real cluster's instead of rebuilding them (ClusterState::copied_from).
@@ -702,6 +703,80 @@ TEST_CASE("Score-ordered walks (best-fit, binpack): many identical nodes, severa
                << fallbacks << " scanned");
   CHECK(ordered > 1000);
   CHECK(first_feasible > 0);
+}
+
+TEST_CASE("most-allocated's score order: random ties drawn as the scan draws them, CPU-only tasks, non-zero "
+          "defaults, replicated GPUs and other weights; the walk decides exactly like the plain scan",
+          "[sim][property][node-index]") {
+  // AllocatedScore (kube-scheduler's MostAllocated over cpu, memory and nvidia.com/gpu) keeps two
+  // node orders (ScorePlugin::order_variants): tasks asking for GPUs and tasks asking for none,
+  // whose score leaves the GPU out. The preset breaks ties at random (kube-scheduler's
+  // selectHost): the walk must find every node at the top score and draw among them exactly
+  // when the scan would (more than one feasible node). Tasks asking for no CPU or memory count
+  // kube-scheduler's non-zero defaults; time-sliced GPUs whose replicas kube_gpu_counts counts sit
+  // in a group bounded by the top score.
+  auto variant = [](const std::string& name, const nlohmann::json& args, policies::TieBreak tie) {
+    policies::Profile p = policies::builtin_profile("most-allocated");
+    p.name = name;
+    for (const auto& [k, v] : args.items()) p.score[0].args[k] = v;
+    p.tie_break = tie;
+    return p;
+  };
+  auto resources = [](int cpu, int memory, int gpu) {
+    auto r = nlohmann::json::array();
+    if (cpu > 0) r.push_back({{"name", "cpu"}, {"weight", cpu}});
+    if (memory > 0) r.push_back({{"name", "memory"}, {"weight", memory}});
+    if (gpu > 0) r.push_back({{"name", "nvidia.com/gpu"}, {"weight", gpu}});
+    return r;
+  };
+  using policies::TieBreak;
+  const std::vector<std::pair<policies::Profile, QueuePolicy>> configs = {
+      {policies::builtin_profile("most-allocated"), QueuePolicy::kGreedy},
+      {policies::builtin_profile("most-allocated"), QueuePolicy::kEasyBackfill},
+      {variant("most-node-order", nlohmann::json::object(), TieBreak::kNodeOrder), QueuePolicy::kGreedy},
+      {variant("most-no-defaults", {{"non_zero_defaults", false}}, TieBreak::kRandom), QueuePolicy::kGreedy},
+      {variant("most-gpu-3", {{"resources", resources(1, 2, 3)}}, TieBreak::kRandom), QueuePolicy::kStrictFifo},
+      {variant("most-cpu-memory", {{"resources", resources(1, 1, 0)}}, TieBreak::kRandom), QueuePolicy::kGreedy},
+      {variant("most-gpu-only", {{"resources", resources(0, 0, 1)}}, TieBreak::kRandom), QueuePolicy::kGreedy}};
+  std::uint64_t ordered = 0, gave_up = 0, fallbacks = 0;
+  for (std::uint64_t seed = 470; seed < 476; ++seed) {
+    Rng rng = RngStreams(seed).stream("test.cluster");
+    ResourceTable res;
+    auto types = random_nodes(rng, res);
+    for (auto& type : types) {   // some GPUs time-sliced: kube-scheduler counts their replicas
+      if (type.gpus.size() >= 2 && rng.below(3) == 0) {
+        for (auto& g : type.gpus) {
+          g.partition = GpuPartition::kTimeSlicing;
+          g.replicas = 4;
+        }
+      }
+    }
+    std::vector<NodeSpec> nodes;
+    for (int i = 0; i < 40; ++i) {   // few types repeated: many nodes tie at the top score
+      nodes.push_back(types[rng.below(std::min<std::size_t>(types.size(), 4))]);
+      nodes.back().name = t::numbered("node-", i);
+    }
+    const auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
+    auto jobs = random_jobs(rng, cluster, res, 400);
+    for (std::size_t i = 0; i < jobs.size(); ++i) {   // non-zero defaults: tasks asking for no CPU or memory
+      if (i % 7 == 0) jobs[i].request.cpu_milli = 0;
+      if (i % 5 == 0) jobs[i].request.memory_mib = 0;
+    }
+    EngineConfig base;
+    base.node_events = random_failures(rng, nodes.size(), jobs.back().submit.seconds());
+    base.horizon = SimTime::from_seconds(30'000);
+    for (const auto& [profile, queueing] : configs) {
+      INFO("seed " << seed << ", profile " << profile.name << ", queueing " << to_string(queueing));
+      EngineConfig cfg = base;
+      cfg.queue_policy = queueing;
+      const auto stats = same_as_scan(nodes, res, jobs, profile, seed, cfg);
+      ordered += stats.ordered;
+      gave_up += stats.gave_up;
+      fallbacks += stats.fallbacks;
+    }
+  }
+  INFO(ordered << " decisions from the walk, " << gave_up << " walks gave up, " << fallbacks << " scanned");
+  CHECK(ordered > 2000);
 }
 
 TEST_CASE("A score-order walk that steps over too many nodes gives up, and the request class decides exactly like "

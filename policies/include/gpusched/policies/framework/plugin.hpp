@@ -249,6 +249,10 @@ class ScorePlugin : public virtual Plugin {
   ///  - score_range(): lowest and highest raw score any node of `group` whose key is `key` can
   ///    get for this task; both non-decreasing in `key`. Include rounding slack: a range that
   ///    misses a score changes decisions (the node-index property test compares with the scan).
+  ///  - order_variants() / order_variant(): a plugin whose score reads different state for
+  ///    different requests (most-allocated leaves the GPU out of a task that asks for none) may
+  ///    keep several orders, one per variant; order_key() gets the variant, and order_variant()
+  ///    says which one bounds this task (below order_variants()). score_range() is for that one.
   ///  - kByGpu: a node's raw score is that of its best GPU for the task, the one that fits
   ///    (gpu_fits) and comes first in the GPU order (gpu_order: highest key first, then lowest
   ///    fingerprint); GPUs of equal key and fingerprint give equal scores, later GPUs lower ones,
@@ -268,7 +272,11 @@ class ScorePlugin : public virtual Plugin {
     std::int32_t milli_lane = -1;
   };
   [[nodiscard]] virtual bool orders_nodes() const { return false; }
-  [[nodiscard]] virtual OrderKey order_key(const ClusterState& /*cluster*/, NodeId /*node*/) const { return {}; }
+  [[nodiscard]] virtual OrderKey order_key(const ClusterState& /*cluster*/, NodeId /*node*/, std::uint32_t /*variant*/) const {
+    return {};
+  }
+  [[nodiscard]] virtual std::uint32_t order_variants() const { return 1; }
+  [[nodiscard]] virtual std::uint32_t order_variant(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/) const { return 0; }
   [[nodiscard]] virtual std::uint64_t order_epoch(const ClusterState& /*cluster*/) const { return 0; }
   [[nodiscard]] virtual OrderBound order_bound(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/) const {
     return OrderBound::kNone;

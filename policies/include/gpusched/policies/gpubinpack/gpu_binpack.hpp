@@ -23,7 +23,7 @@ class GpuBinpack final : public ScorePlugin, public DeviceSelectBase {
   /// a share of all the GPU's memory, whose score depends on each GPU's size (kNone). Scores are
   /// integers (MiB, milli), as min-max ordering needs.
   [[nodiscard]] bool orders_nodes() const override { return true; }
-  [[nodiscard]] OrderKey order_key(const ClusterState& cluster, NodeId node) const override;
+  [[nodiscard]] OrderKey order_key(const ClusterState& cluster, NodeId node, std::uint32_t variant) const override;
   [[nodiscard]] OrderBound order_bound(const ClusterState& cluster, const TaskContext& ctx) const override;
   [[nodiscard]] std::pair<double, double> score_range(const ClusterState& cluster, const TaskContext& ctx,
                                                       std::uint32_t group, double key) const override;

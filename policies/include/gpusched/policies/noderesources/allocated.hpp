@@ -62,8 +62,41 @@ class AllocatedScore final : public ScorePlugin {
   [[nodiscard]] bool normalize_is_identity() const override { return true; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
 
+  /// One order for every request (kube-scheduler's MostAllocated over cpu, memory and
+  /// nvidia.com/gpu only): nodes of one capacity shape (group) are ordered by their weighted
+  /// requested fractions sum(w x requested / capacity), which with the task's own fractions
+  /// added bounds the score from above (each resource's floor and the clamp at capacity only
+  /// lower it). Two variants: with the GPU (a task asking for GPUs) and without (one asking for
+  /// none, whose score leaves the GPU out). Nodes whose GPUs the device plugin replicates
+  /// (kube_gpu_counts) get a group whose bound is the top score.
+  [[nodiscard]] bool orders_nodes() const override { return ordered_; }
+  [[nodiscard]] OrderKey order_key(const ClusterState& cluster, NodeId node, std::uint32_t variant) const override;
+  [[nodiscard]] std::uint32_t order_variants() const override { return 2; }
+  [[nodiscard]] std::uint32_t order_variant(const ClusterState& /*cluster*/, const TaskContext& ctx) const override;
+  [[nodiscard]] std::uint64_t order_epoch(const ClusterState& cluster) const override;
+  [[nodiscard]] OrderBound order_bound(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/) const override {
+    return OrderBound::kBounded;
+  }
+  [[nodiscard]] std::pair<double, double> score_range(const ClusterState& cluster, const TaskContext& ctx,
+                                                      std::uint32_t group, double key) const override;
+
  private:
   enum class Kind : std::uint8_t { kCpu, kMemory, kGpu, kTpu, kExtended };
+  /// A capacity shape of the order: each scored resource's capacity on the node (0: left out).
+  struct Shape {
+    std::int64_t cpu = 0, memory = 0, gpu = 0;
+    bool operator==(const Shape&) const = default;
+  };
+  static constexpr std::uint32_t kReplicatedGroup = 0;   ///< bound: the top score
+  [[nodiscard]] std::uint32_t group_of(const Shape& shape) const;
+  /// The non-zero default's request when the task asks for none (kube_requested_cpu's rule).
+  [[nodiscard]] std::int64_t task_cpu(const TaskRequest& r) const;
+  [[nodiscard]] std::int64_t task_memory(const TaskRequest& r) const;
+  std::int64_t w_cpu_ = 0, w_memory_ = 0, w_gpu_ = 0;   ///< weights of the listed resources (0: not listed)
+  bool ordered_ = false;
+  /// The shapes met so far: group g > 0 is shapes_[g - 1]. Filled by order_key (the index keeps
+  /// one order per scheduler, so the plugin instance is not shared between threads).
+  mutable std::vector<Shape> shapes_;
   struct Scored {
     Kind kind;
     std::int64_t weight;
@@ -88,7 +121,7 @@ class BestFitScore final : public ScorePlugin {
   /// One order for every request: the score is 100 x (1 - weighted free left), and what a request
   /// takes away is the same on every node, so nodes with less weighted free CPU and GPU score higher.
   [[nodiscard]] bool orders_nodes() const override { return std::isfinite(w_cpu_) && std::isfinite(w_gpu_); }   // NaN: no order
-  [[nodiscard]] OrderKey order_key(const ClusterState& cluster, NodeId node) const override;
+  [[nodiscard]] OrderKey order_key(const ClusterState& cluster, NodeId node, std::uint32_t variant) const override;
   [[nodiscard]] std::uint64_t order_epoch(const ClusterState& cluster) const override;
   [[nodiscard]] OrderBound order_bound(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/) const override {
     return OrderBound::kBounded;
