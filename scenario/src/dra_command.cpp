@@ -33,7 +33,8 @@ std::vector<DraOutcome> allocate_claims(const DraObjects& objects, const std::st
     o.claim = c.id();
     if (c.allocated) {
       o.preallocated = true;
-      o.allocation = dra::Allocation{*c.allocated, {}, {}};
+      o.allocation.emplace();
+      o.allocation->devices = *c.allocated;
       out.push_back(std::move(o));
       continue;
     }
@@ -100,6 +101,16 @@ nlohmann::json dra_json(const std::vector<DraOutcome>& outcomes) {
       results.push_back(r);
     }
     json allocation = {{"devices", {{"results", results}}}};
+    if (!o.allocation->config.empty()) {   // as the API prints devices.config
+      json config = json::array();
+      for (const auto& k : o.allocation->config) {
+        json e = {{"source", std::string(dra::to_string(k.source))}};
+        if (!k.requests.empty()) e["requests"] = k.requests;
+        e["opaque"] = {{"driver", k.opaque.driver}, {"parameters", json::parse(k.opaque.parameters)}};
+        config.push_back(std::move(e));
+      }
+      allocation["devices"]["config"] = std::move(config);
+    }
     const auto& sel = o.allocation->node_selector;
     auto reqs = [](const std::vector<dra::NodeSelectorRequirement>& rs) {
       json a = json::array();

@@ -127,6 +127,35 @@ void check_name(const ObjectContext& c, const std::string& name, const std::stri
              (subdomain ? ", labels joined by '.'" : "") + ", at most " + std::to_string(max) + " characters)");
 }
 
+/// One DeviceConfiguration: `opaque` with a driver and a JSON object of parameters (the only
+/// kind the API has), as the API server validates it (10 KiB of parameters at most).
+dra::OpaqueConfig opaque_config(const ObjectContext& c, const json& j, const std::string& path, const std::vector<std::string_view>& known) {
+  check_keys(c, j, path, known);
+  if (!j.contains("opaque")) c.fail(ErrorCode::kScenarioMissingField, path + "/opaque", "missing (required; the only kind of configuration)");
+  const auto& o = j.at("opaque");
+  const std::string p = path + "/opaque";
+  check_keys(c, o, p, {"driver", "parameters"});
+  dra::OpaqueConfig out;
+  out.driver = required_string(c, o, p, "driver");
+  check_name(c, out.driver, p + "/driver", true);
+  if (!o.contains("parameters")) c.fail(ErrorCode::kScenarioMissingField, p + "/parameters", "missing (required)");
+  const auto& params = o.at("parameters");
+  if (!params.is_object()) c.fail(ErrorCode::kScenarioBadValue, p + "/parameters", "must be a JSON object");
+  out.parameters = params.dump();
+  if (out.parameters.size() > 10 * 1024) {
+    c.fail(ErrorCode::kScenarioBadValue, p + "/parameters", "longer than 10 KiB (Kubernetes' OpaqueParametersMaxLength)");
+  }
+  return out;
+}
+
+/// spec.config of a DeviceClass or spec.devices.config of a claim: at most 32 entries.
+const json& config_list(const ObjectContext& c, const json& parent, const std::string& path) {
+  const auto& list = parent.at("config");
+  c.expect_array(list, path + "/config");
+  if (list.size() > 32) c.fail(ErrorCode::kScenarioBadValue, path + "/config", "at most 32 entries (Kubernetes' DeviceConfigMaxSize)");
+  return list;
+}
+
 bool c_identifier(std::string_view s) {
   if (s.empty() || s.size() > 32 || (s[0] >= '0' && s[0] <= '9')) return false;
   return std::all_of(s.begin(), s.end(), [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_'; });
@@ -287,6 +316,10 @@ dra::DeviceClass device_class(const ObjectContext& c) {
   // config only travels to the driver (the allocation result copies it): no effect on decisions.
   check_keys(c, spec, "/spec", {"selectors", "config"}, {{"extendedResourceName", "extended resources backed by DRA (DRAExtendedResource, alpha in Kubernetes 1.34)"}});
   out.selectors = selectors(c, spec, "/spec");
+  if (spec.contains("config")) {
+    const auto& list = config_list(c, spec, "/spec");
+    for (std::size_t i = 0; i < list.size(); ++i) out.config.push_back(opaque_config(c, list[i], "/spec/config/" + std::to_string(i), {"opaque"}));
+  }
   return out;
 }
 
@@ -314,6 +347,17 @@ dra::DeviceSubRequest sub_request(const ObjectContext& c, const json& j, const s
   }
   if (exactly && j.contains("adminAccess") && !j.at("adminAccess").is_null()) r.admin_access = c.boolean(j.at("adminAccess"), path + "/adminAccess");
   return r;
+}
+
+/// Whether `name` is a request of `claim` ("req") or one of its firstAvailable alternatives ("req/sub").
+bool names_request(const dra::ResourceClaim& claim, const std::string& name) {
+  const std::string parent = name.substr(0, name.find('/'));
+  return std::any_of(claim.requests.begin(), claim.requests.end(), [&](const dra::DeviceRequest& q) {
+    if (q.name != parent) return false;
+    if (parent == name) return true;
+    const std::string sub = name.substr(parent.size() + 1);
+    return std::any_of(q.first_available.begin(), q.first_available.end(), [&](const dra::DeviceSubRequest& s) { return s.name == sub; });
+  });
 }
 
 dra::ResourceClaim claim_spec(const ObjectContext& c, const json& spec, const std::string& path, bool v1beta1) {
@@ -379,18 +423,28 @@ dra::ResourceClaim claim_spec(const ObjectContext& c, const json& spec, const st
         c.expect_array(cons[i].at("requests"), p + "/requests");
         for (std::size_t r = 0; r < cons[i].at("requests").size(); ++r) {
           const std::string name = c.str(cons[i].at("requests")[r], p + "/requests/" + std::to_string(r));
-          const std::string parent = name.substr(0, name.find('/'));
-          const bool known = std::any_of(out.requests.begin(), out.requests.end(), [&](const dra::DeviceRequest& q) {
-            if (q.name != parent) return false;
-            if (parent == name) return true;
-            const std::string sub = name.substr(parent.size() + 1);
-            return std::any_of(q.first_available.begin(), q.first_available.end(), [&](const dra::DeviceSubRequest& s) { return s.name == sub; });
-          });
-          if (!known) c.fail(ErrorCode::kScenarioBadValue, p + "/requests/" + std::to_string(r), "names no request of this claim: " + name);
+          if (!names_request(out, name)) c.fail(ErrorCode::kScenarioBadValue, p + "/requests/" + std::to_string(r), "names no request of this claim: " + name);
           k.requests.push_back(name);
         }
       }
       out.constraints.push_back(std::move(k));
+    }
+  }
+  if (devices.contains("config")) {
+    const auto& list = config_list(c, devices, dp);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string p = dp + "/config/" + std::to_string(i);
+      dra::ClaimConfig k;
+      k.opaque = opaque_config(c, list[i], p, {"requests", "opaque"});
+      if (list[i].contains("requests")) {
+        c.expect_array(list[i].at("requests"), p + "/requests");
+        for (std::size_t r = 0; r < list[i].at("requests").size(); ++r) {
+          const std::string rp = p + "/requests/" + std::to_string(r);
+          k.requests.push_back(c.str(list[i].at("requests")[r], rp));
+          if (!names_request(out, k.requests.back())) c.fail(ErrorCode::kScenarioBadValue, rp, "names no request of this claim: " + k.requests.back());
+        }
+      }
+      out.config.push_back(std::move(k));
     }
   }
   return out;

@@ -517,6 +517,85 @@ TEST_CASE("DRA allocator: firstAvailable alternatives", "[dra][allocator]") {
   }
 }
 
+TEST_CASE("DRA allocator: class and claim config copied into the result", "[dra][allocator]") {
+  // The peer's config cases (allocator_testing.go as release-1.34 has it with PR #134793, cherry-
+  // picked as #135098): a class's config once per class, naming the requests that used it; the
+  // claim's config for the requests it names, by name or by the chosen alternative. The peer's
+  // deviceConfiguration(driver, attribute) is {"<attribute>": "<attribute>Value"}.
+  auto opaque = [](const std::string& driver, const std::string& attribute) {
+    return OpaqueConfig{driver, "{\"" + attribute + "\":\"" + attribute + "Value\"}"};
+  };
+  auto with_config = [&](DeviceClass c, const std::string& driver, const std::string& attribute) {
+    c.config.push_back(opaque(driver, attribute));
+    return c;
+  };
+  auto from_class = [&](std::vector<std::string> requests, const std::string& driver, const std::string& attribute) {
+    return AllocatedConfig{AllocatedConfig::Source::kClass, std::move(requests), opaque(driver, attribute)};
+  };
+  auto from_claim = [&](std::vector<std::string> requests, const std::string& driver, const std::string& attribute) {
+    return AllocatedConfig{AllocatedConfig::Source::kClaim, std::move(requests), opaque(driver, attribute)};
+  };
+  Case t;
+  std::optional<std::vector<Allocation>> raw;
+  SECTION("with-class-device-config") {
+    t.classes = {with_config(cls("class-a", "driver-a"), "driver-a", "classAttribute")};
+    t.slices = {slice("slice-1", "node-1", "pool-1", "driver-a", devices({"device-1"}))};
+    t.claims = {claim("claim-0", {request("req-0", "class-a", 1)})};
+    CHECK(t.run(&raw) == Got{{"req-0 driver-a/pool-1/device-1"}});
+    REQUIRE(raw);
+    CHECK((*raw)[0].config == std::vector<AllocatedConfig>{from_class({"req-0"}, "driver-a", "classAttribute")});
+  }
+  SECTION("with-class-device-config-with-multiple-request-and-configs") {
+    t.classes = {with_config(cls("class-a", "driver-a"), "driver-a", "classAttribute-A"),
+                 with_config(cls("class-b", "driver-b"), "driver-b", "classAttribute-B")};
+    t.slices = {slice("slice-1", "node-1", "pool-1", "driver-a", numbered(2)),
+                slice("slice-2", "node-1", "pool-1", "driver-b", devices({"device-1"}))};
+    t.claims = {claim("claim-0", {request("req-0", "class-a", 1), request("req-1", "class-a", 1), request("req-2", "class-b", 1)})};
+    CHECK(t.run(&raw) == Got{{"req-0 driver-a/pool-1/device-0", "req-1 driver-a/pool-1/device-1", "req-2 driver-b/pool-1/device-1"}});
+    REQUIRE(raw);
+    CHECK((*raw)[0].config == std::vector<AllocatedConfig>{from_class({"req-0", "req-1"}, "driver-a", "classAttribute-A"),
+                                                          from_class({"req-2"}, "driver-b", "classAttribute-B")});
+  }
+  SECTION("claim-with-device-config") {
+    t.slices = {slice("slice-1", "node-1", "pool-1", "driver-a", devices({"device-1"}))};
+    t.claims = {claim("claim-0", {request("req-0", "class-a", 1)})};
+    t.claims[0].config = {ClaimConfig{{}, opaque("driver-a", "deviceAttribute")}};
+    CHECK(t.run(&raw) == Got{{"req-0 driver-a/pool-1/device-1"}});
+    REQUIRE(raw);
+    CHECK((*raw)[0].config == std::vector<AllocatedConfig>{from_claim({}, "driver-a", "deviceAttribute")});
+  }
+  SECTION("prioritized-list-device-config") {
+    t.classes = {cls("class-a", "driver-a"), cls("class-b", "driver-b")};
+    t.slices = {slice("slice-1", "node-1", "pool-1", "driver-b", devices({"device-1", "device-2"}))};
+    t.claims = {claim("claim-0", {prioritized("req-0", {sub("subReq-0", "class-a", 1), sub("subReq-1", "class-b", 2)})})};
+    t.claims[0].config = {ClaimConfig{{"req-0/subReq-0"}, opaque("driver-a", "foo")}, ClaimConfig{{"req-0/subReq-1"}, opaque("driver-b", "bar")}};
+    CHECK(t.run(&raw) == Got{{"req-0/subReq-1 driver-b/pool-1/device-1", "req-0/subReq-1 driver-b/pool-1/device-2"}});
+    REQUIRE(raw);
+    CHECK((*raw)[0].config == std::vector<AllocatedConfig>{from_claim({"req-0/subReq-1"}, "driver-b", "bar")});
+  }
+  SECTION("prioritized-list-class-config") {
+    t.classes = {with_config(cls("class-a", "driver-a"), "driver-a", "foo"), with_config(cls("class-b", "driver-b"), "driver-b", "bar")};
+    t.slices = {slice("slice-1", "node-1", "pool-1", "driver-b", devices({"device-1", "device-2"})),
+                slice("slice-2", "node-1", "pool-2", "driver-a", devices({"device-3"}))};
+    t.claims = {claim("claim-0", {prioritized("req-0", {sub("subReq-0", "class-a", 2), sub("subReq-1", "class-b", 2)})})};
+    CHECK(t.run(&raw) == Got{{"req-0/subReq-1 driver-b/pool-1/device-1", "req-0/subReq-1 driver-b/pool-1/device-2"}});
+    REQUIRE(raw);
+    CHECK((*raw)[0].config == std::vector<AllocatedConfig>{from_class({"req-0/subReq-1"}, "driver-b", "bar")});
+  }
+  SECTION("gpusched: a claim config naming two requests appears once per request it names, as the peer's loop appends it") {
+    // Not a peer case: the peer's claim-config loop `continue`s its request loop after a match,
+    // so an entry naming req-0 and req-1 is appended for each; no class config without config.
+    t.slices = {slice("slice-1", "node-1", "pool-1", "driver-a", numbered(3))};
+    t.claims = {claim("claim-0", {request("req-0", "class-a", 1), request("req-1", "class-a", 1), request("req-2", "class-a", 1)})};
+    t.claims[0].config = {ClaimConfig{{"req-0", "req-1"}, opaque("driver-a", "x")}, ClaimConfig{{}, opaque("driver-a", "y")},
+                          ClaimConfig{{"req-2"}, opaque("driver-a", "z")}};
+    REQUIRE(t.run(&raw));
+    CHECK((*raw)[0].config == std::vector<AllocatedConfig>{from_claim({"req-0", "req-1"}, "driver-a", "x"),
+                                                          from_claim({"req-0", "req-1"}, "driver-a", "x"),
+                                                          from_claim({}, "driver-a", "y"), from_claim({"req-2"}, "driver-a", "z")});
+  }
+}
+
 TEST_CASE("DRA allocator: a device in use is in use in every generation of its pool, and long searches are aborted", "[dra][allocator]") {
   // A pool whose generations are visible on different nodes (review of issue 18): the device is
   // one (driver, pool, name), as Kubernetes' in-use set keys it.

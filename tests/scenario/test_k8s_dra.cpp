@@ -148,6 +148,68 @@ status: {capacity: {cpu: "8"}}
         "1 of 2 claims allocated\n");
 }
 
+TEST_CASE("DRA config: a class's and a claim's opaque config are read from kubectl YAML and printed in the allocation, "
+          "as the API prints devices.config", "[dra][k8s]") {
+  const std::string yaml = std::string(kSlice) + R"(
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.nvidia.com}
+spec:
+  selectors:
+  - cel: {expression: "device.driver == 'gpu.nvidia.com'"}
+  config:
+  - opaque: {driver: gpu.nvidia.com, parameters: {apiVersion: resource.nvidia.com/v1beta1, kind: GpuConfig, sharing: {strategy: TimeSlicing}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: two, namespace: ns}
+spec:
+  devices:
+    requests:
+    - {name: a, exactly: {deviceClassName: gpu.nvidia.com}}
+    - name: b
+      firstAvailable:
+      - {name: big, deviceClassName: gpu.nvidia.com, count: 4}
+      - {name: one, deviceClassName: gpu.nvidia.com}
+    config:
+    - requests: [b/one]
+      opaque: {driver: gpu.nvidia.com, parameters: {kind: GpuConfig, sharing: {strategy: MPS}}}
+    - requests: [b/big]
+      opaque: {driver: gpu.nvidia.com, parameters: {kind: GpuConfig}}
+)";
+  const auto objs = read(yaml);
+  REQUIRE(objs.classes.size() == 1);
+  REQUIRE(objs.classes[0].config.size() == 1);
+  CHECK(objs.classes[0].config[0].driver == "gpu.nvidia.com");
+  const auto outcomes = allocate_claims(objs);
+  REQUIRE(outcomes.size() == 1);
+  REQUIRE(outcomes[0].allocation);
+  const auto j = dra_json(outcomes);
+  // The class's config once, for both requests (b by its chosen alternative); the claim's entry
+  // for the alternative chosen; none for the one not chosen.
+  CHECK(j[0]["allocation"]["devices"]["config"] == nlohmann::json::parse(R"([
+    {"source": "FromClass", "requests": ["a", "b/one"],
+     "opaque": {"driver": "gpu.nvidia.com", "parameters": {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig", "sharing": {"strategy": "TimeSlicing"}}}},
+    {"source": "FromClaim", "requests": ["b/one"],
+     "opaque": {"driver": "gpu.nvidia.com", "parameters": {"kind": "GpuConfig", "sharing": {"strategy": "MPS"}}}}])"));
+  // Mistakes, with the field.
+  const std::string head = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\nspec:\n  devices:\n"
+                           "    requests: [{name: r, exactly: {deviceClassName: x}}]\n    config:\n";
+  CHECK(error_of(head + "    - {requests: [s], opaque: {driver: d, parameters: {}}}\n").find("/spec/devices/config/0/requests/0': names no request of this claim: s") !=
+        std::string::npos);
+  CHECK(error_of(head + "    - {opaque: {driver: d, parameters: [1]}}\n").find("/spec/devices/config/0/opaque/parameters': must be a JSON object") !=
+        std::string::npos);
+  CHECK(error_of(head + "    - {opaque: {parameters: {}}}\n").find("/spec/devices/config/0/opaque/driver': missing") != std::string::npos);
+  CHECK(error_of(head + "    - {requests: [r]}\n").find("/spec/devices/config/0/opaque': missing (required") != std::string::npos);
+  CHECK(error_of(head + "    - {opaque: {driver: d, parameters: {}}, kind: x}\n").find("/spec/devices/config/0/kind") != std::string::npos);
+  CHECK(error_of("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: x}\nspec:\n  config:\n  - {requests: [a], opaque: {driver: d, parameters: {}}}\n")
+            .find("/spec/config/0/requests") != std::string::npos);   // a class's config names no requests
+  CHECK(error_of("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: x}\nspec:\n  config:\n  - {opaque: {driver: d, parameters: {big: '" +
+                 std::string(10 * 1024, 'x') + "'}}}\n")
+            .find("longer than 10 KiB") != std::string::npos);
+}
+
 TEST_CASE("DRA objects: every mistake names the file, line and field", "[dra][k8s]") {
   const std::string head = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\nspec:\n  devices:\n    requests:\n";
   // A selector outside the subset, with its column.

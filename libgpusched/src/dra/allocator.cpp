@@ -8,6 +8,7 @@
 #include <charconv>
 #include <functional>
 #include <limits>
+#include <tuple>
 
 namespace gpusched::dra {
 
@@ -164,6 +165,7 @@ struct Allocator::Search {
     const DeviceRequest* spec = nullptr;
     std::vector<Sub> subs;   // one for `exactly`
     bool prioritized = false;
+    std::uint32_t chosen = 0;   // the sub of the search's current path (the solution's, once found)
   };
   struct Constraint {
     const DeviceConstraint* spec = nullptr;
@@ -416,6 +418,7 @@ struct Allocator::Search {
       return only_too_many ? Res::kTooMany : Res::kFail;
     }
     const auto su = static_cast<std::uint32_t>(s);
+    rq.chosen = su;
     Sub& sub = rq.subs[su];
     if (sub.spec->mode == AllocationMode::kAll && sub.all.empty()) return Res::kFail;   // All needs a device
     if (i >= sub.needed) return step(c, r + 1, -1, 0);
@@ -447,10 +450,52 @@ struct Allocator::Search {
     return Res::kFail;
   }
 
+  /// The configuration the result carries to the drivers, as the 1.34 allocator copies it
+  /// (allocator_stable.go "Populate configs", with PR #134793 as release-1.34 took it in #135098):
+  ///  - the config of each class used, once per class, for the requests that used it ("req" or
+  ///    "req/sub": the class of the alternative chosen), in request order;
+  ///  - then the claim's config in order: an entry naming no request as it is; one naming
+  ///    requests once for each request of the claim it names, by name or by its chosen
+  ///    alternative's "req/sub" (an entry naming two requests appears twice, as in the peer).
+  /// Kubernetes 1.37 also clears `requests` of an entry that covers every request (PR #139731);
+  /// the 1.34 line does not.
+  [[nodiscard]] std::vector<AllocatedConfig> configs(std::uint32_t c) const {
+    std::vector<AllocatedConfig> out;
+    const ResourceClaim& claim = *claims[c];
+    const auto& requests = state[c].requests;
+    std::vector<std::tuple<const DeviceClass*, std::size_t, std::size_t>> by_class;   // class, its entries [from, to)
+    for (const auto& rq : requests) {
+      const Sub& sub = rq.subs[rq.chosen];
+      if (sub.cls == nullptr) continue;
+      const auto seen = std::find_if(by_class.begin(), by_class.end(), [&](const auto& k) { return std::get<0>(k)->name == sub.cls->name; });
+      if (seen != by_class.end()) {
+        for (std::size_t i = std::get<1>(*seen); i < std::get<2>(*seen); ++i) out[i].requests.push_back(sub.result_name);
+        continue;
+      }
+      const std::size_t from = out.size();
+      for (const auto& k : sub.cls->config) out.push_back({AllocatedConfig::Source::kClass, {sub.result_name}, k});
+      by_class.emplace_back(sub.cls, from, out.size());
+    }
+    auto names = [](const ClaimConfig& k, const std::string& name) { return std::find(k.requests.begin(), k.requests.end(), name) != k.requests.end(); };
+    for (const auto& k : claim.config) {
+      if (k.requests.empty()) {
+        out.push_back({AllocatedConfig::Source::kClaim, {}, k.opaque});
+        continue;
+      }
+      for (std::size_t r = 0; r < claim.requests.size(); ++r) {
+        const bool named = names(k, claim.requests[r].name) ||
+                           (requests[r].prioritized && names(k, requests[r].subs[requests[r].chosen].result_name));
+        if (named) out.push_back({AllocatedConfig::Source::kClaim, k.requests, k.opaque});
+      }
+    }
+    return out;
+  }
+
   /// Where the claim's devices can be used (Kubernetes' node selector of the allocation).
   [[nodiscard]] Allocation result(std::uint32_t c) const {
     Allocation out;
     out.devices = state[c].results;
+    out.config = configs(c);
     for (const auto d : state[c].numbers) {
       const auto& sl = a.slice_of(d);
       if (!sl.node_name.empty()) {
@@ -465,6 +510,8 @@ struct Allocator::Search {
     return out;
   }
 };
+
+std::string_view to_string(AllocatedConfig::Source s) { return s == AllocatedConfig::Source::kClass ? "FromClass" : "FromClaim"; }
 
 std::optional<std::vector<Allocation>> Allocator::allocate(const NodeInfo& node, std::span<const ResourceClaim* const> claims,
                                                            std::span<const std::uint8_t> in_use) const {

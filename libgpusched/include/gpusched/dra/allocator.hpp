@@ -69,9 +69,18 @@ struct ResourceSlice {
   std::vector<Device> devices;
 };
 
+/// Opaque configuration for a driver (DeviceConfiguration.opaque): it does not affect the
+/// decision; the allocation result carries it to the driver.
+struct OpaqueConfig {
+  std::string driver;
+  std::string parameters;   ///< the JSON object, as compact text
+  friend bool operator==(const OpaqueConfig&, const OpaqueConfig&) = default;
+};
+
 struct DeviceClass {
   std::string name;
   std::vector<CelExpression> selectors;
+  std::vector<OpaqueConfig> config;   ///< spec.config, in order
 };
 
 enum class AllocationMode : std::uint8_t { kExactCount, kAll };
@@ -98,6 +107,22 @@ struct DeviceConstraint {
   std::string match_attribute;         ///< fully qualified
 };
 
+/// A claim's spec.devices.config entry: for the named requests ("req" or "req/sub"; none: all).
+struct ClaimConfig {
+  std::vector<std::string> requests;
+  OpaqueConfig opaque;
+};
+
+/// An entry of the allocation result's devices.config (DeviceAllocationConfiguration).
+struct AllocatedConfig {
+  enum class Source : std::uint8_t { kClass, kClaim };   ///< FromClass, FromClaim
+  Source source = Source::kClass;
+  std::vector<std::string> requests;   ///< empty: every request of the claim
+  OpaqueConfig opaque;
+  friend bool operator==(const AllocatedConfig&, const AllocatedConfig&) = default;
+};
+[[nodiscard]] std::string_view to_string(AllocatedConfig::Source s);
+
 struct DeviceResult {
   std::string request;   ///< "req", or "req/sub" for a firstAvailable alternative
   std::string driver, pool, device;
@@ -109,6 +134,7 @@ struct ResourceClaim {
   std::string namespace_name, name;
   std::vector<DeviceRequest> requests;
   std::vector<DeviceConstraint> constraints;
+  std::vector<ClaimConfig> config;   ///< spec.devices.config, in order
   /// status.allocation when the claim is allocated already (its non-admin devices are in use).
   std::optional<std::vector<DeviceResult>> allocated;
   /// "namespace/name", or the name alone without a namespace (as Kubernetes' messages print it).
@@ -131,6 +157,9 @@ struct DeviceClaims {
 /// the devices' slices (empty: every node).
 struct Allocation {
   std::vector<DeviceResult> devices;
+  /// The classes' config, then the claim's, as Kubernetes copies them into the result (see
+  /// Allocator::allocate).
+  std::vector<AllocatedConfig> config;
   std::string node_name;
   NodeSelectorTerm node_selector;
 };
