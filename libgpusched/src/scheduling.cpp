@@ -44,6 +44,9 @@ std::uint64_t request_class(const JobSpec& j) {
   for (const auto& [w, term] : c.affinity.preferred) { mix(static_cast<std::uint64_t>(w)); mix_term(term); }
   mix(fnv1a64(c.app));
   mix(static_cast<std::uint64_t>(c.max_per_node));
+  // A DRA claim decides which devices fit (a claim for two GPUs on one PCIe root is not a plain
+  // two-GPU request): jobs of one ResourceClaimTemplate share its resolved claims.
+  mix(fnv1a64(c.claim_template));
   mix(static_cast<std::uint64_t>(j.tasks));
   mix(static_cast<std::uint64_t>(j.min_available));
   return h;

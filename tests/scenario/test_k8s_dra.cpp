@@ -782,3 +782,35 @@ TEST_CASE("DRA in simulations: ResourceSlices given in the scenario stand in for
       "spec": {"driver": "nic.example.com", "nodeName": "pcie-0000", "pool": {"name": "p0", "resourceSliceCount": 1}, "devices": []}})")
             .find("driver \"nic.example.com\"") != std::string::npos);
 }
+
+TEST_CASE("Jobs of two claim templates, or a claim and a plain request, asking as many GPUs are not equivalent: one "
+          "failing says nothing of the other", "[dra][engine]") {
+  // The engine skips a waiting job when an equivalent one (Scheduler::equivalence_class) failed
+  // in the same pass. Here the claim's two GPUs must share a PCIe root, which GPUs 1 and 2 of a
+  // 3-GPU node do not; the jobs that wait with it (a plain two-GPU request, and a claim for any
+  // two GPUs, whose resolved request is the first claim's exactly) fit there once the blocker ends.
+  auto doc = dra_scenario_doc();
+  doc["dra"]["objects"].push_back(nlohmann::json::parse(R"({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "any-two"},
+    "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}]}}}})"));
+  doc["cluster"]["node_groups"][0]["count"] = 1;
+  doc["cluster"]["node_groups"][0]["gpus"] = 3;
+  doc["workload"]["jobs"] = nlohmann::json::parse(R"([
+    {"id": "one", "submit_time": 0, "duration": 600, "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}},
+    {"id": "blocker", "submit_time": 0, "duration": 100, "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "2"}},
+    {"id": "pair", "submit_time": 1, "duration": 300, "claim_template": "two-gpus-one-pcie-root", "requests": {"cpu": "8", "memory": "32Gi"}},
+    {"id": "plain", "submit_time": 2, "duration": 300, "requests": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "2"}}])");
+  for (const bool plain : {true, false}) {
+    if (!plain) doc["workload"]["jobs"][3] = nlohmann::json::parse(
+        R"({"id": "any", "submit_time": 2, "duration": 300, "claim_template": "any-two", "requests": {"cpu": "8", "memory": "32Gi"}})");
+    for (const bool exact : {false, true}) {
+      INFO((plain ? "a plain request" : "a claim for any two GPUs") << ", exact scan: " << exact);
+      Scenario sc = dra_scenario(doc);
+      sc.exact_scan = exact;
+      const auto jobs = run(sc).jobs();
+      REQUIRE(jobs.size() == 4);
+      CHECK(jobs[2].start_s == 600.0);   // the claim waits for GPUs 0 and 1
+      CHECK(jobs[3].start_s == 100.0);   // the other takes GPUs 1 and 2 as soon as they are free
+    }
+  }
+}
