@@ -314,7 +314,13 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
   // preemption what-if) walks its nodes the same way.
   // An explained decision reads every verdict from the class too (explain_verdicts) and takes
   // the scoring pass below, which records each node's scores: none of the shortcuts that skip it.
-  const bool local = too_big.ok() && index_usable(ctx.job);
+  bool local = too_big.ok() && index_usable(ctx.job);
+  // A plugin that reports something from its answers (Plugin::exhaustive_for) must be asked about
+  // the node states the scan would ask about: a partial search (sampling, a narrowed retry) scans
+  // its nodes, and a decision never takes a score-order walk, which skips nodes (a first-feasible
+  // walk asks about the nodes the scan asks about, in the same order, up to the first that fits).
+  const bool exhaustive = local && exhaustive_for(ctx.job);
+  if (exhaustive && (!only.empty() || nodes_to_find(n) < n)) local = false;
   if (explaining_ && !local) explain_verdicts(cluster, ctx, only);
   if (use_index_ && index_eligible_ && !index_) {
     const auto mode = index_tree_ ? NodeIndex::Mode::kTotals
@@ -326,7 +332,7 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
   }
   if (index_ && !local) ++index_->stats.fallbacks;
   NodeIndexClass* sampled = nullptr;   // answers for the sampled search
-  if (local && !explaining_ && (first_feasible_wins_ || ordered_) && only.empty() && nodes_to_find(n) >= n) {
+  if (local && !explaining_ && (first_feasible_wins_ || (ordered_ && !exhaustive)) && only.empty() && nodes_to_find(n) >= n) {
     // First-fit: the lowest-index feasible node, from the capacity tree shared by all requests
     // (no class to bring up to date). A score plugin that orders the nodes (ScorePlugin::
     // orders_nodes): a walk of its node order, shared by all requests, from the best node down.
@@ -622,6 +628,11 @@ void Scheduler::note_signature(const NodeIndexSignature& g, NodeId node, std::ui
   if (g.status.code == StatusCode::kUnschedulableAndUnresolvable) unresolvable_nodes_ += count;
   else if (kube_preemption_) resolvable_nodes_.push_back(node);
   note_reasons(g, count);
+}
+
+bool Scheduler::exhaustive_for(const JobSpec& job) const {
+  return std::any_of(filters_.begin(), filters_.end(), [&](const FilterPlugin* f) { return f->exhaustive_for(job); }) ||
+         std::any_of(scores_.begin(), scores_.end(), [&](const auto& s) { return s.first->exhaustive_for(job); });
 }
 
 bool Scheduler::index_usable(const JobSpec& job) const {

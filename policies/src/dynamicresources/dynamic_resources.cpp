@@ -106,7 +106,9 @@ bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ct
 
 std::vector<std::string> DynamicResources::warnings() const {
   auto out = Plugin::warnings();
-  out.insert(out.end(), errors_.begin(), errors_.end());
+  auto errors = errors_;
+  std::sort(errors.begin(), errors.end());
+  out.insert(out.end(), errors.begin(), errors.end());
   return out;
 }
 

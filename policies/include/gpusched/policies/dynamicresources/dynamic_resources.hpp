@@ -25,13 +25,19 @@ namespace gpusched::policies {
 class DynamicResources final : public FilterPlugin, public DeviceSelectBase {
  public:
   [[nodiscard]] std::string_view name() const override { return "dynamic-resources"; }
-  /// A job without a claim gets the same answer on every node state; with one, the answer reads
-  /// the node's devices, which the node index does not key by: those decisions scan.
-  [[nodiscard]] bool node_local_for(const JobSpec& job) const override { return !job.constraints.claims && job.constraints.claim_template.empty(); }
+  /// The answer reads the node's devices and whether each is in use (its GPUs' and GIs' state,
+  /// which the node's generation counts) and the job's claims, which are the same for every job
+  /// of one ResourceClaimTemplate (the node index keys request classes by the template).
+  [[nodiscard]] bool node_local_answers() const override { return true; }
+  /// Allocation errors become warnings: a claim job's decisions must ask about every node state
+  /// the scan would, so the warnings are the scan's.
+  [[nodiscard]] bool exhaustive_for(const JobSpec& job) const override { return job.constraints.claims != nullptr; }
   [[nodiscard]] Status filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const override;
   [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node, TaskPlacement& out) const override;
   /// Besides configuration warnings: the allocation errors met (a CEL runtime error in a
-  /// selector), each once; the task stays pending as kube-scheduler keeps such a pod.
+  /// selector), each once, in text order (the node index asks about nodes in another order than
+  /// the scan, never about other node states); the task stays pending as kube-scheduler keeps
+  /// such a pod.
   [[nodiscard]] std::vector<std::string> warnings() const override;
 
  private:

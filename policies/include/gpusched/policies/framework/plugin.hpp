@@ -67,6 +67,12 @@ class Plugin {
   /// node_local_answers() for one job: a plugin whose answers are node-local for some jobs only
   /// (app-max-per-node, for jobs without an app) says so here.
   [[nodiscard]] virtual bool node_local_for(const JobSpec& /*job*/) const { return node_local_answers(); }
+  /// True when the plugin notes something a run reports (a warning) from the answers it gives
+  /// for this job, so the node index must ask it about exactly the node states the plain scan
+  /// would: such decisions take the request class (every node state once, as the scan sees it),
+  /// never a score-order walk that skips nodes, and scan when the search is partial (sampling,
+  /// narrowed retries). dynamic-resources says so for jobs with a claim (allocation errors).
+  [[nodiscard]] virtual bool exhaustive_for(const JobSpec& /*job*/) const { return false; }
   /// Called once when a Scheduler is built, with every hook the profile lists this plugin at.
   /// May throw ProfileError for a combination the plugin cannot serve.
   virtual void bound_to(std::span<const std::string_view> /*hooks*/) {}

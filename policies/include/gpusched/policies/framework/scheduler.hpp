@@ -272,6 +272,7 @@ class Scheduler final : public SchedulingHook {
   bool index_eligible_ = false;   // no batch filter, no opaque plugin (node-locality is asked per job)
   bool index_tree_ = false;       // every score plugin's normalize is the identity: a max tree
   [[nodiscard]] bool index_usable(const JobSpec& job) const;
+  [[nodiscard]] bool exhaustive_for(const JobSpec& job) const;   // some plugin's Plugin::exhaustive_for
   void note_reasons(const NodeIndexSignature& g, std::uint32_t count);
   void note_signature(const NodeIndexSignature& g, NodeId node, std::uint32_t count);
   Status finish(const ClusterState& cluster, const TaskContext& ctx, NodeId chosen, TaskPlacement& out);
