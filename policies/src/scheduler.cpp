@@ -321,6 +321,11 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
   // walk asks about the nodes the scan asks about, in the same order, up to the first that fits).
   const bool exhaustive = local && exhaustive_for(ctx.job);
   if (exhaustive && (!only.empty() || nodes_to_find(n) < n)) local = false;
+  // A narrowed retry (the engine's, on the nodes that gained capacity since the last pass) asks
+  // only about nodes that changed: the request class would recompute each of them too, after
+  // walking every change since it was last used. Scanning them is the same work without that
+  // walk (a rarely used class is cold and far behind: 3x a whole run with many request shapes).
+  if (!only.empty() && !explaining_) local = false;
   if (explaining_ && !local) explain_verdicts(cluster, ctx, only);
   if (use_index_ && index_eligible_ && !index_) {
     const auto mode = index_tree_ ? NodeIndex::Mode::kTotals

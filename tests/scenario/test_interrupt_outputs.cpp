@@ -73,7 +73,11 @@ TEST_CASE("A run whose interrupt poll fires stops early with InterruptedError", 
 }
 
 TEST_CASE("The process-wide flag stops a run in another thread within a fraction of a second", "[scenario][interrupt]") {
-  const Scenario sc = demo_scenario();
+  // Ten times the demo's jobs: the run must still be going when the flag is set (the demo alone
+  // now ends in about 0.2 s, near the 150 ms the test waits).
+  Scenario sc = demo_scenario();
+  REQUIRE(sc.synthetic);
+  sc.synthetic->jobs *= 10;
   clear_interrupt();
   std::atomic<bool> threw{false};
   std::chrono::steady_clock::time_point stopped;
