@@ -320,7 +320,7 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
   // its nodes, and a decision never takes a score-order walk, which skips nodes (a first-feasible
   // walk asks about the nodes the scan asks about, in the same order, up to the first that fits).
   const bool exhaustive = local && exhaustive_for(ctx.job);
-  if (exhaustive && (!only.empty() || nodes_to_find(n) < n)) local = false;
+  if (exhaustive && (!only.empty() || nodes_to_find(n) < n || bounds_reach_exhaustive(cluster, ctx))) local = false;
   // A narrowed retry (the engine's, on the nodes that gained capacity since the last pass) asks
   // only about nodes that changed: the request class would recompute each of them too, after
   // walking every change since it was last used. Scanning them is the same work without that
@@ -638,6 +638,27 @@ void Scheduler::note_signature(const NodeIndexSignature& g, NodeId node, std::ui
 bool Scheduler::exhaustive_for(const JobSpec& job) const {
   return std::any_of(filters_.begin(), filters_.end(), [&](const FilterPlugin* f) { return f->exhaustive_for(job); }) ||
          std::any_of(scores_.begin(), scores_.end(), [&](const auto& s) { return s.first->exhaustive_for(job); });
+}
+
+bool Scheduler::bounds_reach_exhaustive(const ClusterState& cluster, const TaskContext& ctx) const {
+  // The index skips nodes below every filter's capacity bounds without asking any filter; the
+  // scan asks the filters in order and stops at the first that rejects. So bounds from a filter
+  // listed after an exhaustive one (or from it) would skip nodes the scan asks it about
+  // (dynamic-resources before node-resources-fit: review of 5de8bc0).
+  bool after = false;
+  for (const auto* f : filters_) {
+    after = after || f->exhaustive_for(ctx.job);
+    if (!after) continue;
+    CapacityNeed need;
+    f->capacity_need(cluster, ctx, need);
+    const CapacityNeed none;
+    if (need.schedulable != none.schedulable || need.cpu_milli != none.cpu_milli || need.memory_mib != none.memory_mib ||
+        need.gpu_memory_mib != none.gpu_memory_mib || need.whole_units != none.whole_units || need.gpu_milli != none.gpu_milli ||
+        need.tpu_chips != none.tpu_chips) {
+      return true;
+    }
+  }
+  return false;
 }
 
 bool Scheduler::index_usable(const JobSpec& job) const {

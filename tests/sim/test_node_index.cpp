@@ -191,7 +191,8 @@ TEST_CASE("DRA claim jobs through the node index: the same bytes and the same wa
   }
   doc["cluster"]["node_groups"] = nlohmann::json::parse(R"([
     {"name": "a100", "count": 6, "cpu": 64, "memory": "512Gi", "gpus": 4, "gpu_model": "A100-80GB", "topology": {"gpus_per_pcie_switch": 2}},
-    {"name": "h100", "count": 4, "cpu": 64, "memory": "512Gi", "gpus": 8, "gpu_model": "H100-80GB", "topology": {"gpus_per_pcie_switch": 4}}])");
+    {"name": "h100", "count": 4, "cpu": 64, "memory": "512Gi", "gpus": 8, "gpu_model": "H100-80GB", "topology": {"gpus_per_pcie_switch": 4}},
+    {"name": "small", "count": 2, "cpu": "500m", "memory": "16Gi", "gpus": 2, "gpu_model": "H100-80GB"}])");
   doc["dra"]["objects"].push_back(nlohmann::json::parse(R"({
     "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "a100-or-error"},
     "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "selectors": [{"cel": {"expression":
@@ -214,9 +215,12 @@ TEST_CASE("DRA claim jobs through the node index: the same bytes and the same wa
   }
   doc["workload"]["jobs"] = jobs;
   const auto base = parse_scenario(doc.dump(), "dra-random.json", dir);
-  auto profile = [&](const nlohmann::json& score, int pct) {
+  auto profile = [&](const nlohmann::json& score, int pct, bool dra_first = false) {
     auto p = nlohmann::json::parse(R"({"name": "kube-dra", "filter": [{"name": "node-resources-fit"}, {"name": "dynamic-resources"}],
                                        "device_select": {"name": "dynamic-resources"}})");
+    // dynamic-resources first: the scan asks it about nodes node-resources-fit (the capacity
+    // bounds) rejects, such as the small nodes (half a CPU) for every job (review of 5de8bc0).
+    if (dra_first) std::swap(p["filter"][0], p["filter"][1]);
     p["score"] = score;
     if (pct >= 0) p["percentage_of_nodes_to_score"] = pct;
     return p;
@@ -226,7 +230,10 @@ TEST_CASE("DRA claim jobs through the node index: the same bytes and the same wa
       {"best-fit", profile(nlohmann::json::parse(R"([{"name": "best-fit"}])"), -1)},
       {"binpack", profile(nlohmann::json::parse(R"([{"name": "gpu-binpack"}])"), -1)},
       {"kube scores", profile(nlohmann::json::parse(R"([{"name": "least-allocated"}, {"name": "balanced-allocation"}])"), -1)},
-      {"best-fit, 10 % sampled", profile(nlohmann::json::parse(R"([{"name": "best-fit"}])"), 10)}};
+      {"best-fit, 10 % sampled", profile(nlohmann::json::parse(R"([{"name": "best-fit"}])"), 10)},
+      {"dynamic-resources before node-resources-fit, first-fit", profile(nlohmann::json::parse(R"([{"name": "first-fit"}])"), -1, true)},
+      {"dynamic-resources before node-resources-fit, kube scores",
+       profile(nlohmann::json::parse(R"([{"name": "least-allocated"}, {"name": "balanced-allocation"}])"), -1, true)}};
   for (const auto& [label, p] : profiles) {
     auto d = doc;
     d["profile"] = p;
@@ -247,6 +254,45 @@ TEST_CASE("DRA claim jobs through the node index: the same bytes and the same wa
     const auto w = indexed_result.warnings();
     CHECK(std::count_if(w.begin(), w.end(), [](const std::string& x) { return x.find("CEL runtime error") != std::string::npos; }) >= 8);
     CHECK(a.count("claims.csv") == 1);
+  }
+}
+
+TEST_CASE("DRA claim jobs with dynamic-resources listed before node-resources-fit: the index asks it about the nodes "
+          "the capacity bounds would skip, as the scan does", "[scenario][node-index][dra]") {
+  // The review's repro of 5de8bc0: the T4 nodes have 4 CPUs and every job asks for 8, so
+  // node-resources-fit rejects them, but the scan asks dynamic-resources first, whose selector
+  // then fails at run time on their free T4s (no such key), one warning per node. The index must
+  // not skip them by node-resources-fit's capacity bounds.
+  const auto dir = t::source_dir() / "examples" / "dra";
+  nlohmann::json doc;
+  {
+    std::ifstream in(dir / "scenario.json");
+    doc = nlohmann::json::parse(in);
+  }
+  doc["cluster"]["node_groups"] = nlohmann::json::parse(R"([
+    {"name": "t4", "count": 2, "cpu": 4, "memory": "64Gi", "gpus": 2, "gpu_model": "T4"},
+    {"name": "a100", "count": 2, "cpu": 64, "memory": "512Gi", "gpus": 4, "gpu_model": "A100-80GB"}])");
+  doc["dra"]["objects"].push_back(nlohmann::json::parse(R"({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "t"},
+    "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "selectors": [{"cel": {"expression":
+      "device.attributes['gpu.nvidia.com'].architecture == 'Ampere' || device.attributes['gpu.nvidia.com'].nosuch == 'x'"}}]}}]}}}})"));
+  doc["workload"]["jobs"] = nlohmann::json::parse(R"([
+    {"id": "c1", "submit_time": 0, "duration": 100, "claim_template": "t", "requests": {"cpu": "8", "memory": "8Gi"}},
+    {"id": "c2", "submit_time": 1, "duration": 100, "claim_template": "t", "requests": {"cpu": "8", "memory": "8Gi"}}])");
+  for (const char* score : {R"([{"name": "first-fit"}])", R"([{"name": "best-fit"}])", R"([{"name": "least-allocated"}, {"name": "balanced-allocation"}])"}) {
+    INFO(score);
+    auto d = doc;
+    d["profile"] = nlohmann::json::parse(R"({"name": "dra-first", "filter": [{"name": "dynamic-resources"}, {"name": "node-resources-fit"}],
+                                             "device_select": {"name": "dynamic-resources"}})");
+    d["profile"]["score"] = nlohmann::json::parse(score);
+    Scenario sc = parse_scenario(d.dump(), "dra-first.json", dir);
+    sc.exact_scan = true;
+    const auto scanned = run(sc).warnings();
+    sc.exact_scan = false;
+    const auto indexed = run(sc).warnings();
+    CHECK(indexed == scanned);
+    // Every scan asks about the T4s (first in node order), first-fit's too before it reaches an A100.
+    CHECK(std::count_if(scanned.begin(), scanned.end(), [](const std::string& x) { return x.find("t4-000") != std::string::npos; }) == 2);
   }
 }
 

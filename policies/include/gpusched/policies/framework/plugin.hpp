@@ -71,7 +71,9 @@ class Plugin {
   /// for this job, so the node index must ask it about exactly the node states the plain scan
   /// would: such decisions take the request class (every node state once, as the scan sees it),
   /// never a score-order walk that skips nodes, and scan when the search is partial (sampling,
-  /// narrowed retries). dynamic-resources says so for jobs with a claim (allocation errors).
+  /// narrowed retries), and scan when a filter listed at or after this one gives capacity bounds
+  /// (the index would skip nodes below them unasked). dynamic-resources says so for jobs with a
+  /// claim (allocation errors).
   [[nodiscard]] virtual bool exhaustive_for(const JobSpec& /*job*/) const { return false; }
   /// Called once when a Scheduler is built, with every hook the profile lists this plugin at.
   /// May throw ProfileError for a combination the plugin cannot serve.

@@ -273,6 +273,8 @@ class Scheduler final : public SchedulingHook {
   bool index_tree_ = false;       // every score plugin's normalize is the identity: a max tree
   [[nodiscard]] bool index_usable(const JobSpec& job) const;
   [[nodiscard]] bool exhaustive_for(const JobSpec& job) const;   // some plugin's Plugin::exhaustive_for
+  /// Whether a filter listed at or after the first exhaustive one gives capacity bounds.
+  [[nodiscard]] bool bounds_reach_exhaustive(const ClusterState& cluster, const TaskContext& ctx) const;
   void note_reasons(const NodeIndexSignature& g, std::uint32_t count);
   void note_signature(const NodeIndexSignature& g, NodeId node, std::uint32_t count);
   Status finish(const ClusterState& cluster, const TaskContext& ctx, NodeId chosen, TaskPlacement& out);
