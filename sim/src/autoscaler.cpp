@@ -151,9 +151,13 @@ void Autoscaler::stop_billing(GroupState& gs, NodeInfo& ni, SimTime now) {
 
 void Autoscaler::on_submit(SimTime t, JobId, const Engine&) { arm_next_grid(t); }
 
-void Autoscaler::on_job_start(SimTime, JobId j, std::span<const TaskPlacement> placements, const Engine&) {
+void Autoscaler::on_job_start(SimTime t, JobId j, std::span<const TaskPlacement> placements, const Engine& e) {
   unhelpable_[j.value] = 0;
-  for (const auto& p : placements) {
+  on_job_grow(t, j, placements, e);
+}
+
+void Autoscaler::on_job_grow(SimTime, JobId, std::span<const TaskPlacement> added, const Engine&) {
+  for (const auto& p : added) {
     const auto g = group_of(p.node);
     if (g < 0) continue;
     const auto gi = static_cast<std::size_t>(g);

@@ -339,3 +339,31 @@ TEST_CASE("examples/policies.json runs: preemption with checkpoints, a NoExecute
   CHECK(j["autoscaler"]["scale_ups"].get<std::int64_t>() >= 1);
   CHECK(test::cluster_empty(r.engine().cluster()));
 }
+
+TEST_CASE("A gang that grows onto an autoscaled node keeps that node: the autoscaler watches on_job_grow (review)",
+          "[scenario][policies][autoscaler]") {
+  // A random review scenario (two autoscaled groups, gangs with min_available < tasks): j440
+  // starts with one task and grows onto a g3 node later. The autoscaler still took that node
+  // for empty and aborted on its invariant ("a node marked empty runs tasks"); had it not, it
+  // could have removed the node under the running task.
+  const auto sc = parse(R"({"schema_version": 1, "seed": 794, "cluster": {"node_groups": [
+      {"name": "g2", "count": 1, "cpu": 16, "memory": 0, "gpus": 8, "gpu_model": "H100-80GB",
+       "autoscale": {"min": 0, "provisioning_delay_s": 300, "scale_down_idle_s": 600}},
+      {"name": "g3", "count": 1, "cpu": 16, "memory": "256Gi", "gpus": 8, "gpu_model": "A100-80GB",
+       "autoscale": {"min": 0, "provisioning_delay_s": 300, "scale_down_idle_s": 60}},
+      {"name": "g4", "count": 1, "cpu": 64, "memory": "64Gi", "gpus": 1, "gpu_model": "A100-80GB", "gpu_partition": {"mode": "mig", "dynamic": true}}]},
+      "profile": "first-fit",
+      "workload": {"jobs": [
+        {"id": "j403", "submit_time": 645, "duration": 30, "requests": {"nvidia.com/gpu": 2}, "tasks": 3, "min_available": 2},
+        {"id": "j440", "submit_time": 708, "duration": 1000, "requests": {"cpu": 8, "nvidia.com/gpu": 8}, "tasks": 2, "min_available": 1}]},
+      "horizon_s": 200000, "outputs": {"event_log": true}})");
+  const auto r = run(sc);
+  const auto jobs = r.jobs();
+  REQUIRE(jobs.size() == 2);
+  CHECK(jobs[1].state == "completed");
+  // Every node the grown job ran on stayed up until it ended.
+  for (const auto& line : r.event_log()) {
+    if (line.find(",node_down,") == std::string::npos && line.find(",scale_down,") == std::string::npos) continue;
+    CHECK(std::stod(line.substr(0, line.find(','))) >= jobs[1].end_s);
+  }
+}

@@ -87,6 +87,8 @@ class Autoscaler final : public Observer {
   void on_start(const Engine& e) override;
   void on_submit(SimTime t, JobId j, const Engine& e) override;
   void on_job_start(SimTime t, JobId j, std::span<const TaskPlacement> placements, const Engine& e) override;
+  /// A gang that started with min_available tasks placing more: their nodes are no longer empty.
+  void on_job_grow(SimTime t, JobId j, std::span<const TaskPlacement> added, const Engine& e) override;
   void on_job_finish(SimTime t, JobId j, const Engine& e) override;
   void on_job_fail(SimTime t, JobId j, std::string_view reason, const Engine& e) override;
   void on_job_requeue(SimTime t, JobId j, std::string_view reason, const Engine& e) override;
