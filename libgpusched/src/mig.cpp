@@ -72,6 +72,11 @@ MigGeometry mig_geometry_from_json(const nlohmann::json& j, const std::string& s
             else if (pk == "memory_slices") p.memory_slices = static_cast<int>(integer(pv, pkf, 1, 32));
             else if (pk == "memory_mib") p.memory_mib = integer(pv, pkf, 0, std::int64_t{1} << 40);
             else if (pk == "sms") p.sms = static_cast<int>(integer(pv, pkf, 0, 1 << 20));
+            else if (pk == "copy_engines") p.copy_engines = static_cast<int>(integer(pv, pkf, 0, 64));
+            else if (pk == "decoders") p.decoders = static_cast<int>(integer(pv, pkf, 0, 64));
+            else if (pk == "encoders") p.encoders = static_cast<int>(integer(pv, pkf, 0, 64));
+            else if (pk == "jpeg_engines") p.jpeg_engines = static_cast<int>(integer(pv, pkf, 0, 64));
+            else if (pk == "ofa_engines") p.ofa_engines = static_cast<int>(integer(pv, pkf, 0, 64));
             else if (pk == "max_count") p.max_count = static_cast<int>(integer(pv, pkf, 1, 64));
             else if (pk == "starts") {
               if (!pv.is_array()) bad(pkf, "expected a list of memory-slice starts");
@@ -115,9 +120,13 @@ void to_json(nlohmann::json& j, const MigGeometry& g) {
   if (!g.source.empty()) j["source"] = g.source;
   auto& list = j["profiles"] = nlohmann::json::array();
   for (const auto& p : g.profiles) {
-    list.push_back({{"id", p.id}, {"name", p.name}, {"compute_slices", p.compute_slices}, {"memory_slices", p.memory_slices},
-                    {"memory_mib", p.memory_mib}, {"sms", p.sms}, {"max_count", p.max_count}, {"starts", p.starts},
-                    {"media_extensions", p.media_extensions}});
+    auto& e = list.emplace_back(nlohmann::json{{"id", p.id}, {"name", p.name}, {"compute_slices", p.compute_slices}, {"memory_slices", p.memory_slices},
+                                               {"memory_mib", p.memory_mib}, {"sms", p.sms}, {"max_count", p.max_count}, {"starts", p.starts},
+                                               {"media_extensions", p.media_extensions}});
+    for (const auto& [key, count] : {std::pair{"copy_engines", p.copy_engines}, std::pair{"decoders", p.decoders}, std::pair{"encoders", p.encoders},
+                                     std::pair{"jpeg_engines", p.jpeg_engines}, std::pair{"ofa_engines", p.ofa_engines}}) {
+      if (count >= 0) e[key] = count;
+    }
   }
 }
 

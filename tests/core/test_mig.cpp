@@ -255,6 +255,35 @@ std::vector<std::string> mig_models() {
 }
 }  // namespace
 
+TEST_CASE("MIG profile engines: the built-in figures of NVIDIA's MIG user guide, unknown elsewhere, and a user catalog's "
+          "read back as written", "[core][mig]") {
+  const auto& cat = GpuCatalog::builtin();
+  auto engines = [&](const char* model, const char* profile) {
+    const auto& g = *cat[*cat.find(model)].mig;
+    const auto& p = g.profiles[static_cast<std::size_t>(g.find_profile(profile))];
+    return std::vector<int>{p.sms, p.copy_engines, p.decoders, p.encoders, p.jpeg_engines, p.ofa_engines};
+  };
+  // MIG user guide, Supported MIG Profiles ("Hardware Units", "Copy Engines"); SMs from -lgip.
+  CHECK(engines("A100-40GB", "1g.5gb") == std::vector<int>{14, 1, 0, 0, 0, 0});
+  CHECK(engines("A100-40GB", "1g.5gb+me") == std::vector<int>{14, 1, 1, 0, 1, 1});
+  CHECK(engines("A100-80GB", "7g.80gb") == std::vector<int>{98, 7, 5, 0, 1, 1});
+  CHECK(engines("H100-80GB", "1g.10gb") == std::vector<int>{16, 1, 1, 0, 1, 0});
+  CHECK(engines("H100-80GB", "7g.80gb") == std::vector<int>{132, 8, 7, 0, 7, 1});
+  CHECK(engines("H100-NVL", "1g.24gb") == std::vector<int>{26, 1, 1, 0, 1, 0});
+  CHECK(engines("H200", "3g.71gb") == std::vector<int>{60, 3, 3, 0, 3, 0});
+  // Not sourced: unknown, not guessed from a sibling board.
+  CHECK(engines("A800-80GB", "3g.40gb")[1] == -1);
+  CHECK(engines("B200", "3g.90gb")[2] == -1);
+  // A user catalog's engines survive writing and reading the geometry back.
+  nlohmann::json j = *cat[*cat.find("H100-80GB")].mig;
+  CHECK(j["profiles"][6]["copy_engines"] == 8);
+  CHECK_FALSE(nlohmann::json(*cat[*cat.find("B200")].mig)["profiles"][0].contains("copy_engines"));
+  const auto back = mig_geometry_from_json(j, "catalog.json", "/models/0/mig");
+  CHECK(back.profiles[6].jpeg_engines == 7);
+  j["profiles"][0]["decoders"] = 65;
+  CHECK_THROWS_WITH(mig_geometry_from_json(j, "catalog.json", "/models/0/mig"), Catch::Contains("profiles/0/decoders"));
+}
+
 TEST_CASE("The MIG user guide's MIG-capable GPUs are MIG models of the catalog", "[core][mig]") {
   for (const char* m : {"A30", "A100-40GB", "A100-80GB", "A800-40GB", "A800-80GB", "H100-80GB", "H100-PCIe", "H100-NVL", "H800",
                         "H800-PCIe", "H20", "H200", "GH200-96GB", "GH200-144GB", "B200", "GB200", "B300", "RTX-PRO-6000-Blackwell-Server"}) {

@@ -284,6 +284,23 @@ TEST_CASE("DRA slices derived from the node model read back as they were written
   }
   CHECK(mig == 16);     // a100-mig: 2 nodes x 4 GPUs x (4g.40gb + 3g.40gb)
   CHECK(whole == 32);   // vGPU, time-slicing, passthrough, hgx and pcie nodes; dynamic-MIG GPUs publish nothing
+  // A GI's SMs and engines, as NVML's profile info counts them (MIG user guide, A100 table:
+  // 3g.40gb has 3 copy engines and 2 NVDECs; 4g.40gb 4 and 2; neither a JPEG decoder nor an OFA).
+  std::map<std::string, std::vector<std::int64_t>> engines;   // profile -> SMs, CE, DEC, ENC, JPEG, OFA
+  for (const auto& sl : direct) {
+    for (const auto& d : sl.devices) {
+      const auto* profile = d.attribute("gpu.nvidia.com/profile");
+      if (profile == nullptr) continue;
+      auto& e = engines[std::get<std::string>(*profile)];
+      e.clear();
+      for (const char* c : {"multiprocessors", "copyEngines", "decoders", "encoders", "jpegEngines", "ofaEngines"}) {
+        const auto* q = d.capacity_of(std::string("gpu.nvidia.com/") + c);
+        e.push_back(q == nullptr ? -1 : q->as_integer().value_or(-2));
+      }
+    }
+  }
+  CHECK(engines["3g.40gb"] == std::vector<std::int64_t>{42, 3, 2, 0, 0, 0});
+  CHECK(engines["4g.40gb"] == std::vector<std::int64_t>{56, 4, 2, 0, 0, 0});
 
   // The example claims (docs/dra.md), allocated on those slices.
   auto objects = parse_kubernetes_objects(list.dump(), "slices.json");

@@ -33,6 +33,9 @@ struct MigProfile {
   int memory_slices = 0;
   std::int64_t memory_mib = 0;   ///< framebuffer of the instance
   int sms = 0;                   ///< streaming multiprocessors of the instance (0 = unknown)
+  /// The instance's engines, as NVML's GPU instance profile info gives them (copyEngineCount,
+  /// decoderCount, encoderCount, jpegCount, ofaCount); -1: unknown (not published to DRA).
+  int copy_engines = -1, decoders = -1, encoders = -1, jpeg_engines = -1, ofa_engines = -1;
   int max_count = 1;             ///< instances of this profile per GPU
   std::vector<int> starts;       ///< legal start memory slices, ascending
   bool media_extensions = false; ///< a "+me" profile

@@ -118,6 +118,11 @@ std::optional<ResourceSlice> make_slice(const NodeSpec& node, const GpuCatalog& 
         dev.attributes.emplace_back(d + "uuid", synthetic_uuid("MIG", node.name + "/" + std::to_string(i), static_cast<std::size_t>(inst.start)));
         dev.capacity.emplace_back(d + "memory", *Quantity::parse(mib(p.memory_mib)));
         if (p.sms > 0) dev.capacity.emplace_back(d + "multiprocessors", Quantity::from_int(p.sms));
+        // The engines, where the catalog knows them (NVML's GPU instance profile info, as the driver reads it).
+        for (const auto& [name, count] : {std::pair{"copyEngines", p.copy_engines}, std::pair{"decoders", p.decoders}, std::pair{"encoders", p.encoders},
+                                          std::pair{"jpegEngines", p.jpeg_engines}, std::pair{"ofaEngines", p.ofa_engines}}) {
+          if (count >= 0) dev.capacity.emplace_back(d + name, Quantity::from_int(count));
+        }
         // The memory slices it occupies, one capacity each (as the driver publishes them).
         for (int k = inst.start; k < inst.start + p.memory_slices; ++k) dev.capacity.emplace_back(d + "memorySlice" + std::to_string(k), Quantity::from_int(1));
         dev.sort();
