@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -485,6 +486,45 @@ policies::Scheduler::IndexStats same_as_scan(const std::vector<NodeSpec>& nodes,
   return indexed.stats;
 }
 
+/// For seeds [from, to): `count` nodes of at most four of random_nodes()' types (many identical
+/// nodes: runs of equal scores), `tweak_types` applied to the types first; 400 random jobs
+/// (`tweak_jobs` after), node failures; every config run and compared with the plain scan.
+/// The index counters, summed.
+policies::Scheduler::IndexStats walks_same_as_scan(std::uint64_t from, std::uint64_t to, int count,
+                                                   const std::vector<std::pair<policies::Profile, QueuePolicy>>& configs,
+                                                   const std::function<void(Rng&, std::vector<NodeSpec>&)>& tweak_types,
+                                                   const std::function<void(Workload&)>& tweak_jobs = {}) {
+  policies::Scheduler::IndexStats sum;
+  for (std::uint64_t seed = from; seed < to; ++seed) {
+    Rng rng = RngStreams(seed).stream("test.cluster");
+    ResourceTable res;
+    auto types = random_nodes(rng, res);
+    tweak_types(rng, types);
+    std::vector<NodeSpec> nodes;
+    for (int i = 0; i < count; ++i) {
+      nodes.push_back(types[rng.below(std::min<std::size_t>(types.size(), 4))]);
+      nodes.back().name = t::numbered("node-", i);
+    }
+    const auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
+    auto jobs = random_jobs(rng, cluster, res, 400);
+    if (tweak_jobs) tweak_jobs(jobs);
+    EngineConfig base;
+    base.node_events = random_failures(rng, nodes.size(), jobs.back().submit.seconds());
+    base.horizon = SimTime::from_seconds(30'000);
+    for (const auto& [profile, queueing] : configs) {
+      INFO("seed " << seed << ", profile " << profile.name << ", queueing " << to_string(queueing));
+      EngineConfig cfg = base;
+      cfg.queue_policy = queueing;
+      const auto stats = same_as_scan(nodes, res, jobs, profile, seed, cfg);
+      sum.ordered += stats.ordered;
+      sum.first_feasible += stats.first_feasible;
+      sum.fallbacks += stats.fallbacks;
+      sum.gave_up += stats.gave_up;
+    }
+  }
+  return sum;
+}
+
 }  // namespace
 
 TEST_CASE("Retrying waiting jobs only on nodes that gained capacity decides exactly like retrying everywhere",
@@ -666,11 +706,7 @@ TEST_CASE("Score-ordered walks (best-fit, binpack): many identical nodes, severa
       {weighted(0.0, 1.0), QueuePolicy::kGreedy},
       {weighted(1.0, 0.0), QueuePolicy::kGreedy},
       {weighted(0.3, 2.0), QueuePolicy::kStrictFifo}};
-  std::uint64_t ordered = 0, first_feasible = 0, fallbacks = 0;
-  for (std::uint64_t seed = 440; seed < 446; ++seed) {
-    Rng rng = RngStreams(seed).stream("test.cluster");
-    ResourceTable res;
-    auto types = random_nodes(rng, res);
+  const auto u = walks_same_as_scan(440, 446, 36, configs, [](Rng& rng, std::vector<NodeSpec>& types) {
     for (auto& type : types) {   // some GPUs shared by MPS: a share fits by client count there, not by free memory
       if (type.gpus.size() >= 2 && rng.below(3) == 0) {
         for (std::size_t g = 0; g < type.gpus.size(); g += 2) {
@@ -679,26 +715,8 @@ TEST_CASE("Score-ordered walks (best-fit, binpack): many identical nodes, severa
         }
       }
     }
-    std::vector<NodeSpec> nodes;
-    for (int i = 0; i < 36; ++i) {
-      nodes.push_back(types[rng.below(std::min<std::size_t>(types.size(), 4))]);
-      nodes.back().name = t::numbered("node-", i);
-    }
-    const auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
-    const auto jobs = random_jobs(rng, cluster, res, 400);
-    EngineConfig base;
-    base.node_events = random_failures(rng, nodes.size(), jobs.back().submit.seconds());
-    base.horizon = SimTime::from_seconds(30'000);
-    for (const auto& [profile, queueing] : configs) {
-      INFO("seed " << seed << ", profile " << profile.name << ", queueing " << to_string(queueing));
-      EngineConfig cfg = base;
-      cfg.queue_policy = queueing;
-      const auto stats = same_as_scan(nodes, res, jobs, profile, seed, cfg);
-      ordered += stats.ordered;
-      first_feasible += stats.first_feasible;
-      fallbacks += stats.fallbacks;
-    }
-  }
+  });
+  const auto ordered = u.ordered, first_feasible = u.first_feasible, fallbacks = u.fallbacks;
   INFO(ordered << " decisions from the walk, " << first_feasible << " first-feasible (binpack, CPU-only tasks), "
                << fallbacks << " scanned");
   CHECK(ordered > 1000);
@@ -738,43 +756,26 @@ TEST_CASE("most-allocated's score order: random ties drawn as the scan draws the
       {variant("most-gpu-3", {{"resources", resources(1, 2, 3)}}, TieBreak::kRandom), QueuePolicy::kStrictFifo},
       {variant("most-cpu-memory", {{"resources", resources(1, 1, 0)}}, TieBreak::kRandom), QueuePolicy::kGreedy},
       {variant("most-gpu-only", {{"resources", resources(0, 0, 1)}}, TieBreak::kRandom), QueuePolicy::kGreedy}};
-  std::uint64_t ordered = 0, gave_up = 0, fallbacks = 0;
-  for (std::uint64_t seed = 470; seed < 476; ++seed) {
-    Rng rng = RngStreams(seed).stream("test.cluster");
-    ResourceTable res;
-    auto types = random_nodes(rng, res);
-    for (auto& type : types) {   // some GPUs time-sliced: kube-scheduler counts their replicas
-      if (type.gpus.size() >= 2 && rng.below(3) == 0) {
-        for (auto& g : type.gpus) {
-          g.partition = GpuPartition::kTimeSlicing;
-          g.replicas = 4;
+  // Few types repeated: many nodes tie at the top score.
+  const auto u = walks_same_as_scan(
+      470, 476, 40, configs,
+      [](Rng& rng, std::vector<NodeSpec>& types) {
+        for (auto& type : types) {   // some GPUs time-sliced: kube-scheduler counts their replicas
+          if (type.gpus.size() >= 2 && rng.below(3) == 0) {
+            for (auto& g : type.gpus) {
+              g.partition = GpuPartition::kTimeSlicing;
+              g.replicas = 4;
+            }
+          }
         }
-      }
-    }
-    std::vector<NodeSpec> nodes;
-    for (int i = 0; i < 40; ++i) {   // few types repeated: many nodes tie at the top score
-      nodes.push_back(types[rng.below(std::min<std::size_t>(types.size(), 4))]);
-      nodes.back().name = t::numbered("node-", i);
-    }
-    const auto cluster = ClusterState(GpuCatalog::builtin(), res, nodes);
-    auto jobs = random_jobs(rng, cluster, res, 400);
-    for (std::size_t i = 0; i < jobs.size(); ++i) {   // non-zero defaults: tasks asking for no CPU or memory
-      if (i % 7 == 0) jobs[i].request.cpu_milli = 0;
-      if (i % 5 == 0) jobs[i].request.memory_mib = 0;
-    }
-    EngineConfig base;
-    base.node_events = random_failures(rng, nodes.size(), jobs.back().submit.seconds());
-    base.horizon = SimTime::from_seconds(30'000);
-    for (const auto& [profile, queueing] : configs) {
-      INFO("seed " << seed << ", profile " << profile.name << ", queueing " << to_string(queueing));
-      EngineConfig cfg = base;
-      cfg.queue_policy = queueing;
-      const auto stats = same_as_scan(nodes, res, jobs, profile, seed, cfg);
-      ordered += stats.ordered;
-      gave_up += stats.gave_up;
-      fallbacks += stats.fallbacks;
-    }
-  }
+      },
+      [](Workload& jobs) {
+        for (std::size_t i = 0; i < jobs.size(); ++i) {   // non-zero defaults: tasks asking for no CPU or memory
+          if (i % 7 == 0) jobs[i].request.cpu_milli = 0;
+          if (i % 5 == 0) jobs[i].request.memory_mib = 0;
+        }
+      });
+  const auto ordered = u.ordered, gave_up = u.gave_up, fallbacks = u.fallbacks;
   INFO(ordered << " decisions from the walk, " << gave_up << " walks gave up, " << fallbacks << " scanned");
   CHECK(ordered > 2000);
 }
