@@ -651,12 +651,7 @@ bool Scheduler::bounds_reach_exhaustive(const ClusterState& cluster, const TaskC
     if (!after) continue;
     CapacityNeed need;
     f->capacity_need(cluster, ctx, need);
-    const CapacityNeed none;
-    if (need.schedulable != none.schedulable || need.cpu_milli != none.cpu_milli || need.memory_mib != none.memory_mib ||
-        need.gpu_memory_mib != none.gpu_memory_mib || need.whole_units != none.whole_units || need.gpu_milli != none.gpu_milli ||
-        need.tpu_chips != none.tpu_chips) {
-      return true;
-    }
+    if (need != CapacityNeed{}) return true;
   }
   return false;
 }

@@ -165,6 +165,7 @@ struct CapacityNeed {
            have.tpu_chips >= tpu_chips;
   }
   [[nodiscard]] bool admits(const NodeState& s) const { return admits(of(s)); }
+  bool operator==(const CapacityNeed&) const = default;
 };
 
 /// Per node: can the task run there? All filters must say yes (AND).
