@@ -315,17 +315,18 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
   // An explained decision reads every verdict from the class too (explain_verdicts) and takes
   // the scoring pass below, which records each node's scores: none of the shortcuts that skip it.
   bool local = too_big.ok() && index_usable(ctx.job);
+  // A narrowed retry (the engine's, on the nodes that gained capacity since the last pass) asks
+  // only about nodes that changed: the request class would recompute each of them too, after
+  // walking every change since it was last used. Scanning them is the same work without that
+  // walk (a rarely used class is cold and far behind: 3x a whole run with many request shapes).
+  // An explained one reads its verdicts from the class unless a plugin is exhaustive (below).
   // A plugin that reports something from its answers (Plugin::exhaustive_for) must be asked about
   // the node states the scan would ask about: a partial search (sampling, a narrowed retry) scans
   // its nodes, and a decision never takes a score-order walk, which skips nodes (a first-feasible
   // walk asks about the nodes the scan asks about, in the same order, up to the first that fits).
   const bool exhaustive = local && exhaustive_for(ctx.job);
-  if (exhaustive && (!only.empty() || nodes_to_find(n) < n || bounds_reach_exhaustive(cluster, ctx))) local = false;
-  // A narrowed retry (the engine's, on the nodes that gained capacity since the last pass) asks
-  // only about nodes that changed: the request class would recompute each of them too, after
-  // walking every change since it was last used. Scanning them is the same work without that
-  // walk (a rarely used class is cold and far behind: 3x a whole run with many request shapes).
-  if (!only.empty() && !explaining_) local = false;
+  if (!only.empty() && (!explaining_ || exhaustive)) local = false;
+  if (exhaustive && (nodes_to_find(n) < n || bounds_reach_exhaustive(cluster, ctx))) local = false;
   if (explaining_ && !local) explain_verdicts(cluster, ctx, only);
   if (use_index_ && index_eligible_ && !index_) {
     const auto mode = index_tree_ ? NodeIndex::Mode::kTotals
