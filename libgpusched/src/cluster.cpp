@@ -33,6 +33,8 @@ ClusterState::ClusterState(GpuCatalog catalog, ResourceTable resources, std::vec
   extended_free_.assign(specs_.size() * nres, 0);
   for (std::size_t i = 0; i < specs_.size(); ++i) {
     const auto& spec = specs_[i];
+    prefer_no_schedule_ += static_cast<std::size_t>(std::count_if(
+        spec.taints.begin(), spec.taints.end(), [](const Taint& t) { return t.effect == TaintEffect::kPreferNoSchedule; }));
     NodeState s;
     s.cpu_free_milli = spec.cpu_milli;
     s.memory_free_mib = spec.memory_mib;
@@ -867,14 +869,21 @@ void ClusterState::add_taint(NodeId n, const Taint& t) {
   auto& taints = specs_.mutate(n.value).taints;
   auto it = std::find_if(taints.begin(), taints.end(), [&](const Taint& x) { return x.key == t.key && x.effect == t.effect; });
   if (it != taints.end()) *it = t;
-  else taints.push_back(t);
+  else {
+    taints.push_back(t);
+    if (t.effect == TaintEffect::kPreferNoSchedule) ++prefer_no_schedule_;
+  }
   changed(n.value);
 }
 
 int ClusterState::remove_taint(NodeId n, const std::string& key, std::optional<TaintEffect> effect) {
   auto& taints = specs_.mutate(n.value).taints;
   const auto before = taints.size();
-  std::erase_if(taints, [&](const Taint& x) { return x.key == key && (!effect || x.effect == *effect); });
+  std::erase_if(taints, [&](const Taint& x) {
+    if (x.key != key || (effect && x.effect != *effect)) return false;
+    if (x.effect == TaintEffect::kPreferNoSchedule) --prefer_no_schedule_;
+    return true;
+  });
   const auto removed = static_cast<int>(before - taints.size());
   if (removed) changed(n.value);
   return removed;

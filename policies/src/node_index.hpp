@@ -649,9 +649,12 @@ class NodeIndex {
   /// the top normalised score to belong to the highest raw score alone (ScorePlugin::order_bound).
   [[nodiscard]] static bool integral(double raw) { return std::abs(raw) < 0x1p40 && std::floor(raw) == raw; }
 
-  [[nodiscard]] OrderWalk ordered_best(const ClusterState& cluster, const TaskContext& ctx, bool min_max) {
+  /// `constants`: the normalised scores of the plugins after those the order bounds
+  /// (ScorePlugin::order_with, constant_score), added to every total as the scan adds them.
+  [[nodiscard]] OrderWalk ordered_best(const ClusterState& cluster, const TaskContext& ctx, bool min_max,
+                                       std::span<const double> constants = {}) {
     bool others = false;
-    return walk_order(cluster, ctx, min_max, false, others);
+    return walk_order(cluster, ctx, min_max, false, others, constants);
   }
 
   /// A random tie-break (kube-scheduler's selectHost, as the scan draws it): every feasible node
@@ -659,9 +662,10 @@ class NodeIndex {
   /// feasible too (the scan draws among the ties only when more than one node is feasible).
   /// As ordered_best, but no run of equal scores is skipped: each feasible node of the run is a
   /// tie. The plugin's normalize is the identity.
-  [[nodiscard]] OrderWalk ordered_ties(const ClusterState& cluster, const TaskContext& ctx, bool& others) {
+  [[nodiscard]] OrderWalk ordered_ties(const ClusterState& cluster, const TaskContext& ctx, bool& others,
+                                       std::span<const double> constants = {}) {
     others = false;
-    const OrderWalk w = walk_order(cluster, ctx, false, true, others);
+    const OrderWalk w = walk_order(cluster, ctx, false, true, others, constants);
     if (w.kind != OrderWalk::Kind::kFound) return w;
     std::sort(ties_.begin(), ties_.end());
     if (ties_.size() == 1 && !others) others = another_feasible(cluster, ctx, ties_.front());
@@ -671,26 +675,38 @@ class NodeIndex {
 
   /// A request class whose walk gave up (too many nodes at the top, or rejected by filters the
   /// bounds cannot see) will most likely give up again: its next kSkipWalks decisions go to the
-  /// request class directly, then the walk is tried again. Only the cost changes, never an
-  /// answer (hash collisions included: the class answers exactly).
+  /// request class directly, then the walk is tried again. Each give-up in a row doubles the
+  /// skip, up to kMaxSkipWalks (a request whose walks keep giving up keeps its class warm instead
+  /// of paying a walk and a cold class); a walk that answers starts over. Only the cost changes,
+  /// never an answer (hash collisions included: the class answers exactly).
   static constexpr std::uint32_t kSkipWalks = 16;
+  static constexpr std::uint32_t kMaxSkipWalks = 1024;
   [[nodiscard]] bool skip_walk(const JobSpec& job) {
     if (skip_.empty()) return false;
     const auto it = skip_.find(request_class(job));
-    if (it == skip_.end()) return false;
-    if (it->second == 0) {
-      skip_.erase(it);
-      return false;
-    }
-    --it->second;
+    if (it == skip_.end() || it->second.left == 0) return false;   // (0: this walk is the retry)
+    --it->second.left;
     return true;
   }
-  void note_gave_up(const JobSpec& job) { skip_[request_class(job)] = kSkipWalks; }
+  void note_gave_up(const JobSpec& job) {
+    auto& s = skip_[request_class(job)];
+    s.next = s.next == 0 ? kSkipWalks : std::min(kMaxSkipWalks, 2 * s.next);
+    s.left = s.next;
+  }
+  /// A walk answered: the request's next give-up skips kSkipWalks again.
+  void note_walked(const JobSpec& job) {
+    if (!skip_.empty()) skip_.erase(request_class(job));
+  }
 
  private:
-  OrderWalk walk_order(const ClusterState& cluster, const TaskContext& ctx, bool min_max, bool all_ties, bool& others) {
+  OrderWalk walk_order(const ClusterState& cluster, const TaskContext& ctx, bool min_max, bool all_ties, bool& others,
+                       std::span<const double> constants) {
     ScorePlugin& plugin = *scores_[0].first;
     const double weight = scores_[0].second;
+    // The plugins the order bounds (plugin and the next span - 1, ScorePlugin::order_with), then
+    // those that score every node alike (constants).
+    GPUSCHED_ASSERT(constants.size() < scores_.size() && (!min_max || scores_.size() == 1), "a walk's plugins");
+    const std::size_t span = scores_.size() - constants.size();
     const std::uint32_t variant = plugin.order_variant(cluster, ctx);
     // The other variants' orders, once made for this cluster, are kept up to date at every walk:
     // one brought up to date only when its rarer tasks come (a CPU-only task among GPU ones)
@@ -703,9 +719,21 @@ class NodeIndex {
     }
     const OrderTreap& o = order_for(cluster, plugin, variant).treap();
     const auto need = OrderTreap::Cap::of(need_of(cluster, ctx));
-    auto value = [&](double raw) { return min_max ? raw : 0.0 + weight * raw; };   // what the scan compares
+    // What the scan compares: each plugin's weight x normalised score, added in profile order.
+    auto value = [&](std::uint32_t u, double raw) {
+      if (min_max) return raw;
+      double t = 0.0 + weight * raw;
+      for (std::size_t k = 1; k < span; ++k) t += scores_[k].second * scores_[k].first->score(cluster, ctx, NodeId{u});
+      for (std::size_t k = 0; k < constants.size(); ++k) t += scores_[span + k].second * constants[k];
+      return t;
+    };
     auto top = [&](std::size_t slot, std::uint32_t u) {
-      return value(plugin.score_range(cluster, ctx, o.group(slot), o.key(u)).second);
+      const double hi = plugin.score_range(cluster, ctx, o.group(slot), o.key(u)).second;
+      if (min_max) return hi;
+      double t = 0.0 + weight * hi;   // the covered plugins' sum, each weighted as this one
+      if (span == 1 && constants.empty()) return t;
+      for (std::size_t k = 0; k < constants.size(); ++k) t += scores_[span + k].second * constants[k];
+      return t + 1e-9 * (1.0 + std::abs(t));   // slack for the roundings of the sums
     };
     // Groups whose first node can score highest first: the best found rises fastest.
     order_slots_.clear();
@@ -724,13 +752,26 @@ class NodeIndex {
       for (std::uint32_t u = start.node; u != OrderTreap::kNil;) {
         if (top(start.slot, u) < best_value) break;
         if (budget-- == 0) return {OrderWalk::Kind::kGaveUp};
+        double raw = 0.0, v = 0.0;
+        if (!min_max) {
+          // The score first: a node below the best found can be neither the best nor a tie, feasible
+          // or not, and nor can the rest of its run (equal key and fingerprint: equal scores).
+          raw = plugin.score(cluster, ctx, NodeId{u});
+          v = value(u, raw);
+          if (v < best_value) {
+            u = o.next(start.slot, need, u, true);
+            continue;
+          }
+        }
         if (!feasible(cluster, ctx, u)) {
           u = o.next(start.slot, need, u);
           continue;
         }
-        const double raw = plugin.score(cluster, ctx, NodeId{u});
-        if (min_max && !integral(raw)) return {OrderWalk::Kind::kGaveUp};   // not what kBounded promised
-        const double v = value(raw);
+        if (min_max) {
+          raw = plugin.score(cluster, ctx, NodeId{u});
+          if (!integral(raw)) return {OrderWalk::Kind::kGaveUp};   // not what kBounded promised
+          v = value(u, raw);
+        }
         if (v > best_value) {
           others = others || best != OrderTreap::kNil;   // the earlier best is feasible, below the top
           best_value = v;
@@ -1194,7 +1235,11 @@ class NodeIndex {
   CapacityTree trees_[2];
   ScoreOrder orders_[kOrderVariants][2];   // per order variant
   std::vector<std::uint32_t> ties_;        // ordered_ties(): the nodes at the top score
-  std::unordered_map<std::uint64_t, std::uint32_t> skip_;   // skip_walk(): request_class() -> decisions left to skip
+  struct Skip {
+    std::uint32_t left = 0;   // decisions left to skip (0: the next one walks)
+    std::uint32_t next = 0;   // the skip after the next give-up in a row, halved
+  };
+  std::unordered_map<std::uint64_t, Skip> skip_;   // skip_walk(): request_class() -> its skip
   GpuOrder gpu_orders_[2];
   std::vector<std::uint32_t> seen_;   // per node: the GPU walk that last rejected it
   std::uint32_t stamp_ = 0;

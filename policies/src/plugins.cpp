@@ -12,6 +12,7 @@
 #include <gpusched/policies/devices/device_select.hpp>
 #include <gpusched/policies/gpubinpack/gpu_binpack.hpp>
 #include <gpusched/policies/noderesources/allocated.hpp>
+#include <gpusched/policies/noderesources/balanced_allocation.hpp>
 #include <gpusched/policies/noderesources/fit.hpp>
 #include <gpusched/policies/noderesources/requested_to_capacity_ratio.hpp>
 
@@ -175,9 +176,49 @@ std::uint32_t AllocatedScore::group_of(const Shape& shape) const {
   return static_cast<std::uint32_t>(shapes_.size());
 }
 
+std::size_t AllocatedScore::order_with(std::span<const std::pair<ScorePlugin*, double>> scores) {
+  // kube-scheduler's default scores: LeastAllocated over cpu and memory, then BalancedAllocation
+  // over cpu and memory, with the same weight.
+  if (!kube_ || mode_ != Mode::kLeast || resources_.size() != 2 || w_cpu_ <= 0 || w_cpu_ != w_memory_ || scores.size() < 2 ||
+      scores[0].first != this || scores[1].second != scores[0].second || scores[0].second <= 0.0) {
+    return 0;
+  }
+  const auto* balanced = dynamic_cast<const BalancedAllocation*>(scores[1].first);
+  if (balanced == nullptr || !balanced->cpu_and_memory()) return 0;
+  paired_ = true;
+  ordered_ = true;
+  return 1;
+}
+
+ScorePlugin::OrderBound AllocatedScore::order_bound(const ClusterState& /*cluster*/, const TaskContext& ctx) const {
+  if (!paired_) return OrderBound::kBounded;
+  // The bound needs both scores to read the same requests: no non-zero default for the task.
+  const auto& r = ctx.request();
+  return r.cpu_milli > 0 && r.memory_mib > 0 ? OrderBound::kBounded : OrderBound::kNone;
+}
+
 ScorePlugin::OrderKey AllocatedScore::order_key(const ClusterState& cluster, NodeId node, std::uint32_t variant) const {
   const auto& s = cluster.node(node);
   OrderKey k;
+  if (paired_) {
+    const std::int64_t cpu = cluster.cpu_capacity(node), memory = cluster.memory_capacity(node);
+    if (cpu <= 0 || memory <= 0 || (non_zero_defaults_ && (s.tasks_without_cpu != 0 || s.tasks_without_memory != 0))) {
+      k.group = kReplicatedGroup;   // (left out of a score, or counted with defaults by one only)
+      k.fingerprint = (std::uint64_t{1} << 63) | node.value;
+      return k;
+    }
+    const std::int64_t used_cpu = cpu - s.cpu_free_milli, used_memory = memory - s.memory_free_mib;
+    const double fc = static_cast<double>(used_cpu) / static_cast<double>(cpu);
+    const double fm = static_cast<double>(used_memory) / static_cast<double>(memory);
+    k.group = group_of(Shape{cpu, memory, 0, fm > fc});
+    k.key = -std::max(fc, fm);
+    // Both scores read the two used amounts and the shape only.
+    const bool packs = used_cpu >= 0 && used_cpu < (std::int64_t{1} << 23) && used_memory >= 0 &&
+                       used_memory < (std::int64_t{1} << 24);
+    k.fingerprint = packs ? (static_cast<std::uint64_t>(used_cpu) << 40) | (static_cast<std::uint64_t>(used_memory) << 16)
+                          : (std::uint64_t{1} << 63) | node.value;
+    return k;
+  }
   const bool gpu = variant == 0 && w_gpu_ > 0;   // variant 1: a task asking for no GPU, which the score leaves out
   if (gpu && !s.plain_gpus && cluster.device_options().replica_allocation == ReplicaAllocation::kDevicePlugin &&
       !cluster.spec(node).sharing.rename_by_default) {
@@ -220,6 +261,7 @@ ScorePlugin::OrderKey AllocatedScore::order_key(const ClusterState& cluster, Nod
 }
 
 std::uint32_t AllocatedScore::order_variant(const ClusterState& /*cluster*/, const TaskContext& ctx) const {
+  if (paired_) return 0;
   return ctx.request().gpu.total_milli() > 0 ? 0 : 1;   // kube_score leaves the GPU out of a task asking for none
 }
 
@@ -229,6 +271,19 @@ std::uint64_t AllocatedScore::order_epoch(const ClusterState& cluster) const {
 
 std::pair<double, double> AllocatedScore::score_range(const ClusterState& /*cluster*/, const TaskContext& ctx,
                                                       std::uint32_t group, double key) const {
+  if (paired_) {
+    if (group == kReplicatedGroup) return {0.0, 200.0};
+    const Shape& shape = shapes_[group - 1];
+    const auto& r = ctx.request();
+    // At most 200 - 100 max(a, b) (see orders_nodes), fractions clamped at 1 as both scores
+    // clamp them; max(a, b) >= the dominant resource's m + the task's share of it. An integer,
+    // so at most the floor (slack for the roundings of m and the share).
+    const double taken = shape.memory_dominant ? static_cast<double>(r.memory_mib) / static_cast<double>(shape.memory)
+                                               : static_cast<double>(r.cpu_milli) / static_cast<double>(shape.cpu);
+    const double exact = 200.0 - 100.0 * std::min(1.0, -key + taken);
+    const double slack = 1e-9 * (1.0 + std::abs(exact));
+    return {0.0, std::clamp(std::floor(exact + slack), 0.0, 200.0)};
+  }
   if (group == kReplicatedGroup) return {0.0, 100.0};
   const Shape& shape = shapes_[group - 1];
   const auto& r = ctx.request();

@@ -167,10 +167,14 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
   first_feasible_wins_ = batch_filters_.empty() && profile.tie_break == TieBreak::kNodeOrder &&
                          (scores_.empty() || (scores_.size() == 1 && scores_[0].first->orders_by_node_index()));
   // A random tie-break needs every node at the top score (NodeIndex::ordered_ties): the plugin's
-  // own scores, not normalised ones.
-  ordered_ = batch_filters_.empty() && scores_.size() == 1 && scores_[0].first->orders_nodes() && scores_[0].second > 0.0 &&
+  // own scores, not normalised ones. The first plugin's order may bound the next ones' scores
+  // too (order_with); the plugins after those must score every node alike for a walk to be taken
+  // (constant_score, asked per decision), and then the first plugin's scores are its own.
+  if (!scores_.empty()) order_span_ = 1 + scores_[0].first->order_with(scores_);
+  GPUSCHED_ASSERT(order_span_ <= scores_.size() || scores_.empty(), "order_with covered more plugins than follow");
+  ordered_ = batch_filters_.empty() && !scores_.empty() && scores_[0].first->orders_nodes() && scores_[0].second > 0.0 &&
              scores_[0].first->order_variants() >= 1 && scores_[0].first->order_variants() <= NodeIndex::kOrderVariants &&
-             (profile.tie_break == TieBreak::kNodeOrder
+             (profile.tie_break == TieBreak::kNodeOrder && scores_.size() == 1
                   ? scores_[0].first->normalize_is_identity() || scores_[0].first->normalize_is_min_max()
                   : scores_[0].first->normalize_is_identity());
 }
@@ -346,6 +350,13 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
     // kByGpu needs node-resources-fit: it guarantees every feasible node a GPU that fits.
     using Bound = ScorePlugin::OrderBound;
     auto bound = ordered_ ? scores_[0].first->order_bound(cluster, ctx) : Bound::kConstant;
+    constants_.clear();
+    for (std::size_t k = order_span_; ordered_ && k < scores_.size() && bound != Bound::kNone; ++k) {
+      // Each plugin the order does not bound adds the same score to every node, or no walk.
+      const auto c = scores_[k].first->constant_score(cluster, ctx);
+      if (c && bound == Bound::kBounded) constants_.push_back(*c);
+      else bound = Bound::kNone;
+    }
     if (bound == Bound::kByGpu && (fit_pre_filter_ == nullptr || !scores_[0].first->normalize_is_min_max())) bound = Bound::kNone;
     const bool random_ties = profile_.tie_break == TieBreak::kRandom;
     if (random_ties && bound != Bound::kBounded) bound = Bound::kNone;   // (every feasible node ties under kConstant)
@@ -354,14 +365,15 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
       OrderWalk walk;
       bool others = false;   // random ties: another feasible node below the top
       if (random_ties) {
-        walk = index_->ordered_ties(cluster, ctx, others);
+        walk = index_->ordered_ties(cluster, ctx, others, constants_);
       } else if (bound == Bound::kConstant) {
         const auto u = index_->first_feasible(cluster, ctx);
         walk = u ? OrderWalk{OrderWalk::Kind::kFound, *u} : OrderWalk{OrderWalk::Kind::kNone};
       } else {
         walk = bound == Bound::kByGpu ? index_->gpu_ordered_best(cluster, ctx)
-                                      : index_->ordered_best(cluster, ctx, scores_[0].first->normalize_is_min_max());
+                                      : index_->ordered_best(cluster, ctx, scores_[0].first->normalize_is_min_max(), constants_);
       }
+      if (walk.kind != OrderWalk::Kind::kGaveUp && bound != Bound::kConstant) index_->note_walked(ctx.job);
       if (walk.kind == OrderWalk::Kind::kFound) {
         ++index_->stats.decisions;
         ++(bound == Bound::kConstant ? index_->stats.first_feasible : index_->stats.ordered);

@@ -493,7 +493,8 @@ policies::Scheduler::IndexStats same_as_scan(const std::vector<NodeSpec>& nodes,
 policies::Scheduler::IndexStats walks_same_as_scan(std::uint64_t from, std::uint64_t to, int count,
                                                    const std::vector<std::pair<policies::Profile, QueuePolicy>>& configs,
                                                    const std::function<void(Rng&, std::vector<NodeSpec>&)>& tweak_types,
-                                                   const std::function<void(Workload&)>& tweak_jobs = {}) {
+                                                   const std::function<void(Workload&)>& tweak_jobs = {},
+                                                   const std::function<void(Rng&, EngineConfig&, double)>& tweak_cfg = {}) {
   policies::Scheduler::IndexStats sum;
   for (std::uint64_t seed = from; seed < to; ++seed) {
     Rng rng = RngStreams(seed).stream("test.cluster");
@@ -511,6 +512,7 @@ policies::Scheduler::IndexStats walks_same_as_scan(std::uint64_t from, std::uint
     EngineConfig base;
     base.node_events = random_failures(rng, nodes.size(), jobs.back().submit.seconds());
     base.horizon = SimTime::from_seconds(30'000);
+    if (tweak_cfg) tweak_cfg(rng, base, jobs.back().submit.seconds());
     for (const auto& [profile, queueing] : configs) {
       INFO("seed " << seed << ", profile " << profile.name << ", queueing " << to_string(queueing));
       EngineConfig cfg = base;
@@ -674,7 +676,10 @@ TEST_CASE("The node index decides exactly like scanning every node, for every pr
     CHECK(used["best-fit"].ordered > 0);
     CHECK(used["binpack"].ordered > 0);
     CHECK(used["most-allocated"].ordered > 0);   // random ties: NodeIndex::ordered_ties
-    CHECK(used["kube-default"].ordered == 0);
+    // least-allocated's order bounds least-allocated + balanced-allocation (order_with);
+    // taint-toleration and node-affinity score every node alike here (constant_score).
+    CHECK(used["kube-default"].ordered > 0);
+    CHECK(used["default"].ordered > 0);
     // EASY backfill's scratch cluster starts its capacity tree (first-fit) and score order
     // (binpack) from the real cluster's instead of rebuilding them (ClusterState::copied_from).
     CHECK(used["slurm-backfill"].inherited > 0);
@@ -774,6 +779,81 @@ TEST_CASE("most-allocated's score order: random ties drawn as the scan draws the
           if (i % 7 == 0) jobs[i].request.cpu_milli = 0;
           if (i % 5 == 0) jobs[i].request.memory_mib = 0;
         }
+      });
+  const auto ordered = u.ordered, gave_up = u.gave_up, fallbacks = u.fallbacks;
+  INFO(ordered << " decisions from the walk, " << gave_up << " walks gave up, " << fallbacks << " scanned");
+  CHECK(ordered > 2000);
+}
+
+TEST_CASE("kube-scheduler's default scores walk least-allocated's order: balanced-allocation bounded with it, "
+          "PreferNoSchedule taints and preferred terms coming and going; the walk decides exactly like the plain scan",
+          "[sim][property][node-index]") {
+  // AllocatedScore::order_with: LeastAllocated over cpu and memory followed by BalancedAllocation
+  // over cpu and memory, equal weights, share one order (group: capacity shape and dominant
+  // resource; key: the larger fraction). taint-toleration and node-affinity add a constant while
+  // no node has a PreferNoSchedule taint and the job has no preferred term (constant_score):
+  // taint events put such taints on and take them off mid-run, and some jobs prefer a label, so
+  // decisions switch between the walk and the request class. Tasks asking for no CPU or memory
+  // (non-zero defaults) are not bounded; the nodes running them sit in the top group. Variants
+  // the pair does not cover (other weights, GPUs balanced too) must keep deciding as the scan.
+  auto variant = [](const std::string& name, const std::function<void(policies::Profile&)>& edit) {
+    policies::Profile p = policies::builtin_profile("default");
+    p.name = name;
+    edit(p);
+    return p;
+  };
+  const std::vector<std::pair<policies::Profile, QueuePolicy>> configs = {
+      {policies::builtin_profile("kube-default"), QueuePolicy::kGreedy},
+      {policies::builtin_profile("kube-default"), QueuePolicy::kStrictFifo},
+      {policies::builtin_profile("gpushare-binpack"), QueuePolicy::kGreedy},
+      {policies::builtin_profile("default"), QueuePolicy::kEasyBackfill},
+      {variant("default-node-order", [](policies::Profile& p) { p.tie_break = policies::TieBreak::kNodeOrder; }),
+       QueuePolicy::kGreedy},
+      {variant("default-no-defaults", [](policies::Profile& p) { p.score[0].args["non_zero_defaults"] = false; }),
+       QueuePolicy::kGreedy},
+      {variant("default-balanced-2", [](policies::Profile& p) { p.score[1].weight = 2.0; }), QueuePolicy::kGreedy},
+      {variant("default-cpu-2",
+               [](policies::Profile& p) {
+                 p.score[0].args["resources"] = {{{"name", "cpu"}, {"weight", 2}}, {{"name", "memory"}, {"weight", 1}}};
+               }),
+       QueuePolicy::kGreedy},
+      {variant("default-balanced-gpu",
+               [](policies::Profile& p) {
+                 p.score[1].args["resources"] = {{{"name", "cpu"}, {"weight", 1}},
+                                                 {{"name", "memory"}, {"weight", 1}},
+                                                 {{"name", "nvidia.com/gpu"}, {"weight", 1}}};
+               }),
+       QueuePolicy::kGreedy}};
+  const auto u = walks_same_as_scan(
+      480, 486, 40, configs,
+      [](Rng& rng, std::vector<NodeSpec>& types) {
+        for (auto& type : types) {
+          if (rng.below(2) == 0) type.labels["zone"] = "a";
+        }
+      },
+      [](Workload& jobs) {
+        for (std::size_t i = 0; i < jobs.size(); ++i) {
+          if (i % 7 == 0) jobs[i].request.cpu_milli = 0;   // non-zero defaults
+          if (i % 9 == 0) jobs[i].request.memory_mib = 0;
+          if (i % 11 == 0) jobs[i].constraints.affinity.preferred.push_back({5, {LabelRequirement{"zone", "In", {"a"}}}});
+          if (i % 13 == 0) jobs[i].constraints.tolerations.push_back({"soft", "Exists", "", "PreferNoSchedule"});
+        }
+      },
+      [](Rng& rng, EngineConfig& cfg, double span_s) {
+        // A PreferNoSchedule taint on one node for a while, twice; one node keeps its taint to the end.
+        for (int i = 0; i < 2; ++i) {
+          const NodeId n{static_cast<std::uint32_t>(rng.below(40))};
+          const double on = rng.uniform() * span_s, off = on + rng.uniform() * span_s / 4;
+          NodeEvent taint{SimTime::from_seconds_f(on), n};
+          taint.taint = Taint{"soft", "", TaintEffect::kPreferNoSchedule};
+          NodeEvent untaint = taint;
+          untaint.time = SimTime::from_seconds_f(off);
+          untaint.untaint = true;
+          cfg.node_events.push_back(taint);
+          if (i == 0) cfg.node_events.push_back(untaint);
+        }
+        std::stable_sort(cfg.node_events.begin(), cfg.node_events.end(),
+                         [](const NodeEvent& a, const NodeEvent& b) { return a.time < b.time; });
       });
   const auto ordered = u.ordered, gave_up = u.gave_up, fallbacks = u.fallbacks;
   INFO(ordered << " decisions from the walk, " << gave_up << " walks gave up, " << fallbacks << " scanned");

@@ -303,6 +303,9 @@ class ClusterState {
   void add_taint(NodeId n, const Taint& t);
   /// Removes the taints with `key` (and `effect`, when given). Returns how many were removed.
   int remove_taint(NodeId n, const std::string& key, std::optional<TaintEffect> effect = std::nullopt);
+  /// PreferNoSchedule taints on all nodes together: while there are none, kube-scheduler's
+  /// TaintToleration scores every node alike (ScorePlugin::constant_score).
+  [[nodiscard]] std::size_t prefer_no_schedule_taints() const { return prefer_no_schedule_; }
 
   // Cluster totals, maintained incrementally.
   struct Totals {
@@ -351,6 +354,7 @@ class ClusterState {
   std::shared_ptr<const GpuCatalog> catalog_;
   std::shared_ptr<const ResourceTable> resources_;
   SharedNodeSpecs specs_;
+  std::size_t prefer_no_schedule_ = 0;   // PreferNoSchedule taints in specs_
   std::vector<NodeState> nodes_;
   std::vector<GpuState> gpus_;
   std::vector<MigGpuState> migs_;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <utility>
 #include <span>
 #include <string>
@@ -293,6 +294,18 @@ class ScorePlugin : public virtual Plugin {
   [[nodiscard]] virtual std::pair<double, double> score_range(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/,
                                                               std::uint32_t /*group*/, double /*key*/) const {
     return {-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+  }
+  /// A score order may bound more than its own plugin's score. The scheduler calls this once,
+  /// before orders_nodes(), with the profile's score plugins from this one on (weights as given).
+  /// It returns how many of the plugins after this one the order also covers: order_bound() and
+  /// score_range() then bound the sum of this plugin's raw score and theirs. Each covered plugin's
+  /// normalize must be the identity and its weight this plugin's. Default: none (0).
+  virtual std::size_t order_with(std::span<const std::pair<ScorePlugin*, double>> /*scores*/) { return 0; }
+  /// The normalised score every feasible node gets for this task, when the plugin can tell it is
+  /// the same on every node of the cluster (e.g. no node has a PreferNoSchedule taint): a walk of
+  /// another plugin's order adds it instead of asking this plugin. Nothing otherwise (default).
+  [[nodiscard]] virtual std::optional<double> constant_score(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/) const {
+    return std::nullopt;
   }
   [[nodiscard]] virtual GpuOrderKey gpu_order(const GpuState& /*gpu*/) const { return {}; }
   [[nodiscard]] virtual std::pair<std::int32_t, std::int32_t> gpu_need(const TaskContext& /*ctx*/) const { return {0, 0}; }

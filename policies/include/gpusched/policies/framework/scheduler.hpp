@@ -230,7 +230,9 @@ class Scheduler final : public SchedulingHook {
   bool priorities_fed_ = false;   // job events arrived (else the JobsView is scanned)
   std::vector<JobId> victims_;
   bool first_feasible_wins_ = false;
-  bool ordered_ = false;          // one score plugin that orders the nodes, ties to node order (NodeIndex::ordered_best)
+  bool ordered_ = false;          // the first score plugin orders the nodes (NodeIndex::ordered_best, ordered_ties)
+  std::size_t order_span_ = 1;    // score plugins its order bounds (ScorePlugin::order_with), itself included
+  std::vector<double> constants_;   // per decision: the normalised scores of the plugins after the span
   RngStreams streams_;
   Rng tie_rng_;
 

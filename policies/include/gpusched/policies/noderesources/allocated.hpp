@@ -69,14 +69,25 @@ class AllocatedScore final : public ScorePlugin {
   /// lower it). Two variants: with the GPU (a task asking for GPUs) and without (one asking for
   /// none, whose score leaves the GPU out). Nodes whose GPUs the device plugin replicates
   /// (kube_gpu_counts) get a group whose bound is the top score.
+  ///
+  /// kube-scheduler's LeastAllocated over cpu and memory (equal weights) followed by
+  /// BalancedAllocation over cpu and memory with the same profile weight (the default plugins:
+  /// order_with) orders the nodes for their sum. For fractions a (cpu) and b (memory) after
+  /// placement, LeastAllocated is at most 100 - 50 (a + b) and BalancedAllocation at most
+  /// 100 - 50 |a - b|, so the sum is at most 200 - 100 max(a, b). Nodes of one capacity shape and
+  /// one dominant resource before placement (group: cpu when its fraction is the larger or equal,
+  /// else memory) are ordered by that larger fraction m (key: -m); with the task, max(a, b) is at
+  /// least m plus the task's fraction of the dominant resource, which bounds the sum. Nodes whose
+  /// tasks count non-zero defaults (LeastAllocated adds them, BalancedAllocation does not), and
+  /// nodes without cpu or memory, get a group whose bound is the top score. A task asking for
+  /// no cpu or no memory is not bounded (its two scores read different requests).
   [[nodiscard]] bool orders_nodes() const override { return ordered_; }
+  std::size_t order_with(std::span<const std::pair<ScorePlugin*, double>> scores) override;
   [[nodiscard]] OrderKey order_key(const ClusterState& cluster, NodeId node, std::uint32_t variant) const override;
-  [[nodiscard]] std::uint32_t order_variants() const override { return 2; }
+  [[nodiscard]] std::uint32_t order_variants() const override { return paired_ ? 1 : 2; }
   [[nodiscard]] std::uint32_t order_variant(const ClusterState& /*cluster*/, const TaskContext& ctx) const override;
   [[nodiscard]] std::uint64_t order_epoch(const ClusterState& cluster) const override;
-  [[nodiscard]] OrderBound order_bound(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/) const override {
-    return OrderBound::kBounded;
-  }
+  [[nodiscard]] OrderBound order_bound(const ClusterState& /*cluster*/, const TaskContext& ctx) const override;
   [[nodiscard]] std::pair<double, double> score_range(const ClusterState& cluster, const TaskContext& ctx,
                                                       std::uint32_t group, double key) const override;
 
@@ -85,15 +96,17 @@ class AllocatedScore final : public ScorePlugin {
   /// A capacity shape of the order: each scored resource's capacity on the node (0: left out).
   struct Shape {
     std::int64_t cpu = 0, memory = 0, gpu = 0;
+    bool memory_dominant = false;   ///< paired order: memory's fraction is the larger
     bool operator==(const Shape&) const = default;
   };
-  static constexpr std::uint32_t kReplicatedGroup = 0;   ///< bound: the top score
+  static constexpr std::uint32_t kReplicatedGroup = 0;   ///< bound: the top score (paired: any node it cannot bound)
   [[nodiscard]] std::uint32_t group_of(const Shape& shape) const;
   /// The non-zero default's request when the task asks for none (kube_requested_cpu's rule).
   [[nodiscard]] std::int64_t task_cpu(const TaskRequest& r) const;
   [[nodiscard]] std::int64_t task_memory(const TaskRequest& r) const;
   std::int64_t w_cpu_ = 0, w_memory_ = 0, w_gpu_ = 0;   ///< weights of the listed resources (0: not listed)
   bool ordered_ = false;
+  bool paired_ = false;   ///< the order bounds this score plus balanced-allocation's (order_with)
   /// The shapes met so far: group g > 0 is shapes_[g - 1]. Filled by order_key (the index keeps
   /// one order per scheduler, so the plugin instance is not shared between threads).
   mutable std::vector<Shape> shapes_;

@@ -16,6 +16,7 @@
 ///   {"score": [{"name": "least-allocated"},
 ///              {"name": "balanced-allocation", "args": {"resources": [{"name": "cpu", "weight": 1},
 ///                 {"name": "memory", "weight": 1}, {"name": "nvidia.com/gpu", "weight": 1}]}}]}
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -35,6 +36,12 @@ class BalancedAllocation final : public ScorePlugin {
   [[nodiscard]] bool normalize_is_identity() const override { return true; }
   /// An integer 0..100 (see above).
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
+  /// Whether the listed resources are cpu and memory, nothing else (least-allocated's score
+  /// order may then bound this score too: AllocatedScore::order_with).
+  [[nodiscard]] bool cpu_and_memory() const {
+    return resources_.size() == 2 && std::any_of(resources_.begin(), resources_.end(), [](const Balanced& r) { return r.kind == Kind::kCpu; }) &&
+           std::any_of(resources_.begin(), resources_.end(), [](const Balanced& r) { return r.kind == Kind::kMemory; });
+  }
 
  private:
   enum class Kind : std::uint8_t { kCpu, kMemory, kGpu, kTpu, kExtended };

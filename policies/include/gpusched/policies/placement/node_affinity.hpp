@@ -33,6 +33,11 @@ class NodeAffinityPlugin final : public FilterPlugin, public ScorePlugin, public
   /// DefaultNormalizeScore with every truncated raw score <= 0 (maximum 0): scores unchanged.
   [[nodiscard]] IdleNormalize normalize_when_idle() const override { return {true, true, 0.0}; }
   [[nodiscard]] bool normalize_active(double s) const override { return static_cast<std::int64_t>(s) > 0; }
+  /// 0 on every node when the job has no preferred term.
+  [[nodiscard]] std::optional<double> constant_score(const ClusterState& /*cluster*/, const TaskContext& ctx) const override {
+    if (!ctx.job.constraints.affinity.preferred.empty()) return std::nullopt;
+    return 0.0;
+  }
   /// A new run: forgets the per-node answers.
   void attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) override;
 

@@ -25,6 +25,11 @@ class TaintTolerationPlugin final : public FilterPlugin, public ScorePlugin {
   /// DefaultNormalizeScore (reversed) with every truncated raw score <= 0 (maximum 0): every score 100.
   [[nodiscard]] IdleNormalize normalize_when_idle() const override { return {true, false, 100.0}; }
   [[nodiscard]] bool normalize_active(double s) const override { return static_cast<std::int64_t>(s) > 0; }
+  /// 100 on every node while no node has a PreferNoSchedule taint (every raw score 0).
+  [[nodiscard]] std::optional<double> constant_score(const ClusterState& cluster, const TaskContext& /*ctx*/) const override {
+    if (cluster.prefer_no_schedule_taints() != 0) return std::nullopt;
+    return 100.0;
+  }
 };
 
 }  // namespace gpusched::policies
