@@ -1225,7 +1225,8 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
   struct Made {
     std::shared_ptr<const dra::DeviceClaims> claims;
     std::int32_t gpus = 0;
-    std::string mig_profile;   // empty: whole GPUs
+    std::string mig_profile;   // empty: whole GPUs (or passthrough GPUs: vfio)
+    bool vfio = false;         // passthrough GPUs (NVIDIA's type=vfio devices)
   };
   std::map<std::string, Made> made;
   std::optional<dra::Allocator> empty_cluster;   // every node's devices, none in use
@@ -1305,9 +1306,11 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         throw_error(ErrorCode::kTraceBadValue, where,
                     "ResourceClaimTemplate \"" + name + "\" asks for " + std::to_string(devices) + " devices, more than Kubernetes' 32 per claim");
       }
-      // The kind of device the job takes: whole GPUs, or GIs of one MIG profile, whichever the
-      // requests' classes and selectors can match on any node; a job states one kind.
-      std::set<std::string> kinds;   // "" whole GPUs, else a MIG profile
+      // The kind of device the job takes: whole GPUs, passthrough GPUs (vfio), or GIs of one MIG
+      // profile, whichever the requests' classes and selectors can match on any node; a job
+      // states one kind.
+      static constexpr std::string_view kVfio = "\x01vfio";   // (no MIG profile is named so)
+      std::set<std::string> kinds;   // "" whole GPUs, kVfio passthrough GPUs, else a MIG profile
       for (const auto& req : t->second.requests) {
         for (const auto& a : alternatives(req)) {
           if (a.admin_access) continue;
@@ -1324,20 +1327,24 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
               };
               if (!holds(cls->selectors) || !holds(a.selectors)) continue;
               const auto& u = units[k][i];
-              kinds.insert(u.mig_profile < 0 ? std::string()
-                                             : sc.catalog[spec.gpus[u.gpu].model].mig->profiles[static_cast<std::size_t>(u.mig_profile)].name);
+              kinds.insert(u.mig_profile >= 0 ? sc.catalog[spec.gpus[u.gpu].model].mig->profiles[static_cast<std::size_t>(u.mig_profile)].name
+                           : spec.gpus[u.gpu].partition == GpuPartition::kPassthrough ? std::string(kVfio)
+                                                                                      : std::string());
             }
           }
         }
       }
       if (kinds.size() > 1) {
         std::string list;
-        for (const auto& k : kinds) list += (list.empty() ? "" : ", ") + (k.empty() ? std::string("whole GPUs") : "MIG " + k + " instances");
+        for (const auto& k : kinds) {
+          list += (list.empty() ? "" : ", ") +
+                  (k.empty() ? std::string("whole GPUs") : k == kVfio ? std::string("passthrough GPUs (vfio)") : "MIG " + k + " instances");
+        }
         throw_error(ErrorCode::kTraceBadValue, where,
                     "ResourceClaimTemplate \"" + name + "\" can get " + list +
-                        ": a job in a simulation takes one kind of device (select one, e.g. deviceClassName mig.nvidia.com and "
-                        "device.attributes['gpu.nvidia.com'].profile == '" + (kinds.rbegin()->empty() ? std::string("3g.40gb") : *kinds.rbegin()) +
-                        "'; docs/dra.md)");
+                        ": a job in a simulation takes one kind of device (select one, e.g. deviceClassName gpu.nvidia.com, "
+                        "vfio.gpu.nvidia.com, or mig.nvidia.com and device.attributes['gpu.nvidia.com'].profile == '" +
+                        (kinds.rbegin()->empty() || *kinds.rbegin() == kVfio ? std::string("3g.40gb") : *kinds.rbegin()) + "'; docs/dra.md)");
       }
       // A claim no node could hold even with every GPU free would wait for ever: refuse it.
       const auto none = empty_cluster->no_devices_in_use();
@@ -1376,7 +1383,9 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
                     "job \"" + j.name + "\": no node can hold the claim of ResourceClaimTemplate \"" + name + "\", even with all its GPUs free" +
                         (first_error.empty() ? std::string() : " (" + first_error + ")"));
       }
-      it = made.emplace(name, Made{std::move(dc), static_cast<std::int32_t>(gpus), kinds.empty() ? std::string() : *kinds.begin()}).first;
+      const bool vfio = !kinds.empty() && *kinds.begin() == kVfio;
+      it = made.emplace(name, Made{std::move(dc), static_cast<std::int32_t>(gpus), kinds.empty() || vfio ? std::string() : *kinds.begin(), vfio})
+               .first;
     }
     if (j.request.gpu.mode != GpuMode::kNone) {
       throw_error(ErrorCode::kTraceBadValue, {source, j.source_line, "requests"},
@@ -1386,7 +1395,8 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
     j.constraints.claims = it->second.claims;
     j.request.gpu = GpuRequest{};
     if (it->second.gpus > 0 && it->second.mig_profile.empty()) {   // else only admin access: the job takes no GPU
-      j.request.gpu.mode = GpuMode::kWhole;
+      // Whole GPUs, or passthrough GPUs as pci_passthrough:alias would ask for them.
+      j.request.gpu.mode = it->second.vfio ? GpuMode::kPassthrough : GpuMode::kWhole;
       j.request.gpu.count = it->second.gpus;
     } else if (it->second.gpus > 0) {   // GIs of one profile, on whichever model offers it
       j.request.gpu.mode = GpuMode::kMig;

@@ -260,13 +260,13 @@ TEST_CASE("DRA slices derived from the node model read back as they were written
   const Scenario sc = load_scenario((kRepo / "examples" / "devices.json").string());
   const auto list = nvidia_dra_objects(sc.nodes, sc.catalog);
   const auto objs = read_dra_objects(parse_kubernetes_objects(list.dump(), "slices.json"));
-  CHECK(objs.classes.size() == 2);
+  CHECK(objs.classes.size() == 3);   // gpu.nvidia.com, mig.nvidia.com, vfio.gpu.nvidia.com
   std::vector<dra::ResourceSlice> direct;
   for (const auto& n : sc.nodes) {
     if (auto s = dra::nvidia_slice(n, sc.catalog)) direct.push_back(*s);
   }
   REQUIRE(objs.slices.size() == direct.size());
-  std::size_t mig = 0, whole = 0;
+  std::size_t mig = 0, whole = 0, vfio = 0;
   for (std::size_t i = 0; i < direct.size(); ++i) {
     REQUIRE(objs.slices[i].devices.size() == direct[i].devices.size());
     for (std::size_t k = 0; k < direct[i].devices.size(); ++k) {
@@ -279,11 +279,13 @@ TEST_CASE("DRA slices derived from the node model read back as they were written
         CHECK(a.attributes[j].first == b.attributes[j].first);
         CHECK(dra::same_value(a.attributes[j].second, b.attributes[j].second));
       }
-      (std::get<std::string>(*a.attribute("gpu.nvidia.com/type")) == "mig" ? mig : whole) += 1;
+      const auto& type = std::get<std::string>(*a.attribute("gpu.nvidia.com/type"));
+      (type == "mig" ? mig : type == "vfio" ? vfio : whole) += 1;
     }
   }
   CHECK(mig == 16);     // a100-mig: 2 nodes x 4 GPUs x (4g.40gb + 3g.40gb)
-  CHECK(whole == 32);   // vGPU, time-slicing, passthrough, hgx and pcie nodes; dynamic-MIG GPUs publish nothing
+  CHECK(whole == 24);   // vGPU, time-slicing, hgx and pcie nodes; dynamic-MIG GPUs publish nothing
+  CHECK(vfio == 8);     // passthrough: 2 nodes x 4 GPUs, named gpu-vfio-<k>
   // A GI's SMs and engines, as NVML's profile info counts them (MIG user guide, A100 table:
   // 3g.40gb has 3 copy engines and 2 NVDECs; 4g.40gb 4 and 2; neither a JPEG decoder nor an OFA).
   std::map<std::string, std::vector<std::int64_t>> engines;   // profile -> SMs, CE, DEC, ENC, JPEG, OFA
@@ -830,4 +832,76 @@ TEST_CASE("Jobs of two claim templates, or a claim and a plain request, asking a
       CHECK(jobs[3].start_s == 100.0);   // the other takes GPUs 1 and 2 as soon as they are free
     }
   }
+}
+
+TEST_CASE("DRA in simulations: passthrough GPUs are NVIDIA's vfio devices; a claim of class vfio.gpu.nvidia.com takes "
+          "them, one of gpu.nvidia.com never does",
+          "[dra][engine]") {
+  // NVIDIA's DRA driver publishes a GPU bound to vfio-pci as a `type: vfio` device named
+  // gpu-vfio-<k> (k counting the node's VFIO GPUs), selected by the vfio.gpu.nvidia.com class
+  // (k8s-dra-driver-gpu, cmd/gpu-kubelet-plugin VfioDeviceInfo.GetDevice / CanonicalName).
+  auto doc = dra_scenario_doc();
+  doc["cluster"] = nlohmann::json::parse(R"({"node_groups": [
+    {"name": "vm", "count": 1, "cpu": 64, "memory": "512Gi", "gpus": 2, "gpu_model": "A100-80GB",
+     "gpu_partition": {"mode": "passthrough"}},
+    {"name": "bare", "count": 1, "cpu": 64, "memory": "512Gi", "gpus": 2, "gpu_model": "A100-80GB"}]})");
+  doc["dra"]["objects"] = nlohmann::json::array({nlohmann::json::parse(R"({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "vfio-pair"},
+    "spec": {"spec": {"devices": {"requests": [{"name": "vm-gpus", "exactly": {"deviceClassName": "vfio.gpu.nvidia.com", "count": 2}}],
+      "constraints": [{"matchAttribute": "resource.kubernetes.io/numaNode"}]}}}})"),
+                                                  nlohmann::json::parse(R"({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "one-gpu"},
+    "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}})")});
+  doc["workload"]["jobs"] = nlohmann::json::parse(R"([
+    {"id": "vm-a", "submit_time": 0, "duration": 100, "claim_template": "vfio-pair", "requests": {"cpu": "1", "memory": "1Gi"}},
+    {"id": "c-a", "submit_time": 1, "duration": 50, "claim_template": "one-gpu", "requests": {"cpu": "1", "memory": "1Gi"}},
+    {"id": "c-b", "submit_time": 2, "duration": 50, "claim_template": "one-gpu", "requests": {"cpu": "1", "memory": "1Gi"}},
+    {"id": "c-c", "submit_time": 3, "duration": 50, "claim_template": "one-gpu", "requests": {"cpu": "1", "memory": "1Gi"}},
+    {"id": "vm-b", "submit_time": 4, "duration": 100, "claim_template": "vfio-pair", "requests": {"cpu": "1", "memory": "1Gi"}}])");
+  doc["outputs"] = {{"event_log", true}};
+  const auto sc = dra_scenario(doc);
+  const auto r = run(sc);
+  const auto got = starts(r);
+  CHECK(got.at("vm-a") == "vm-0000[0,1]");
+  // gpu.nvidia.com claims never take a vfio device: the third waits for the bare node.
+  CHECK(got.at("c-a") == "bare-0000[0]");
+  CHECK(got.at("c-b") == "bare-0000[1]");
+  CHECK(r.jobs()[3].start_s == 51);
+  CHECK(r.jobs()[4].start_s == 100);   // the VM GPUs free again
+  const auto rows = r.claims();
+  REQUIRE(rows.size() >= 2);
+  CHECK(rows[0].job == "vm-a");
+  CHECK(rows[0].device == "gpu-vfio-0");
+  CHECK(rows[1].device == "gpu-vfio-1");
+
+  // The published device: type vfio, NVIDIA's vendor id, no NVML attributes or memory capacity.
+  const auto slice = dra::nvidia_slice(sc.nodes[0], sc.catalog, true);
+  REQUIRE(slice);
+  REQUIRE(slice->devices.size() == 2);
+  const auto& dev = slice->devices[1];
+  CHECK(dev.name == "gpu-vfio-1");
+  auto attr = [&](const std::string& k) -> std::string {
+    for (const auto& [key, v] : dev.attributes) {
+      if (key != k) continue;
+      if (const auto* s = std::get_if<std::string>(&v)) return *s;
+      if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+      return "?";
+    }
+    return "";
+  };
+  CHECK(attr("gpu.nvidia.com/type") == "vfio");
+  CHECK(attr("gpu.nvidia.com/vendorID") == "0x10de");
+  CHECK(attr("gpu.nvidia.com/productName") == "NVIDIA A100-80GB");
+  CHECK(attr("gpu.nvidia.com/uuid").size() == 36);
+  CHECK(attr("gpu.nvidia.com/architecture").empty());
+  CHECK_FALSE(attr("resource.kubernetes.io/numaNode").empty());
+  CHECK(dev.capacity.empty());
+
+  // A class matching both kinds: a job takes one kind of device.
+  auto both = doc;
+  both["dra"]["objects"][1]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "any-nvidia";
+  both["dra"]["objects"].push_back(nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+    "metadata": {"name": "any-nvidia"}, "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}})"));
+  CHECK(run_error(both).find("ResourceClaimTemplate \"one-gpu\" can get whole GPUs, passthrough GPUs (vfio): a job in a simulation "
+                             "takes one kind of device") != std::string::npos);
 }

@@ -65,13 +65,15 @@ std::optional<ResourceSlice> make_slice(const NodeSpec& node, const GpuCatalog& 
   s.slice_count = 1;
   s.node_name = node.name;
   const std::string d = std::string(kNvidiaDriver) + "/";
+  std::size_t vfio = 0;   // passthrough GPUs so far: the driver numbers them on their own
   for (std::size_t i = 0; i < node.gpus.size(); ++i) {
     const GpuSpec& g = node.gpus[i];
     const GpuModel& m = catalog[g.model];
     if (m.vendor != "NVIDIA") continue;
-    // Simulations: whole GPUs, and the GIs of static layouts on `mixed` nodes (under `single` the
-    // engine hands GIs out as nvidia.com/gpu, so a job cannot ask one for a GI of a profile).
-    if (simulated && g.partition != GpuPartition::kWhole &&
+    // Simulations: whole GPUs, passthrough GPUs, and the GIs of static layouts on `mixed` nodes
+    // (under `single` the engine hands GIs out as nvidia.com/gpu, so a job cannot ask one for a
+    // GI of a profile).
+    if (simulated && g.partition != GpuPartition::kWhole && g.partition != GpuPartition::kPassthrough &&
         !(g.partition == GpuPartition::kMig && !node.mig_dynamic && node.mig_strategy != MigStrategy::kSingle)) {
       continue;
     }
@@ -93,6 +95,26 @@ std::optional<ResourceSlice> make_slice(const NodeSpec& node, const GpuCatalog& 
     if (!g.bus_id.empty()) common.emplace_back("resource.kubernetes.io/pciBusID", g.bus_id);
     if (g.nvlink_domain >= 0) common.emplace_back("gpusched.io/nvlinkDomain", std::int64_t{g.nvlink_domain});
     const std::string uuid = synthetic_uuid("GPU", node.name, i);
+    if (g.partition == GpuPartition::kPassthrough) {
+      // A GPU bound to vfio-pci, as the driver publishes it (cmd/gpu-kubelet-plugin,
+      // VfioDeviceInfo.GetDevice and CanonicalName "gpu-vfio-<index>", its index counting the
+      // node's VFIO GPUs): type vfio, no NVML attributes (brand, architecture, compute
+      // capability) and no memory capacity. Left out, as the node model does not know them:
+      // deviceID (the PCI device id), addressableMemory (the BARs' size) and iommuFDEnabled.
+      Device dev;
+      dev.name = "gpu-vfio-" + std::to_string(vfio++);
+      dev.attributes.emplace_back(d + "type", std::string("vfio"));
+      dev.attributes.emplace_back(d + "uuid", synthetic_uuid("", node.name + "/vfio", i).substr(1));
+      dev.attributes.emplace_back(d + "productName", "NVIDIA " + m.name);
+      dev.attributes.emplace_back(d + "vendorID", std::string("0x10de"));   // NVIDIA's PCI vendor id
+      for (auto& a : common) {
+        if (a.first.compare(0, d.size(), d) != 0) dev.attributes.push_back(std::move(a));   // numaNode, pcieRoot, pciBusID, nvlinkDomain
+      }
+      dev.sort();
+      s.devices.push_back(std::move(dev));
+      if (units != nullptr) units->push_back({static_cast<std::uint16_t>(i), -1, -1});
+      continue;
+    }
     if (g.partition == GpuPartition::kMig) {   // in MIG mode: its static instances, not the GPU
       if (!m.mig) continue;
       for (const auto& inst : g.mig) {
@@ -221,7 +243,9 @@ ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatal
 
 std::vector<DeviceClass> nvidia_device_classes() {
   return {{"gpu.nvidia.com", {CelExpression::compile("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'")}},
-          {"mig.nvidia.com", {CelExpression::compile("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'")}}};
+          {"mig.nvidia.com", {CelExpression::compile("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'")}},
+          {"vfio.gpu.nvidia.com",
+           {CelExpression::compile("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'vfio'")}}};
 }
 
 nlohmann::json to_kubernetes(const ResourceSlice& slice) {

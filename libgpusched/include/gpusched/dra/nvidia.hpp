@@ -1,7 +1,8 @@
 #pragma once
 /// A node's GPUs as NVIDIA's DRA driver (driver `gpu.nvidia.com`, k8s-dra-driver-gpu) publishes
-/// them: one ResourceSlice per node (pool = node name), a device per whole GPU (`gpu-<i>`) or,
-/// for a GPU with static MIG instances, one per instance
+/// them: one ResourceSlice per node (pool = node name), a device per whole GPU (`gpu-<i>`), per
+/// passthrough GPU (`gpu-vfio-<k>`, type vfio, k counting the node's passthrough GPUs) or, for a
+/// GPU with static MIG instances, one per instance
 /// (`gpu-<i>-mig-<GI profile id>-<start>-<memory slices>`, as the driver names them), with the driver's attributes and
 /// capacities where the node model knows them (docs/dra.md lists each and its source):
 ///   type ("gpu" | "mig"), uuid (synthetic, stable per node and index), productName, brand,
@@ -25,8 +26,8 @@ namespace gpusched::dra {
 inline constexpr std::string_view kNvidiaDriver = "gpu.nvidia.com";
 
 /// The node's slice; nullopt when it has no NVIDIA GPU. `simulated`: only the devices
-/// simulations hand out (docs/dra.md): GPUs handed out whole (no MIG, vGPU, time-slicing, MPS or
-/// passthrough partition), and the GIs of static MIG layouts (not on nodes whose MIG is dynamic:
+/// simulations hand out (docs/dra.md): GPUs handed out whole (no MIG, vGPU, time-slicing or MPS
+/// partition), passthrough GPUs, and the GIs of static MIG layouts (not on nodes whose MIG is dynamic:
 /// their GIs come and go; nor under the `single` strategy, where the engine counts GIs as
 /// nvidia.com/gpu).
 [[nodiscard]] std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog& catalog, bool simulated = false);
@@ -58,8 +59,8 @@ struct ClusterDevices {
 [[nodiscard]] inline std::span<const ResourceSlice> given_slices(const std::shared_ptr<const std::vector<ResourceSlice>>& slices) {
   return slices ? std::span<const ResourceSlice>(*slices) : std::span<const ResourceSlice>();
 }
-/// NVIDIA's DeviceClasses: gpu.nvidia.com (type gpu) and mig.nvidia.com (type mig), with the
-/// chart's selectors.
+/// NVIDIA's DeviceClasses: gpu.nvidia.com (type gpu), mig.nvidia.com (type mig) and
+/// vfio.gpu.nvidia.com (type vfio), with the chart's selectors.
 [[nodiscard]] std::vector<DeviceClass> nvidia_device_classes();
 
 /// A slice as `kubectl get resourceslice -o json` prints it (resource.k8s.io/v1).
