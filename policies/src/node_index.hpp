@@ -1171,7 +1171,19 @@ class NodeIndex {
                              const Status& st) {
     reason_scratch_.clear();
     if (reasons_) f.reasons(cluster, ctx, node, st, reason_scratch_);
-    if (reason_scratch_.empty()) {
+    if (!reason_scratch_.empty()) {
+      // kube-scheduler wording: the reasons are a filter's own strings, compared by address as
+      // the map's key compares them; the first signatures found are searched without building one.
+      for (const auto& k : worded_signatures_) {
+        const Signature& g = signatures_[k];
+        if (g.status.code == st.code && g.status.plugin.data() == st.plugin.data() && g.status.plugin.size() == st.plugin.size() &&
+            g.status.reason.data() == st.reason.data() && g.status.reason.size() == st.reason.size() &&
+            std::equal(g.reasons.begin(), g.reasons.end(), reason_scratch_.begin(), reason_scratch_.end(),
+                       [](std::string_view a, std::string_view b) { return a.data() == b.data() && a.size() == b.size(); })) {
+          return k;
+        }
+      }
+    } else {
       // The common case (no kube wording, or none for this filter): a few distinct statuses,
       // found by a short linear search instead of building a key for the map.
       for (const auto& [code, plugin, reason, id] : plain_signatures_) {
@@ -1189,6 +1201,7 @@ class NodeIndex {
     if (reason_scratch_.empty() && plain_signatures_.size() < 16) {
       plain_signatures_.push_back({st.code, st.plugin, st.reason, it->second});
     }
+    if (!reason_scratch_.empty() && added && worded_signatures_.size() < 32) worded_signatures_.push_back(it->second);
     return it->second;
   }
   struct SigKey {
@@ -1210,6 +1223,7 @@ class NodeIndex {
     std::uint32_t id;
   };
   std::vector<PlainSignature> plain_signatures_;   // first 16 reason-less signatures, for signature_of's fast path
+  std::vector<std::uint32_t> worded_signatures_;   // first 32 signatures with reasons, for its other fast path
   std::vector<Signature> signatures_;
   std::vector<std::string_view> reason_scratch_;
 

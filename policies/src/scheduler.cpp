@@ -606,12 +606,15 @@ Status Scheduler::diagnose_from_index(NodeIndexClass& c) {
     sig_count_.assign(sigs, 0);
     sig_first_.assign(sigs, 0);
     c.diag_resolvable.clear();
+    // Per signature, whether preemption might help its nodes (looked up once, not per node).
+    sig_resolvable_.assign(sigs, 0);
+    for (std::uint32_t sig = 0; kube_preemption_ && sig < sigs; ++sig) {
+      sig_resolvable_[sig] = index_->signature(sig).status.code != StatusCode::kUnschedulableAndUnresolvable ? 1 : 0;
+    }
     for (std::uint32_t u = 0; u < c.nodes; ++u) {
       const std::uint32_t sig = c.reject[u] - 1;
       if (sig_count_[sig]++ == 0) sig_first_[sig] = u;
-      if (kube_preemption_ && index_->signature(sig).status.code != StatusCode::kUnschedulableAndUnresolvable) {
-        c.diag_resolvable.push_back(NodeId{u});
-      }
+      if (sig_resolvable_[sig] != 0) c.diag_resolvable.push_back(NodeId{u});
     }
     sig_order_.clear();
     for (std::uint32_t sig = 0; sig < sigs; ++sig) {

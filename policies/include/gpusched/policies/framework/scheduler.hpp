@@ -282,6 +282,7 @@ class Scheduler final : public SchedulingHook {
   Status finish(const ClusterState& cluster, const TaskContext& ctx, NodeId chosen, TaskPlacement& out);
   Status diagnose_from_index(NodeIndexClass& c);
   std::vector<std::uint32_t> sig_count_, sig_first_, sig_order_;   // scratch of diagnose_from_index
+  std::vector<std::uint8_t> sig_resolvable_;                       // its too
   std::unique_ptr<NodeIndex> index_;
 };
 
