@@ -190,11 +190,12 @@ std::size_t AllocatedScore::order_with(std::span<const std::pair<ScorePlugin*, d
   return 1;
 }
 
-ScorePlugin::OrderBound AllocatedScore::order_bound(const ClusterState& /*cluster*/, const TaskContext& ctx) const {
-  if (!paired_) return OrderBound::kBounded;
-  // The bound needs both scores to read the same requests: no non-zero default for the task.
-  const auto& r = ctx.request();
-  return r.cpu_milli > 0 && r.memory_mib > 0 ? OrderBound::kBounded : OrderBound::kNone;
+ScorePlugin::OrderBound AllocatedScore::order_bound(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/) const {
+  // Paired: a task asking for no CPU or memory is bounded too. least-allocated counts the non-zero
+  // default where balanced-allocation counts nothing, which only lowers least-allocated's score
+  // below the bound computed from the plain request (and balanced-allocation scores 0 for a task
+  // asking for neither).
+  return OrderBound::kBounded;
 }
 
 ScorePlugin::OrderKey AllocatedScore::order_key(const ClusterState& cluster, NodeId node, std::uint32_t variant) const {

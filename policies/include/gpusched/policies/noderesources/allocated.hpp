@@ -78,9 +78,10 @@ class AllocatedScore final : public ScorePlugin {
   /// one dominant resource before placement (group: cpu when its fraction is the larger or equal,
   /// else memory) are ordered by that larger fraction m (key: -m); with the task, max(a, b) is at
   /// least m plus the task's fraction of the dominant resource, which bounds the sum. Nodes whose
-  /// tasks count non-zero defaults (LeastAllocated adds them, BalancedAllocation does not), and
-  /// nodes without cpu or memory, get a group whose bound is the top score. A task asking for
-  /// no cpu or no memory is not bounded (its two scores read different requests).
+  /// tasks count non-zero defaults (LeastAllocated adds them, BalancedAllocation does not: equal
+  /// used amounts would not mean equal scores), and nodes without cpu or memory, get a group
+  /// whose bound is the top score. A task's own non-zero default (no cpu or no memory asked)
+  /// only lowers LeastAllocated below the bound, which reads the plain request.
   [[nodiscard]] bool orders_nodes() const override { return ordered_; }
   std::size_t order_with(std::span<const std::pair<ScorePlugin*, double>> scores) override;
   [[nodiscard]] OrderKey order_key(const ClusterState& cluster, NodeId node, std::uint32_t variant) const override;
