@@ -169,7 +169,8 @@ Scheduler::Scheduler(const Profile& profile, const Registry& registry, std::uint
   // A random tie-break needs every node at the top score (NodeIndex::ordered_ties): the plugin's
   // own scores, not normalised ones. The first plugin's order may bound the next ones' scores
   // too (order_with); the plugins after those must score every node alike for a walk to be taken
-  // (constant_score, asked per decision), and then the first plugin's scores are its own.
+  // (constant_score, asked per decision), and with any plugin after the first, the first one's
+  // normalize must be the identity (the walk adds raw scores as the scan adds normalised ones).
   if (!scores_.empty()) order_span_ = 1 + scores_[0].first->order_with(scores_);
   GPUSCHED_ASSERT(order_span_ <= scores_.size() || scores_.empty(), "order_with covered more plugins than follow");
   ordered_ = batch_filters_.empty() && !scores_.empty() && scores_[0].first->orders_nodes() && scores_[0].second > 0.0 &&

@@ -895,7 +895,17 @@ TEST_CASE("DRA in simulations: passthrough GPUs are NVIDIA's vfio devices; a cla
   CHECK(attr("gpu.nvidia.com/uuid").size() == 36);
   CHECK(attr("gpu.nvidia.com/architecture").empty());
   CHECK_FALSE(attr("resource.kubernetes.io/numaNode").empty());
+  CHECK(attr("gpu.nvidia.com/numa") == attr("resource.kubernetes.io/numaNode"));   // the driver publishes both
   CHECK(dev.capacity.empty());
+
+  // A given slice may not turn the node's vfio device into a whole GPU (review of 5f40a8b).
+  auto retyped = doc;
+  retyped["dra"]["objects"].push_back(nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+    "metadata": {"name": "vm-gpus"}, "spec": {"driver": "gpu.nvidia.com", "nodeName": "vm-0000",
+      "pool": {"name": "vm", "generation": 1, "resourceSliceCount": 1},
+      "devices": [{"name": "gpu-vfio-0", "attributes": {"type": {"string": "gpu"}}}]}})"));
+  CHECK(run_error(retyped).find("ResourceSlice \"vm-gpus\": device \"gpu-vfio-0\" has type \"gpu\", but node \"vm-0000\"'s device "
+                                "of that name is of type \"vfio\"") != std::string::npos);
 
   // A class matching both kinds: a job takes one kind of device.
   auto both = doc;

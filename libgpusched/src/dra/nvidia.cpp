@@ -65,11 +65,12 @@ std::optional<ResourceSlice> make_slice(const NodeSpec& node, const GpuCatalog& 
   s.slice_count = 1;
   s.node_name = node.name;
   const std::string d = std::string(kNvidiaDriver) + "/";
-  std::size_t vfio = 0;   // passthrough GPUs so far: the driver numbers them on their own
+  std::size_t nvidia = 0;   // the node's NVIDIA GPUs so far: their PCI functions, in order
   for (std::size_t i = 0; i < node.gpus.size(); ++i) {
     const GpuSpec& g = node.gpus[i];
     const GpuModel& m = catalog[g.model];
     if (m.vendor != "NVIDIA") continue;
+    const std::size_t function = nvidia++;
     // Simulations: whole GPUs, passthrough GPUs, and the GIs of static layouts on `mixed` nodes
     // (under `single` the engine hands GIs out as nvidia.com/gpu, so a job cannot ask one for a
     // GI of a profile).
@@ -97,16 +98,18 @@ std::optional<ResourceSlice> make_slice(const NodeSpec& node, const GpuCatalog& 
     const std::string uuid = synthetic_uuid("GPU", node.name, i);
     if (g.partition == GpuPartition::kPassthrough) {
       // A GPU bound to vfio-pci, as the driver publishes it (cmd/gpu-kubelet-plugin,
-      // VfioDeviceInfo.GetDevice and CanonicalName "gpu-vfio-<index>", its index counting the
-      // node's VFIO GPUs): type vfio, no NVML attributes (brand, architecture, compute
-      // capability) and no memory capacity. Left out, as the node model does not know them:
-      // deviceID (the PCI device id), addressableMemory (the BARs' size) and iommuFDEnabled.
+      // VfioDeviceInfo.GetDevice and CanonicalName "gpu-vfio-<index>", the index being the GPU's
+      // place among the node's NVIDIA GPU PCI functions, nvpci.GetGPUs): type vfio, numa (int),
+      // no NVML attributes (brand, architecture, compute capability) and no memory capacity.
+      // Left out, as the node model does not know them: deviceID (the PCI device id),
+      // addressableMemory (the BARs' size) and iommuFDEnabled.
       Device dev;
-      dev.name = "gpu-vfio-" + std::to_string(vfio++);
+      dev.name = "gpu-vfio-" + std::to_string(function);
       dev.attributes.emplace_back(d + "type", std::string("vfio"));
       dev.attributes.emplace_back(d + "uuid", synthetic_uuid("", node.name + "/vfio", i).substr(1));
       dev.attributes.emplace_back(d + "productName", "NVIDIA " + m.name);
       dev.attributes.emplace_back(d + "vendorID", std::string("0x10de"));   // NVIDIA's PCI vendor id
+      dev.attributes.emplace_back(d + "numa", std::int64_t{g.socket});
       for (auto& a : common) {
         if (a.first.compare(0, d.size(), d) != 0) dev.attributes.push_back(std::move(a));   // numaNode, pcieRoot, pciBusID, nvlinkDomain
       }
@@ -212,9 +215,23 @@ ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatal
           }
           throw std::invalid_argument("ResourceSlice \"" + g->second->name + "\": device \"" + dev.name + "\" is no device node \"" +
                                       nodes[u].name + "\" hands out in a simulation (" +
-                                      (names.empty() ? std::string("it has none: whole GPUs and static MIG instances only") : "it has: " + names) + ")");
+                                      (names.empty() ? std::string("it has none: whole GPUs, passthrough GPUs and static MIG instances only")
+                                                    : "it has: " + names) + ")");
         }
         const auto at = std::find_if(s->devices.begin(), s->devices.end(), [&](const Device& m) { return m.name == dev.name; });
+        // The device stays the model's GPU or GI of that name: its type must say so (a vfio device
+        // published as type gpu would match gpu.nvidia.com claims and be handed out as passthrough).
+        const std::string type_key = std::string(kNvidiaDriver) + "/type";
+        const auto* given_type = dev.attribute(type_key);
+        const auto* model_type = at->attribute(type_key);
+        if (given_type != nullptr && model_type != nullptr && !same_value(*given_type, *model_type)) {
+          auto text = [](const AttributeValue& v) {
+            const auto* t = std::get_if<std::string>(&v);
+            return t != nullptr ? "\"" + *t + "\"" : std::string("not a string");
+          };
+          throw std::invalid_argument("ResourceSlice \"" + g->second->name + "\": device \"" + dev.name + "\" has type " + text(*given_type) +
+                                      ", but node \"" + nodes[u].name + "\"'s device of that name is of type " + text(*model_type));
+        }
         mapped.push_back(units[static_cast<std::size_t>(at - s->devices.begin())]);
       }
       if (mapped.empty()) continue;   // the node publishes nothing

@@ -1,7 +1,7 @@
 #pragma once
 /// A node's GPUs as NVIDIA's DRA driver (driver `gpu.nvidia.com`, k8s-dra-driver-gpu) publishes
 /// them: one ResourceSlice per node (pool = node name), a device per whole GPU (`gpu-<i>`), per
-/// passthrough GPU (`gpu-vfio-<k>`, type vfio, k counting the node's passthrough GPUs) or, for a
+/// passthrough GPU (`gpu-vfio-<k>`, type vfio, k its place among the node's NVIDIA GPUs) or, for a
 /// GPU with static MIG instances, one per instance
 /// (`gpu-<i>-mig-<GI profile id>-<start>-<memory slices>`, as the driver names them), with the driver's attributes and
 /// capacities where the node model knows them (docs/dra.md lists each and its source):
