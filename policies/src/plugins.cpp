@@ -150,8 +150,9 @@ AllocatedScore::AllocatedScore(Mode mode, std::vector<ScoredResource> resources,
                                                    : Kind::kExtended;
     resources_.push_back({kind, r.weight, std::move(r.name)});
   }
-  // The score order covers MostAllocated over cpu, memory and nvidia.com/gpu (see orders_nodes).
-  ordered_ = mode_ == Mode::kMost;
+  // The score order covers MostAllocated over cpu, memory and nvidia.com/gpu, and LeastAllocated
+  // over cpu and memory (see orders_nodes).
+  ordered_ = true;
   for (const auto& r : resources_) {
     switch (r.kind) {
       case Kind::kCpu: w_cpu_ = r.weight; break;
@@ -160,6 +161,7 @@ AllocatedScore::AllocatedScore(Mode mode, std::vector<ScoredResource> resources,
       default: ordered_ = false;
     }
   }
+  if (mode_ == Mode::kLeast && w_gpu_ > 0) ordered_ = false;
 }
 
 std::int64_t AllocatedScore::task_cpu(const TaskRequest& r) const {
@@ -251,6 +253,7 @@ ScorePlugin::OrderKey AllocatedScore::order_key(const ClusterState& cluster, Nod
     used_gpu = shape.gpu - s.gpu_milli_free;
     k.key += static_cast<double>(w_gpu_) * static_cast<double>(used_gpu) / static_cast<double>(shape.gpu);
   }
+  if (mode_ == Mode::kLeast) k.key = -k.key;   // the less requested, the higher the score
   k.group = group_of(shape);
   // score() reads these three numbers and the shape only: packed exactly, or the node itself.
   const bool packs = used_cpu >= 0 && used_cpu < (std::int64_t{1} << 23) && used_memory >= 0 &&
@@ -262,7 +265,7 @@ ScorePlugin::OrderKey AllocatedScore::order_key(const ClusterState& cluster, Nod
 }
 
 std::uint32_t AllocatedScore::order_variant(const ClusterState& /*cluster*/, const TaskContext& ctx) const {
-  if (paired_) return 0;
+  if (paired_ || mode_ == Mode::kLeast) return 0;
   return ctx.request().gpu.total_milli() > 0 ? 0 : 1;   // kube_score leaves the GPU out of a task asking for none
 }
 
@@ -303,6 +306,19 @@ std::pair<double, double> AllocatedScore::score_range(const ClusterState& /*clus
     weights += w_gpu_;
   }
   if (weights == 0) return {0.0, 0.0};
+  if (mode_ == Mode::kLeast) {
+    // kube_score() = trunc(sum(w x s) / sum(w)), s = floor(100 (capacity - requested) / capacity),
+    // 0 over capacity: each s is at most 100 (1 - min(1, requested / capacity)), so the score is
+    // at most 100 - 100 g / sum(w) with g = sum(w min(1, requested / capacity)). g is the sum K
+    // of w x requested / capacity (-key + taken) when no resource is over capacity, else at least
+    // that resource's weight: g >= min(K, the smallest weight).
+    std::int64_t smallest = weights;
+    if (shape.cpu > 0) smallest = std::min(smallest, w_cpu_);
+    if (shape.memory > 0) smallest = std::min(smallest, w_memory_);
+    const double exact = 100.0 - 100.0 * std::min(-key + taken, static_cast<double>(smallest)) / static_cast<double>(weights);
+    const double slack = 1e-9 * (1.0 + std::abs(exact));
+    return {0.0, std::clamp(std::floor(exact + slack), 0.0, 100.0)};
+  }
   // kube_score() = trunc(sum(w x floor(100 min(requested, capacity) / capacity)) / sum(w)): at most
   // 100 (key + taken) / sum(w) in real numbers, and an integer, so at most its floor (with slack
   // for the roundings of key and taken, magnitudes below 100 x 300). The lowest: 0.

@@ -680,6 +680,7 @@ TEST_CASE("The node index decides exactly like scanning every node, for every pr
     // taint-toleration and node-affinity score every node alike here (constant_score).
     CHECK(used["kube-default"].ordered > 0);
     CHECK(used["default"].ordered > 0);
+    CHECK(used["kueue-cohorts"].ordered > 0);   // least-allocated alone orders the nodes too
     // EASY backfill's scratch cluster starts its capacity tree (first-fit) and score order
     // (binpack) from the real cluster's instead of rebuilding them (ClusterState::copied_from).
     CHECK(used["slurm-backfill"].inherited > 0);
@@ -815,6 +816,21 @@ TEST_CASE("kube-scheduler's default scores walk least-allocated's order: balance
       {variant("default-cpu-2",
                [](policies::Profile& p) {
                  p.score[0].args["resources"] = {{{"name", "cpu"}, {"weight", 2}}, {{"name", "memory"}, {"weight", 1}}};
+               }),
+       QueuePolicy::kGreedy},
+      {variant("least-alone", [](policies::Profile& p) { p.score.resize(1); }), QueuePolicy::kGreedy},
+      {variant("least-alone-cpu-2-node-order",
+               [](policies::Profile& p) {
+                 p.score.resize(1);
+                 p.score[0].args["resources"] = {{{"name", "cpu"}, {"weight", 2}}, {{"name", "memory"}, {"weight", 1}}};
+                 p.tie_break = policies::TieBreak::kNodeOrder;
+               }),
+       QueuePolicy::kGreedy},
+      {variant("least-alone-no-defaults-tainted",
+               [](policies::Profile& p) {
+                 p.score.resize(1);
+                 p.score[0].args["non_zero_defaults"] = false;
+                 p.score.push_back(policies::PluginRef{"taint-toleration", 3.0});
                }),
        QueuePolicy::kGreedy},
       {variant("default-balanced-gpu",

@@ -70,6 +70,11 @@ class AllocatedScore final : public ScorePlugin {
   /// none, whose score leaves the GPU out). Nodes whose GPUs the device plugin replicates
   /// (kube_gpu_counts) get a group whose bound is the top score.
   ///
+  /// kube-scheduler's LeastAllocated over cpu and memory alone (no nvidia.com/gpu listed) orders
+  /// the nodes of a shape by -sum(w x requested / capacity), defaults counted: with the task's
+  /// own fractions added, the score is at most 100 - 100 min(that sum, the smallest weight) /
+  /// sum(w) (each resource over capacity scores 0, not less).
+  ///
   /// kube-scheduler's LeastAllocated over cpu and memory (equal weights) followed by
   /// BalancedAllocation over cpu and memory with the same profile weight (the default plugins:
   /// order_with) orders the nodes for their sum. For fractions a (cpu) and b (memory) after
@@ -85,7 +90,7 @@ class AllocatedScore final : public ScorePlugin {
   [[nodiscard]] bool orders_nodes() const override { return ordered_; }
   std::size_t order_with(std::span<const std::pair<ScorePlugin*, double>> scores) override;
   [[nodiscard]] OrderKey order_key(const ClusterState& cluster, NodeId node, std::uint32_t variant) const override;
-  [[nodiscard]] std::uint32_t order_variants() const override { return paired_ ? 1 : 2; }
+  [[nodiscard]] std::uint32_t order_variants() const override { return paired_ || mode_ == Mode::kLeast ? 1 : 2; }
   [[nodiscard]] std::uint32_t order_variant(const ClusterState& /*cluster*/, const TaskContext& ctx) const override;
   [[nodiscard]] std::uint64_t order_epoch(const ClusterState& cluster) const override;
   [[nodiscard]] OrderBound order_bound(const ClusterState& /*cluster*/, const TaskContext& ctx) const override;
