@@ -681,21 +681,24 @@ class NodeIndex {
   /// never an answer (hash collisions included: the class answers exactly).
   static constexpr std::uint32_t kSkipWalks = 16;
   static constexpr std::uint32_t kMaxSkipWalks = 1024;
+  /// Asked once per walk; note_gave_up and note_walked then tell how that walk ended (the same
+  /// job: its request class is hashed at most once per decision).
   [[nodiscard]] bool skip_walk(const JobSpec& job) {
+    walk_class_.reset();
     if (skip_.empty()) return false;
-    const auto it = skip_.find(request_class(job));
+    const auto it = skip_.find(walk_class(job));
     if (it == skip_.end() || it->second.left == 0) return false;   // (0: this walk is the retry)
     --it->second.left;
     return true;
   }
   void note_gave_up(const JobSpec& job) {
-    auto& s = skip_[request_class(job)];
+    auto& s = skip_[walk_class(job)];
     s.next = s.next == 0 ? kSkipWalks : std::min(kMaxSkipWalks, 2 * s.next);
     s.left = s.next;
   }
   /// A walk answered: the request's next give-up skips kSkipWalks again.
   void note_walked(const JobSpec& job) {
-    if (!skip_.empty()) skip_.erase(request_class(job));
+    if (!skip_.empty()) skip_.erase(walk_class(job));
   }
 
  private:
@@ -1254,6 +1257,11 @@ class NodeIndex {
     std::uint32_t next = 0;   // the skip after the next give-up in a row, halved
   };
   std::unordered_map<std::uint64_t, Skip> skip_;   // skip_walk(): request_class() -> its skip
+  std::optional<std::uint64_t> walk_class_;        // this decision's request_class(), once computed
+  std::uint64_t walk_class(const JobSpec& job) {
+    if (!walk_class_) walk_class_ = request_class(job);
+    return *walk_class_;
+  }
   GpuOrder gpu_orders_[2];
   std::vector<std::uint32_t> seen_;   // per node: the GPU walk that last rejected it
   std::uint32_t stamp_ = 0;

@@ -45,7 +45,9 @@ std::string synthetic_uuid(std::string_view prefix, std::string_view node, std::
   mix(0);
   for (char c : std::to_string(index)) mix(static_cast<unsigned char>(c));
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%s-%08x-%04x-%04x-%04x-%012llx", std::string(prefix).c_str(), static_cast<unsigned>(h1 >> 32),
+  // An empty prefix gives a plain UUID (the driver's vfio devices).
+  std::snprintf(buf, sizeof buf, "%s%s%08x-%04x-%04x-%04x-%012llx", std::string(prefix).c_str(), prefix.empty() ? "" : "-",
+                static_cast<unsigned>(h1 >> 32),
                 static_cast<unsigned>((h1 >> 16) & 0xffff), static_cast<unsigned>(h1 & 0xffff), static_cast<unsigned>(h2 >> 48),
                 static_cast<unsigned long long>(h2 & 0xffffffffffffULL));
   return buf;
@@ -106,7 +108,7 @@ std::optional<ResourceSlice> make_slice(const NodeSpec& node, const GpuCatalog& 
       Device dev;
       dev.name = "gpu-vfio-" + std::to_string(function);
       dev.attributes.emplace_back(d + "type", std::string("vfio"));
-      dev.attributes.emplace_back(d + "uuid", synthetic_uuid("", node.name + "/vfio", i).substr(1));
+      dev.attributes.emplace_back(d + "uuid", synthetic_uuid("", node.name + "/vfio", i));
       dev.attributes.emplace_back(d + "productName", "NVIDIA " + m.name);
       dev.attributes.emplace_back(d + "vendorID", std::string("0x10de"));   // NVIDIA's PCI vendor id
       dev.attributes.emplace_back(d + "numa", std::int64_t{g.socket});
