@@ -298,7 +298,7 @@ std::vector<std::pair<std::string, std::string>> format_requests(const TaskReque
   else out.emplace_back(kCpu, std::to_string(r.cpu_milli) + "m");
   out.emplace_back(kMemory, std::to_string(r.memory_mib) + "Mi");
   if (r.gpu.mode == GpuMode::kWhole) {
-    out.emplace_back(r.gpu.shared_name ? std::string(kGpuShared) : r.gpu.resource_name.empty() ? std::string(kGpu) : r.gpu.resource_name,
+    out.emplace_back(r.gpu.shared_name ? std::string(kGpuShared) : r.gpu.resource_name.empty() ? std::string(kGpu) : r.gpu.resource_name.str(),
                      std::to_string(r.gpu.count));
   }
   if (r.gpu.mode == GpuMode::kShared && (r.gpu.count > 1 || r.gpu.memory_mib == kAllGpuMemory || r.gpu.memory_mib % 1024 != 0)) {

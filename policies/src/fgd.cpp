@@ -237,7 +237,7 @@ std::int64_t fragment(const TaskRequest& m, std::int64_t idle, std::int64_t cpu_
 using TypeKey = std::tuple<std::int64_t, int, std::int32_t, std::int32_t, std::int64_t, std::string, std::string>;
 TypeKey key_of(const TaskRequest& r) {
   return {r.cpu_milli, static_cast<int>(r.gpu.mode), r.gpu.count, r.gpu.milli, r.gpu.memory_mib,
-          r.gpu.mode == GpuMode::kMig ? r.gpu.profile : std::string(),
+          r.gpu.mode == GpuMode::kMig ? r.gpu.profile.str() : std::string(),
           r.allowed_models.to_string() + "/" + r.resource_models.to_string() + (r.gpu.shared_name ? "/shared" : "")};
 }
 

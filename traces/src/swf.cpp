@@ -426,7 +426,7 @@ void write_swf(std::ostream& out, const Workload& jobs, const GpuCatalog& /*cata
     if (j.duration.is_forever() && options.unknown_run_time != SwfUnknownRunTime::kForever) {
       fail(j, "duration", "never ends; SWF writes that as run_time -1, which reads back only with unknown_run_time forever");
     }
-    for (const std::string* name : {&j.queue, &c.app}) {
+    for (const std::string* name : {&j.queue, &c.app.str()}) {
       if (name->find_first_of("\r\n") != std::string::npos || *name != trim(*name)) {
         fail(j, name == &j.queue ? "queue" : "app", "the name \"" + *name + "\" has a line break or surrounding blanks");
       }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <gpusched/compact_string.hpp>
 #include <gpusched/ids.hpp>
 #include <gpusched/resources.hpp>
 #include <gpusched/time.hpp>
@@ -52,9 +53,9 @@ struct JobConstraints {
   std::map<std::string, std::string> node_selector;   ///< every label must match exactly
   NodeAffinity affinity;
   std::vector<Toleration> tolerations;
-  std::string app;                    ///< application label (anti-affinity, spread, max per node)
+  CompactString app;                  ///< application label (anti-affinity, spread, max per node)
   std::int32_t max_per_node = 0;      ///< at most this many tasks of `app` on one node (0 = no limit)
-  std::string priority_class;         ///< name it was given (resolved into JobSpec::priority)
+  CompactString priority_class;       ///< name it was given (resolved into JobSpec::priority)
   /// JobSpec::priority is already resolved (a Kubernetes pod's spec.priority, set at admission):
   /// priority_class is only its name and is not looked up again.
   bool priority_final = false;
@@ -70,7 +71,7 @@ struct JobConstraints {
   SimTime restart_overhead = SimTime::forever();
   /// Kubernetes DRA: the ResourceClaimTemplate each task's claim is made from (a trace field;
   /// docs/dra.md), and the claim as the scenario resolved it (nullptr: no claim).
-  std::string claim_template;
+  CompactString claim_template;
   std::shared_ptr<const dra::DeviceClaims> claims;
   bool operator==(const JobConstraints&) const = default;
 };

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include <gpusched/compact_string.hpp>
 #include <gpusched/error.hpp>
 #include <gpusched/gpu_catalog.hpp>
 #include <gpusched/ids.hpp>
@@ -69,8 +70,8 @@ struct GpuRequest {
   bool shared_name = false;
   /// kWhole: the vendor resource asked instead of nvidia.com/gpu (amd.com/gpu: a catalog model's
   /// resource_name); empty = nvidia.com/gpu. Only models requested by that name serve it (issue 15).
-  std::string resource_name;
-  std::string profile;            ///< kMig / kVgpu: profile name as written
+  CompactString resource_name;
+  CompactString profile;          ///< kMig / kVgpu: profile name as written
   /// kMig / kVgpu: the profile's index for each catalog model (by GpuModelId), -1 = not offered.
   std::vector<std::int8_t> profile_by_model;
   /// Profile index on model `m`, or -1.
@@ -93,8 +94,8 @@ struct GpuRequest {
 /// A TPU request: chips on one host, and the slice the job's hosts form together.
 struct TpuRequest {
   std::int32_t chips = 0;           ///< google.com/tpu per task (0 = no TPU)
-  std::string generation;           ///< from the accelerator label ("v4", "v5e", "v5p")
-  std::string topology;             ///< slice shape ("2x2x4"); empty = single-host, any shape
+  CompactString generation;         ///< from the accelerator label ("v4", "v5e", "v5p")
+  CompactString topology;           ///< slice shape ("2x2x4"); empty = single-host, any shape
   std::int32_t hosts = 1;           ///< hosts the slice spans (= tasks of the job)
   bool operator==(const TpuRequest&) const = default;
 };
