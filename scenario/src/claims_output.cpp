@@ -49,7 +49,9 @@ std::vector<ClaimRow> claim_rows(const sim::Engine& engine) {
         const auto& units = published->units[static_cast<std::size_t>(slice)];
         for (std::size_t k = 0; k < units.size(); ++k) {
           const auto& u = units[k];
-          const bool held = std::any_of(p.gpus.begin(), p.gpus.end(), [&](const GpuGrant& x) {
+          // TPU chips are counted, not told apart: the task holds the first it took (all of them,
+          // as Google's driver takes a host's chips together).
+          const bool held = u.tpu_chip ? u.gpu < p.tpu_chips : std::any_of(p.gpus.begin(), p.gpus.end(), [&](const GpuGrant& x) {
             return x.index == u.gpu && x.mig_profile == u.mig_profile && (u.mig_profile < 0 || x.mig_start == u.mig_start);
           });
           if (!held) continue;

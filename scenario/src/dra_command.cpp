@@ -135,9 +135,10 @@ nlohmann::json dra_json(const std::vector<DraOutcome>& outcomes) {
 
 nlohmann::json nvidia_dra_objects(const std::vector<NodeSpec>& nodes, const GpuCatalog& catalog) {
   nlohmann::json items = nlohmann::json::array();
-  for (const auto& cls : dra::nvidia_device_classes()) items.push_back(dra::to_kubernetes(cls));
+  for (const auto& cls : dra::builtin_device_classes()) items.push_back(dra::to_kubernetes(cls));
   for (const auto& n : nodes) {
     if (auto s = dra::nvidia_slice(n, catalog)) items.push_back(dra::to_kubernetes(*s));
+    else if (auto t = dra::tpu_slice(n)) items.push_back(dra::to_kubernetes(*t));
   }
   return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
 }

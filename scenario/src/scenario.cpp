@@ -889,7 +889,7 @@ void parse_dra(const Parser& p, const nlohmann::json& j, Scenario& sc) {
            "and claims from the jobs' claim_template");
   }
   if (!dra.slices.empty()) sc.dra_slices = std::make_shared<const std::vector<dra::ResourceSlice>>(dra.slices);
-  auto classes = std::make_shared<std::vector<dra::DeviceClass>>(dra::nvidia_device_classes());
+  auto classes = std::make_shared<std::vector<dra::DeviceClass>>(dra::builtin_device_classes());
   for (const auto& c : dra.classes) {
     auto it = std::find_if(classes->begin(), classes->end(), [&](const dra::DeviceClass& x) { return x.name == c.name; });
     if (it != classes->end()) *it = c;
@@ -1222,11 +1222,13 @@ std::span<const dra::DeviceSubRequest> alternatives(const dra::DeviceRequest& re
 }  // namespace
 
 void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& source) {
+  // The kind of device a claim's job takes, and for GIs their profile.
+  enum class Kind { kWholeGpu, kVfio, kMig, kTpuChip };
   struct Made {
     std::shared_ptr<const dra::DeviceClaims> claims;
-    std::int32_t gpus = 0;
-    std::string mig_profile;   // empty: whole GPUs (or passthrough GPUs: vfio)
-    bool vfio = false;         // passthrough GPUs (NVIDIA's type=vfio devices)
+    std::int32_t units = 0;    // devices taken (admin access left out)
+    Kind kind = Kind::kWholeGpu;
+    std::string mig_profile;   // kMig: the GIs' profile
   };
   std::map<std::string, Made> made;
   std::optional<dra::Allocator> empty_cluster;   // every node's devices, none in use
@@ -1274,7 +1276,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         empty_cluster.emplace(*sc.dra_classes, std::move(published.slices));
       }
       if (t->second.requests.empty()) throw_error(ErrorCode::kTraceBadValue, where, "ResourceClaimTemplate \"" + name + "\" asks for no device");
-      // The GPUs the job takes: the claim's devices without admin access (those are monitored,
+      // The devices the job takes: the claim's devices without admin access (those are monitored,
       // not taken). An exact count gives it up front; `All` takes every matching device of the
       // node, so the count is the same on every node that can hold the claim, or the job could
       // not state one GPU count (refused below).
@@ -1306,11 +1308,10 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         throw_error(ErrorCode::kTraceBadValue, where,
                     "ResourceClaimTemplate \"" + name + "\" asks for " + std::to_string(devices) + " devices, more than Kubernetes' 32 per claim");
       }
-      // The kind of device the job takes: whole GPUs, passthrough GPUs (vfio), or GIs of one MIG
-      // profile, whichever the requests' classes and selectors can match on any node; a job
-      // states one kind.
-      static constexpr std::string_view kVfio = "\x01vfio";   // (no MIG profile is named so)
-      std::set<std::string> kinds;   // "" whole GPUs, kVfio passthrough GPUs, else a MIG profile
+      // The kind of device the job takes: whole GPUs, passthrough GPUs (vfio), GIs of one MIG
+      // profile, or TPU chips, whichever the requests' classes and selectors can match on any
+      // node; a job states one kind.
+      std::set<std::pair<Kind, std::string>> kinds;   // (kind, MIG profile)
       for (const auto& req : t->second.requests) {
         for (const auto& a : alternatives(req)) {
           if (a.admin_access) continue;
@@ -1327,24 +1328,29 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
               };
               if (!holds(cls->selectors) || !holds(a.selectors)) continue;
               const auto& u = units[k][i];
-              kinds.insert(u.mig_profile >= 0 ? sc.catalog[spec.gpus[u.gpu].model].mig->profiles[static_cast<std::size_t>(u.mig_profile)].name
-                           : spec.gpus[u.gpu].partition == GpuPartition::kPassthrough ? std::string(kVfio)
-                                                                                      : std::string());
+              if (u.tpu_chip) kinds.emplace(Kind::kTpuChip, std::string());
+              else if (u.mig_profile >= 0) {
+                kinds.emplace(Kind::kMig, sc.catalog[spec.gpus[u.gpu].model].mig->profiles[static_cast<std::size_t>(u.mig_profile)].name);
+              } else {
+                kinds.emplace(spec.gpus[u.gpu].partition == GpuPartition::kPassthrough ? Kind::kVfio : Kind::kWholeGpu, std::string());
+              }
             }
           }
         }
       }
       if (kinds.size() > 1) {
         std::string list;
-        for (const auto& k : kinds) {
-          list += (list.empty() ? "" : ", ") +
-                  (k.empty() ? std::string("whole GPUs") : k == kVfio ? std::string("passthrough GPUs (vfio)") : "MIG " + k + " instances");
+        for (const auto& [kind, profile] : kinds) {
+          list += (list.empty() ? "" : ", ") + (kind == Kind::kWholeGpu ? std::string("whole GPUs")
+                                                : kind == Kind::kVfio   ? std::string("passthrough GPUs (vfio)")
+                                                : kind == Kind::kTpuChip ? std::string("TPU chips")
+                                                                         : "MIG " + profile + " instances");
         }
         throw_error(ErrorCode::kTraceBadValue, where,
                     "ResourceClaimTemplate \"" + name + "\" can get " + list +
                         ": a job in a simulation takes one kind of device (select one, e.g. deviceClassName gpu.nvidia.com, "
-                        "vfio.gpu.nvidia.com, or mig.nvidia.com and device.attributes['gpu.nvidia.com'].profile == '" +
-                        (kinds.rbegin()->empty() || *kinds.rbegin() == kVfio ? std::string("3g.40gb") : *kinds.rbegin()) + "'; docs/dra.md)");
+                        "vfio.gpu.nvidia.com, tpu.google.com, or mig.nvidia.com and device.attributes['gpu.nvidia.com'].profile == '" +
+                        (kinds.rbegin()->first == Kind::kMig ? kinds.rbegin()->second : std::string("3g.40gb")) + "'; docs/dra.md)");
       }
       // A claim no node could hold even with every GPU free would wait for ever: refuse it.
       const auto none = empty_cluster->no_devices_in_use();
@@ -1352,8 +1358,10 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       // An error on one node (a CEL runtime error: an attribute only some nodes' devices have)
       // means "not there", as the plugin takes it during the run; it is reported if no node fits.
       bool fits = false;
-      std::string first_error, counted_on;
-      for (const auto& n : nodes) {
+      std::string first_error, counted_on, partial_tpu;
+      const bool tpu = !kinds.empty() && kinds.begin()->first == Kind::kTpuChip;
+      for (std::size_t u = 0; u < nodes.size(); ++u) {
+        const auto& n = nodes[u];
         std::optional<std::vector<dra::Allocation>> got;
         try {
           got = empty_cluster->allocate(n, claims, none);
@@ -1361,6 +1369,12 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
           if (first_error.empty()) first_error = "on node " + n.name + ": " + e.what();
         }
         if (!got) continue;
+        if (tpu && !dra::takes_whole_tpu_host(*got, sc.nodes[u])) {
+          // Google's driver refuses to prepare a claim that takes part of a host's chips
+          // (ValidateTpuRequest): the claim fits there only if it takes them all.
+          if (partial_tpu.empty()) partial_tpu = n.name + " has " + std::to_string(sc.nodes[u].tpu.chips) + " chips";
+          continue;
+        }
         if (!all_mode) {
           fits = true;
           break;
@@ -1380,33 +1394,48 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       }
       if (!fits && !sc.keep_unplaceable) {
         throw_error(ErrorCode::kTraceUnplaceable, where,
-                    "job \"" + j.name + "\": no node can hold the claim of ResourceClaimTemplate \"" + name + "\", even with all its GPUs free" +
-                        (first_error.empty() ? std::string() : " (" + first_error + ")"));
+                    "job \"" + j.name + "\": no node can hold the claim of ResourceClaimTemplate \"" + name + "\", even with all its devices free" +
+                        (!partial_tpu.empty() ? " (Google's TPU driver prepares a claim only when it takes all chips of the host together, "
+                                                "and the claim takes part of one: " + partial_tpu + ")"
+                         : first_error.empty() ? std::string()
+                                               : " (" + first_error + ")"));
       }
-      const bool vfio = !kinds.empty() && *kinds.begin() == kVfio;
-      it = made.emplace(name, Made{std::move(dc), static_cast<std::int32_t>(gpus), kinds.empty() || vfio ? std::string() : *kinds.begin(), vfio})
-               .first;
+      Made m{std::move(dc), static_cast<std::int32_t>(gpus), Kind::kWholeGpu, std::string()};
+      if (!kinds.empty()) {
+        m.kind = kinds.begin()->first;
+        m.mig_profile = kinds.begin()->second;
+      }
+      it = made.emplace(name, std::move(m)).first;
     }
-    if (j.request.gpu.mode != GpuMode::kNone) {
+    if (j.request.gpu.mode != GpuMode::kNone || j.request.tpu.chips > 0) {
       throw_error(ErrorCode::kTraceBadValue, {source, j.source_line, "requests"},
-                  "job \"" + j.name + "\" asks for GPUs both in its requests and through claim_template \"" + name +
-                      "\": with a claim, the claim says which devices it gets");
+                  "job \"" + j.name + "\" asks for " + (j.request.tpu.chips > 0 ? "TPU chips" : "GPUs") +
+                      " both in its requests and through claim_template \"" + name + "\": with a claim, the claim says which devices it gets");
     }
     j.constraints.claims = it->second.claims;
     j.request.gpu = GpuRequest{};
-    if (it->second.gpus > 0 && it->second.mig_profile.empty()) {   // else only admin access: the job takes no GPU
-      // Whole GPUs, or passthrough GPUs as pci_passthrough:alias would ask for them.
-      j.request.gpu.mode = it->second.vfio ? GpuMode::kPassthrough : GpuMode::kWhole;
-      j.request.gpu.count = it->second.gpus;
-    } else if (it->second.gpus > 0) {   // GIs of one profile, on whichever model offers it
-      j.request.gpu.mode = GpuMode::kMig;
-      j.request.gpu.count = it->second.gpus;
-      j.request.gpu.profile = it->second.mig_profile;
-      j.request.gpu.profile_by_model.assign(sc.catalog.size(), -1);
-      for (std::size_t m = 0; m < sc.catalog.size(); ++m) {
-        const auto& model = sc.catalog[GpuModelId{static_cast<std::uint16_t>(m)}];
-        if (model.mig) j.request.gpu.profile_by_model[m] = static_cast<std::int8_t>(model.mig->find_profile(it->second.mig_profile));
-      }
+    const Made& m = it->second;
+    if (m.units == 0) continue;   // only admin access: the job takes no device
+    switch (m.kind) {
+      case Kind::kWholeGpu:
+      case Kind::kVfio:   // passthrough GPUs, as pci_passthrough:alias would ask for them
+        j.request.gpu.mode = m.kind == Kind::kVfio ? GpuMode::kPassthrough : GpuMode::kWhole;
+        j.request.gpu.count = m.units;
+        break;
+      case Kind::kTpuChip:   // google.com/tpu on one host, whatever its generation (the selectors chose)
+        j.request.tpu = TpuRequest{};
+        j.request.tpu.chips = m.units;
+        break;
+      case Kind::kMig:   // GIs of one profile, on whichever model offers it
+        j.request.gpu.mode = GpuMode::kMig;
+        j.request.gpu.count = m.units;
+        j.request.gpu.profile = m.mig_profile;
+        j.request.gpu.profile_by_model.assign(sc.catalog.size(), -1);
+        for (std::size_t k = 0; k < sc.catalog.size(); ++k) {
+          const auto& model = sc.catalog[GpuModelId{static_cast<std::uint16_t>(k)}];
+          if (model.mig) j.request.gpu.profile_by_model[k] = static_cast<std::int8_t>(model.mig->find_profile(m.mig_profile));
+        }
+        break;
     }
   }
 }

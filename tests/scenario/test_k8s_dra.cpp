@@ -260,13 +260,14 @@ TEST_CASE("DRA slices derived from the node model read back as they were written
   const Scenario sc = load_scenario((kRepo / "examples" / "devices.json").string());
   const auto list = nvidia_dra_objects(sc.nodes, sc.catalog);
   const auto objs = read_dra_objects(parse_kubernetes_objects(list.dump(), "slices.json"));
-  CHECK(objs.classes.size() == 3);   // gpu.nvidia.com, mig.nvidia.com, vfio.gpu.nvidia.com
+  CHECK(objs.classes.size() == 4);   // gpu.nvidia.com, mig.nvidia.com, vfio.gpu.nvidia.com, tpu.google.com
   std::vector<dra::ResourceSlice> direct;
   for (const auto& n : sc.nodes) {
     if (auto s = dra::nvidia_slice(n, sc.catalog)) direct.push_back(*s);
+    else if (auto t = dra::tpu_slice(n)) direct.push_back(*t);
   }
   REQUIRE(objs.slices.size() == direct.size());
-  std::size_t mig = 0, whole = 0, vfio = 0;
+  std::size_t mig = 0, whole = 0, vfio = 0, tpu = 0;
   for (std::size_t i = 0; i < direct.size(); ++i) {
     REQUIRE(objs.slices[i].devices.size() == direct[i].devices.size());
     for (std::size_t k = 0; k < direct[i].devices.size(); ++k) {
@@ -279,10 +280,15 @@ TEST_CASE("DRA slices derived from the node model read back as they were written
         CHECK(a.attributes[j].first == b.attributes[j].first);
         CHECK(dra::same_value(a.attributes[j].second, b.attributes[j].second));
       }
+      if (objs.slices[i].driver == "tpu.google.com") {
+        ++tpu;
+        continue;
+      }
       const auto& type = std::get<std::string>(*a.attribute("gpu.nvidia.com/type"));
       (type == "mig" ? mig : type == "vfio" ? vfio : whole) += 1;
     }
   }
+  CHECK(tpu == 64);     // tpu-v4: a 4x4x4 pool of 16 hosts x 4 chips (accel0..accel3 each)
   CHECK(mig == 16);     // a100-mig: 2 nodes x 4 GPUs x (4g.40gb + 3g.40gb)
   CHECK(whole == 24);   // vGPU, time-slicing, hgx and pcie nodes; dynamic-MIG GPUs publish nothing
   CHECK(vfio == 8);     // passthrough: 2 nodes x 4 GPUs, named gpu-vfio-<k>
@@ -455,12 +461,12 @@ TEST_CASE("DRA claims in scenarios: every mistake is an error before the run", "
   too_big["dra"]["objects"] = nlohmann::json::array({nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
       "metadata": {"name": "two-gpus-one-pcie-root"}, "spec": {"spec": {"devices": {"requests": [{"name": "gpus",
       "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 3}}], "constraints": [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}]}}}})")});
-  CHECK(run_error(too_big).find("no node can hold the claim of ResourceClaimTemplate \"two-gpus-one-pcie-root\", even with all its GPUs free") !=
+  CHECK(run_error(too_big).find("no node can hold the claim of ResourceClaimTemplate \"two-gpus-one-pcie-root\", even with all its devices free") !=
         std::string::npos);
   auto all = too_big;
   all["dra"]["objects"][0]["spec"]["spec"]["devices"]["requests"][0]["exactly"] = {{"deviceClassName", "gpu.nvidia.com"}, {"allocationMode", "All"}};
   // All four GPUs of a node span two PCIe roots: the constraint fails on every node.
-  CHECK(run_error(all).find("no node can hold the claim of ResourceClaimTemplate \"two-gpus-one-pcie-root\", even with all its GPUs free (on "
+  CHECK(run_error(all).find("no node can hold the claim of ResourceClaimTemplate \"two-gpus-one-pcie-root\", even with all its devices free (on "
                             "node pcie-0000: ") != std::string::npos);
   auto mixed_sizes = too_big;
   mixed_sizes["dra"]["objects"][0]["spec"]["spec"]["devices"]["requests"][0].erase("exactly");

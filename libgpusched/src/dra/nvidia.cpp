@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <map>
+#include <regex>
 #include <stdexcept>
 #include <string_view>
-#include <cstdio>
+
+#include <gpusched/tpu.hpp>
 
 namespace gpusched::dra {
 namespace {
@@ -179,6 +182,89 @@ std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog
   return make_slice(node, catalog, simulated, nullptr);
 }
 
+std::optional<std::string> tpu_driver_generation(std::string_view accelerator) {
+  // AcceleratorGen (cmd/tpu-dra-kubeletplugin/util.go): a new-style name ("tpu7x") is the
+  // generation; an older label "tpu-<v>[-lite]-<device|podslice>" or "tpu-<v>[e|p]-slice" gives
+  // <v>, "lite" appended for lite parts and "pod" for v5 lite podslices; two names the regex lets
+  // through are not products (tpu-v4-device, tpu-v4-lite-podslice). Either way the generation must
+  // be one the driver knows (hardware.go's families; util_test.go TestAcceleratorGen refuses
+  // "tpu7x" and "tpu99z").
+  static const std::regex kNew(R"(^tpu\d+[a-z]?$)");
+  static const std::regex kPast(R"(^tpu-v\d+([ep]?-slice)?((?:-lite)?-(device|podslice))?$)");
+  static constexpr std::string_view kKnown[] = {"v2", "v3", "v4", "v4lite", "v5lite", "v5litepod", "v5p", "v6e"};
+  const std::string a(accelerator);
+  std::string v = a;
+  if (!std::regex_match(a, kNew)) {
+    if (!std::regex_match(a, kPast) || a == "tpu-v4-device" || a == "tpu-v4-lite-podslice") return std::nullopt;
+    const auto dash = a.find('-', 4);
+    v = a.substr(4, dash == std::string::npos ? std::string::npos : dash - 4);
+    if (a.find("lite") != std::string::npos) v += "lite";
+    if (v.rfind("v5", 0) == 0 && a.find("podslice") != std::string::npos) v += "pod";
+  }
+  if (std::find(std::begin(kKnown), std::end(kKnown), v) == std::end(kKnown)) return std::nullopt;
+  return v;
+}
+
+namespace {
+std::optional<ResourceSlice> make_tpu_slice(const NodeSpec& node, std::vector<DeviceUnit>* units) {
+  if (node.tpu.generation.empty() || node.tpu.chips <= 0) return std::nullopt;
+  const auto label = [&](const char* key) -> std::string {
+    const auto it = node.labels.find(key);
+    return it == node.labels.end() ? std::string() : it->second;
+  };
+  std::string accelerator = label("cloud.google.com/gke-tpu-accelerator");
+  if (accelerator.empty()) {
+    if (const auto* g = TpuCatalog::builtin().find(node.tpu.generation)) accelerator = g->accelerator_label;
+  }
+  std::string topology = label("cloud.google.com/gke-tpu-topology");
+  if (topology.empty()) topology = node.tpu.pool_topology;
+  const auto gen = tpu_driver_generation(accelerator);
+  if (!gen) return std::nullopt;
+  // The device directory the driver enumerates (driver.go NewDriver): /dev and accel<i> files for
+  // v3, v4 and v4lite; /dev/vfio and numbered files for v5lite, v5litepod, v5p and v6e; none for
+  // any other generation (the driver does not start there).
+  std::string prefix;
+  if (*gen == "v3" || *gen == "v4" || *gen == "v4lite") prefix = "accel";
+  else if (*gen != "v5lite" && *gen != "v5litepod" && *gen != "v5p" && *gen != "v6e") return std::nullopt;
+  ResourceSlice s;
+  s.name = node.name + "-tpu.google.com";
+  s.driver = std::string(kTpuDriver);
+  s.pool = node.name;
+  s.generation = 1;
+  s.slice_count = 1;
+  s.node_name = node.name;
+  const std::string d = std::string(kTpuDriver) + "/";
+  // The driver numbers the chips in its directory listing's order and lists them from a map; here
+  // in index order (accel0, accel1, ... and 0, 1, ...: the same order up to 10 chips).
+  for (std::int32_t i = 0; i < node.tpu.chips; ++i) {
+    Device dev;
+    dev.name = prefix + std::to_string(i);
+    // AllocatableDevice.GetDevice (manager.go): every attribute in the driver's own domain.
+    dev.attributes.emplace_back(d + "index", std::int64_t{i});
+    dev.attributes.emplace_back(d + "uuid", synthetic_uuid("tpu", node.name + "/" + dev.name, 0));
+    dev.attributes.emplace_back(d + "tpuGen", *gen);
+    dev.attributes.emplace_back(d + "brand", std::string("Google"));
+    dev.attributes.emplace_back(d + "accelerator", accelerator);
+    dev.attributes.emplace_back(d + "chipCount", std::int64_t{node.tpu.chips});
+    if (!topology.empty()) dev.attributes.emplace_back(d + "topology", topology);
+    dev.sort();
+    s.devices.push_back(std::move(dev));
+    if (units != nullptr) units->push_back({static_cast<std::uint16_t>(i), -1, -1, true});
+  }
+  return s;
+}
+}  // namespace
+
+std::optional<ResourceSlice> tpu_slice(const NodeSpec& node) { return make_tpu_slice(node, nullptr); }
+
+bool takes_whole_tpu_host(std::span<const Allocation> claims, const NodeSpec& node) {
+  for (const auto& a : claims) {
+    const auto chips = std::count_if(a.devices.begin(), a.devices.end(), [](const DeviceResult& r) { return r.driver == kTpuDriver; });
+    if (chips != 0 && chips != node.tpu.chips) return false;
+  }
+  return true;
+}
+
 ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatalog& catalog, std::span<const ResourceSlice> given) {
   std::map<std::string_view, std::size_t> node_index;
   for (std::size_t u = 0; u < nodes.size(); ++u) node_index.emplace(nodes[u].name, u);
@@ -189,9 +275,9 @@ ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatal
       throw std::invalid_argument(who + ": in a simulation a slice names its node (spec.nodeName); allNodes and nodeSelector slices "
                                   "have no GPU of the model to stand for");
     }
-    if (g.driver != kNvidiaDriver) {
-      throw std::invalid_argument(who + ": driver \"" + g.driver + "\": simulations hand out the node model's NVIDIA GPUs and GIs, "
-                                  "so a given slice is of driver gpu.nvidia.com");
+    if (g.driver != kNvidiaDriver && g.driver != kTpuDriver) {
+      throw std::invalid_argument(who + ": driver \"" + g.driver + "\": simulations hand out the node model's NVIDIA GPUs and GIs "
+                                  "and TPU chips, so a given slice is of driver gpu.nvidia.com or tpu.google.com");
     }
     const auto n = node_index.find(g.node_name);
     if (n == node_index.end()) throw std::invalid_argument(who + ": no node of the cluster is named \"" + g.node_name + "\"");
@@ -205,8 +291,13 @@ ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatal
     out.nodes.push_back({nodes[u].name, nodes[u].labels});
     std::vector<DeviceUnit> units;
     auto s = make_slice(nodes[u], catalog, true, &units);
+    if (!s) s = make_tpu_slice(nodes[u], &units);
     if (const auto g = given_for.find(u); g != given_for.end()) {
       // The given devices, each the model's device of that name.
+      if (s && s->driver != g->second->driver) {
+        throw std::invalid_argument("ResourceSlice \"" + g->second->name + "\": driver " + g->second->driver + ", but node \"" + nodes[u].name +
+                                    "\" publishes its devices through " + s->driver);
+      }
       std::vector<DeviceUnit> mapped;
       for (const auto& dev : g->second->devices) {
         const bool known = s && std::any_of(s->devices.begin(), s->devices.end(), [&](const Device& m) { return m.name == dev.name; });
@@ -217,7 +308,7 @@ ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatal
           }
           throw std::invalid_argument("ResourceSlice \"" + g->second->name + "\": device \"" + dev.name + "\" is no device node \"" +
                                       nodes[u].name + "\" hands out in a simulation (" +
-                                      (names.empty() ? std::string("it has none: whole GPUs, passthrough GPUs and static MIG instances only")
+                                      (names.empty() ? std::string("it has none: whole GPUs, passthrough GPUs, static MIG instances and TPU chips only")
                                                     : "it has: " + names) + ")");
         }
         const auto at = std::find_if(s->devices.begin(), s->devices.end(), [&](const Device& m) { return m.name == dev.name; });
@@ -265,6 +356,13 @@ std::vector<DeviceClass> nvidia_device_classes() {
           {"mig.nvidia.com", {CelExpression::compile("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'")}},
           {"vfio.gpu.nvidia.com",
            {CelExpression::compile("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'vfio'")}}};
+}
+
+std::vector<DeviceClass> builtin_device_classes() {
+  auto out = nvidia_device_classes();
+  // deployments/helm/dra-driver-google-tpu/templates/deviceclass.yaml (extendedResourceName unset).
+  out.push_back({std::string(kTpuDriver), {CelExpression::compile("device.driver == 'tpu.google.com'")}});
+  return out;
 }
 
 nlohmann::json to_kubernetes(const ResourceSlice& slice) {

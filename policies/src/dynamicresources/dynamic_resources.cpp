@@ -38,12 +38,17 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
   const std::int32_t slice = d.slice_of_node[node.value];
   if (slice >= 0) {
     // This node's devices: a GPU with any task on it is in use (DRA hands GPUs out whole), and so
-    // is a busy GI.
+    // is a busy GI. TPU chips are counted, not told apart: the first (chips - free) are in use.
     const auto gpus = cluster.gpus(node);
     const std::uint32_t first = d.alloc->first_device(static_cast<std::size_t>(slice));
     const auto count = static_cast<std::uint32_t>(d.alloc->slices()[static_cast<std::size_t>(slice)].devices.size());
+    const std::int64_t chips_used = std::int64_t{cluster.spec(node).tpu.chips} - cluster.node(node).tpu_chips_free;
     for (std::uint32_t k = first; k < first + count; ++k) {
       const auto& u = d.unit_of[k];
+      if (u.tpu_chip) {
+        in_use_[k] = u.gpu < chips_used ? 1 : 0;
+        continue;
+      }
       const auto& g = gpus[u.gpu];
       in_use_[k] = u.mig_profile < 0 ? (g.fully_free() ? 0 : 1) : (cluster.mig_state(g).busy_at(u.mig_start) ? 1 : 0);
     }
@@ -51,7 +56,11 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
   std::vector<const dra::ResourceClaim*> ptrs;
   for (const auto& c : claims.claims) ptrs.push_back(&c);
   try {
-    return d.alloc->allocate(d.nodes[node.value], ptrs, in_use_);
+    auto got = d.alloc->allocate(d.nodes[node.value], ptrs, in_use_);
+    // Google's TPU driver prepares only claims that take all of a host's chips; Kubernetes would
+    // bind the pod and it would not start. Here such a node does not fit (docs/dra.md).
+    if (got && !dra::takes_whole_tpu_host(*got, cluster.spec(node))) return std::nullopt;
+    return got;
   } catch (const dra::AllocationError& e) {
     const std::string text = "dynamic-resources: ResourceClaimTemplate \"" + claims.template_name + "\": " + e.what();
     if (std::find(errors_.begin(), errors_.end(), text) == errors_.end()) errors_.push_back(text);
@@ -78,6 +87,7 @@ bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ct
   // it: the job is not granted that GPU.
   std::vector<std::uint16_t> order;
   std::vector<GpuGrant> instances;
+  std::int32_t chips = 0;
   const Devices& d = *devices_;
   const auto gpus = cluster.gpus(node);
   for (const auto& a : *got) {
@@ -86,12 +96,20 @@ bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ct
       const auto k = d.alloc->find_device(r.driver, r.pool, r.device);
       if (!k) return false;
       const auto& u = d.unit_of[*k];
-      if (u.mig_profile < 0) order.push_back(u.gpu);
+      if (u.tpu_chip) ++chips;
+      else if (u.mig_profile < 0) order.push_back(u.gpu);
       else instances.push_back(ClusterState::mig_instance_grant(u.gpu, cluster.mig_geometry(gpus[u.gpu]), u.mig_profile, u.mig_start));
     }
   }
-  // The request is as many whole GPUs or GIs of one profile (the scenario resolved it so).
+  // The request is as many whole GPUs, GIs of one profile or TPU chips (the scenario resolved it so).
   const auto& r = ctx.request();
+  if (r.tpu.chips > 0 || chips > 0) {
+    if (!order.empty() || !instances.empty() || chips != r.tpu.chips) return false;
+    out.node = node;
+    out.gpus.clear();
+    out.tpu_chips = chips;
+    return true;
+  }
   const auto wanted = static_cast<std::size_t>(r.gpu.mode == GpuMode::kNone ? 0 : r.gpu.count);
   if (r.gpu.mode == GpuMode::kMig) {
     if (!order.empty() || instances.size() != wanted) return false;

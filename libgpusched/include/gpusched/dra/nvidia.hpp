@@ -12,10 +12,18 @@
 ///   discovered), capacity memory (and multiprocessors and memorySlice<k> for MIG).
 /// NVIDIA's driver publishes no NVLink attribute on GPUs; gpusched adds its own
 /// `gpusched.io/nvlinkDomain` (int) for GPUs of one NVSwitch domain, so a claim can ask for GPUs
-/// of one domain with matchAttribute. AMD GPUs and TPU hosts get no devices here.
+/// of one domain with matchAttribute. AMD GPUs get no devices here.
+///
+/// TPU hosts: their chips as Google's TPU DRA driver publishes them (driver `tpu.google.com`,
+/// kubernetes-sigs/dra-driver-google-tpu, cmd/tpu-dra-kubeletplugin): one slice per node (pool =
+/// node name), a device per chip named after its device file (`accel<i>` for v3/v4, `<i>` under
+/// /dev/vfio for v5e/v5p/v6e), with attributes index, uuid (synthetic), tpuGen, brand ("Google"),
+/// accelerator, chipCount and topology (when the node has one); no capacity (tpu_slice).
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include <gpusched/dra/allocator.hpp>
 #include <gpusched/gpu_catalog.hpp>
@@ -24,6 +32,7 @@
 namespace gpusched::dra {
 
 inline constexpr std::string_view kNvidiaDriver = "gpu.nvidia.com";
+inline constexpr std::string_view kTpuDriver = "tpu.google.com";
 
 /// The node's slice; nullopt when it has no NVIDIA GPU. `simulated`: only the devices
 /// simulations hand out (docs/dra.md): GPUs handed out whole (no MIG, vGPU, time-slicing or MPS
@@ -31,14 +40,34 @@ inline constexpr std::string_view kNvidiaDriver = "gpu.nvidia.com";
 /// their GIs come and go; nor under the `single` strategy, where the engine counts GIs as
 /// nvidia.com/gpu).
 [[nodiscard]] std::optional<ResourceSlice> nvidia_slice(const NodeSpec& node, const GpuCatalog& catalog, bool simulated = false);
-/// What one published device is in the node model: a whole GPU (mig_profile -1) or a GI.
+/// The generation Google's TPU driver reads from a node's accelerator label (AcceleratorGen,
+/// cmd/tpu-dra-kubeletplugin/util.go): "tpu-v4-podslice" -> "v4", "tpu-v5-lite-podslice" ->
+/// "v5litepod", "tpu-v5-lite-device" -> "v5lite", "tpu-v5p-slice" -> "v5p", "tpu-v6e-slice" ->
+/// "v6e", a new-style name ("tpu7x") as it is; nullopt for a label the driver refuses.
+[[nodiscard]] std::optional<std::string> tpu_driver_generation(std::string_view accelerator);
+/// The node's slice as Google's TPU driver publishes it; nullopt when the node is no TPU host, or
+/// when the driver has no device directory for its generation (it serves v3, v4, v4lite, v5lite,
+/// v5litepod, v5p and v6e: driver.go NewDriver; a tpu7x host publishes nothing). The accelerator
+/// and topology come from the node's GKE labels (cloud.google.com/gke-tpu-accelerator,
+/// cloud.google.com/gke-tpu-topology), else from its TPU spec; chipCount is the host's chips.
+[[nodiscard]] std::optional<ResourceSlice> tpu_slice(const NodeSpec& node);
+/// Whether claims allocated on `node` take its TPU chips as Google's driver prepares them: all of
+/// them or none. The driver counts each claim's results of driver tpu.google.com and refuses a
+/// claim with fewer than the host's chips (cmd/tpu-dra-kubeletplugin: state.go prepareDevices,
+/// "only requests for all tpu devices (N) on the node are supported"; manager.go
+/// ValidateTpuRequest). The scheduler does not check it: such a pod is bound and then fails to
+/// start. O(devices).
+[[nodiscard]] bool takes_whole_tpu_host(std::span<const Allocation> claims, const NodeSpec& node);
+/// What one published device is in the node model: a whole GPU (mig_profile -1), a GI, or a
+/// TPU chip (tpu_chip; `gpu` is then the chip's index on the host).
 struct DeviceUnit {
   std::uint16_t gpu = 0;
   std::int8_t mig_profile = -1;   ///< index in the model's MIG geometry
   std::int8_t mig_start = -1;
+  bool tpu_chip = false;
 };
 /// What simulations publish for a cluster: the slices in node order, each node's slice (-1: no
-/// device), each node as the allocator sees it (name and labels), and for each slice the unit of
+/// device; a node with NVIDIA GPUs publishes them, else its TPU chips if it is a TPU host), each node as the allocator sees it (name and labels), and for each slice the unit of
 /// each of its devices, in the slice's order.
 struct ClusterDevices {
   std::vector<ResourceSlice> slices;
@@ -62,6 +91,9 @@ struct ClusterDevices {
 /// NVIDIA's DeviceClasses: gpu.nvidia.com (type gpu), mig.nvidia.com (type mig) and
 /// vfio.gpu.nvidia.com (type vfio), with the chart's selectors.
 [[nodiscard]] std::vector<DeviceClass> nvidia_device_classes();
+/// The DeviceClasses a modelled cluster has: NVIDIA's, then Google's TPU driver's tpu.google.com
+/// (selector `device.driver == "tpu.google.com"`, its Helm chart's deviceclass.yaml).
+[[nodiscard]] std::vector<DeviceClass> builtin_device_classes();
 
 /// A slice as `kubectl get resourceslice -o json` prints it (resource.k8s.io/v1).
 [[nodiscard]] nlohmann::json to_kubernetes(const ResourceSlice& slice);

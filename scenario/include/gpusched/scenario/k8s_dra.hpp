@@ -55,8 +55,8 @@ std::string format_dra(const std::vector<DraOutcome>& outcomes);
 /// and nodeSelector), or its pending reason.
 nlohmann::json dra_json(const std::vector<DraOutcome>& outcomes);
 
-/// The ResourceSlices NVIDIA's DRA driver would publish for these nodes, and its DeviceClasses,
-/// as a kubectl List (gpusched/dra/nvidia.hpp).
+/// The ResourceSlices NVIDIA's DRA driver would publish for these nodes (Google's TPU driver for
+/// TPU hosts), and their DeviceClasses, as a kubectl List (gpusched/dra/nvidia.hpp).
 nlohmann::json nvidia_dra_objects(const std::vector<NodeSpec>& nodes, const GpuCatalog& catalog);
 
 }  // namespace gpusched::scenario

@@ -2,10 +2,12 @@
 /// `dynamic-resources`: kube-scheduler's DynamicResources plugin for jobs whose GPUs come from a
 /// DRA claim (a `claim_template`, resolved by the scenario into JobConstraints::claims;
 /// docs/dra.md). At `filter` it runs Kubernetes' structured allocator (gpusched::dra::Allocator)
-/// for the task's claims on the node, over the node's whole GPUs and static MIG instances
-/// published in NVIDIA's DRA vocabulary (dra::simulated_devices), a GPU with any task and a busy
-/// GI being in use; at `device_select` it grants the GPUs or GIs the allocator chose. Jobs without a claim pass the filter, and their devices are
-/// chosen as `gpu-first-fit` does.
+/// for the task's claims on the node, over the node's whole GPUs, passthrough GPUs and static MIG
+/// instances published in NVIDIA's DRA vocabulary and a TPU host's chips in Google's
+/// (dra::simulated_devices), a GPU with any task, a busy GI and a taken chip being in use; at
+/// `device_select` it grants the GPUs, GIs or chips the allocator chose. A TPU claim fits a host
+/// only when it takes all of its chips (dra::takes_whole_tpu_host). Jobs without a claim pass the
+/// filter, and their devices are chosen as `gpu-first-fit` does.
 ///
 /// Example profile (kube-scheduler's defaults with DRA):
 ///   {"name": "kube-dra", "filter": [..., {"name": "dynamic-resources"}], "score": [...],

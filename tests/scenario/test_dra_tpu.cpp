@@ -1,0 +1,238 @@
+// TPU chips as Google's TPU DRA driver publishes them (driver tpu.google.com,
+// kubernetes-sigs/dra-driver-google-tpu, cmd/tpu-dra-kubeletplugin), and jobs that claim them.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <gpusched/dra/nvidia.hpp>
+#include <gpusched/error.hpp>
+#include <gpusched/scenario/scenario.hpp>
+
+using namespace gpusched;
+using namespace gpusched::scenario;
+
+namespace {
+
+NodeSpec tpu_host(std::string name, std::string generation, int chips, std::map<std::string, std::string> labels = {}) {
+  NodeSpec n;
+  n.name = std::move(name);
+  n.tpu.generation = std::move(generation);
+  n.tpu.chips = chips;
+  n.labels = std::move(labels);
+  return n;
+}
+
+std::string text(const dra::Device& d, const std::string& key) {
+  const auto* v = d.attribute("tpu.google.com/" + key);
+  REQUIRE(v != nullptr);
+  return std::get<std::string>(*v);
+}
+std::int64_t number(const dra::Device& d, const std::string& key) {
+  const auto* v = d.attribute("tpu.google.com/" + key);
+  REQUIRE(v != nullptr);
+  return std::get<std::int64_t>(*v);
+}
+
+/// Single-host TPU pools (two 4-chip v5e hosts, one 8-chip v6e host), a GPU node, three jobs
+/// claiming through template "tpus", and a profile with dynamic-resources.
+nlohmann::json tpu_scenario() {
+  return nlohmann::json::parse(R"({
+    "schema_version": 1, "name": "dra-tpu", "seed": 1,
+    "cluster": {"node_groups": [
+      {"name": "v5e-a", "count": 1, "cpu": 112, "memory": "192Gi", "tpu": {"generation": "v5e", "topology": "2x2"}},
+      {"name": "v5e-b", "count": 1, "cpu": 112, "memory": "192Gi", "tpu": {"generation": "v5e", "topology": "2x2"}},
+      {"name": "v6e", "count": 1, "cpu": 180, "memory": "720Gi", "tpu": {"generation": "v6e", "topology": "2x4"}},
+      {"name": "gpu", "count": 1, "cpu": 64, "memory": "256Gi", "gpus": 2, "gpu_model": "A100-80GB"}
+    ]},
+    "profile": {"name": "kube-dra", "filter": [{"name": "node-resources-fit"}, {"name": "dynamic-resources"}],
+                "score": [{"name": "first-fit"}], "device_select": {"name": "dynamic-resources"}},
+    "workload": {"jobs": [
+      {"id": "a", "submit_time": 0, "duration": 100, "claim_template": "tpus", "requests": {"cpu": "8", "memory": "16Gi"}},
+      {"id": "b", "submit_time": 1, "duration": 100, "claim_template": "tpus", "requests": {"cpu": "8", "memory": "16Gi"}},
+      {"id": "c", "submit_time": 2, "duration": 100, "claim_template": "tpus", "requests": {"cpu": "8", "memory": "16Gi"}}
+    ]},
+    "outputs": {"event_log": true}
+  })");
+}
+
+nlohmann::json with_dra(nlohmann::json doc, const nlohmann::json& claim_spec) {
+  doc["dra"] = {{"objects", nlohmann::json::array({{{"apiVersion", "resource.k8s.io/v1"},
+                                                      {"kind", "ResourceClaimTemplate"},
+                                                      {"metadata", {{"name", "tpus"}}},
+                                                      {"spec", {{"spec", claim_spec}}}}})}};
+  return doc;
+}
+
+std::string run_error(const nlohmann::json& doc) {
+  try {
+    (void)run(parse_scenario(doc.dump(), "tpu.json", "."));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("Google's TPU driver: the generation read from the accelerator label", "[dra][tpu]") {
+  // cmd/tpu-dra-kubeletplugin/util_test.go, TestAcceleratorGen, case by case.
+  CHECK(dra::tpu_driver_generation("tpu-v3-device") == "v3");           // "valid v3 device"
+  CHECK(dra::tpu_driver_generation("tpu-v3-slice") == "v3");            // "valid v3 slice"
+  CHECK(dra::tpu_driver_generation("tpu-v4-podslice") == "v4");         // "valid v4 podslice"
+  CHECK(dra::tpu_driver_generation("tpu-v4-lite-device") == "v4lite");  // "valid v4 lite device"
+  CHECK(dra::tpu_driver_generation("tpu-v5-lite-device") == "v5lite");  // "valid v5 lite device"
+  CHECK(dra::tpu_driver_generation("tpu-v5-lite-podslice") == "v5litepod");   // "valid v5 lite podslice"
+  CHECK(dra::tpu_driver_generation("tpu-v5p-slice") == "v5p");          // "valid v5p slice"
+  CHECK(dra::tpu_driver_generation("tpu-v6e-slice") == "v6e");          // "valid v6e slice"
+  CHECK_FALSE(dra::tpu_driver_generation("invalid-tpu"));               // "invalid accelerator random"
+  CHECK_FALSE(dra::tpu_driver_generation("tpu7x"));                     // "unsupported new-style future generation"
+  CHECK_FALSE(dra::tpu_driver_generation("tpu99z"));                    // "unsupported new-style garbage"
+  // util.go AcceleratorGen's edge cases: names its regex lets through that are no product.
+  CHECK_FALSE(dra::tpu_driver_generation("tpu-v4-device"));
+  CHECK_FALSE(dra::tpu_driver_generation("tpu-v4-lite-podslice"));
+}
+
+TEST_CASE("A TPU host publishes one device per chip, named and described as Google's driver does", "[dra][tpu]") {
+  // v4 chips bind to /dev/accel<i>; v5e, v5p and v6e chips to /dev/vfio/<i> (driver.go NewDriver;
+  // manager_test.go expects accel0..accel3 for v4 and "0".."7" for v6e).
+  const auto v4 = dra::tpu_slice(tpu_host("v4-host", "v4", 4, {{"cloud.google.com/gke-tpu-accelerator", "tpu-v4-podslice"},
+                                                             {"cloud.google.com/gke-tpu-topology", "2x2x4"}}));
+  REQUIRE(v4);
+  CHECK(v4->driver == "tpu.google.com");
+  CHECK(v4->pool == "v4-host");
+  CHECK(v4->node_name == "v4-host");
+  REQUIRE(v4->devices.size() == 4);
+  std::set<std::string> uuids;
+  for (std::size_t i = 0; i < 4; ++i) {
+    const auto& d = v4->devices[i];
+    CHECK(d.name == "accel" + std::to_string(i));
+    CHECK(number(d, "index") == static_cast<std::int64_t>(i));
+    CHECK(text(d, "tpuGen") == "v4");
+    CHECK(text(d, "brand") == "Google");
+    CHECK(text(d, "accelerator") == "tpu-v4-podslice");
+    CHECK(number(d, "chipCount") == 4);
+    CHECK(text(d, "topology") == "2x2x4");
+    // manager_test.go: "tpu-" and a UUID, 40 characters, one per chip.
+    const auto uuid = text(d, "uuid");
+    CHECK(uuid.rfind("tpu-", 0) == 0);
+    CHECK(uuid.size() == 40);
+    uuids.insert(uuid);
+    CHECK(d.attributes.size() == 7);
+    CHECK(d.capacity.empty());   // the driver publishes no capacity (its memory line is commented out)
+  }
+  CHECK(uuids.size() == 4);
+  // The same chip on another node has another UUID; on the same node, the same one (stable).
+  const auto other = dra::tpu_slice(tpu_host("v4-other", "v4", 4, {{"cloud.google.com/gke-tpu-accelerator", "tpu-v4-podslice"}}));
+  REQUIRE(other);
+  CHECK(text(other->devices[0], "uuid") != text(v4->devices[0], "uuid"));
+  CHECK(text(dra::tpu_slice(tpu_host("v4-host", "v4", 4, {{"cloud.google.com/gke-tpu-accelerator", "tpu-v4-podslice"}}))->devices[0], "uuid") ==
+        text(v4->devices[0], "uuid"));
+  // No topology label and no pool topology: the attribute is left out (GetDevice).
+  CHECK(other->devices[0].attribute("tpu.google.com/topology") == nullptr);
+
+  const auto v6e = dra::tpu_slice(tpu_host("v6e-host", "v6e", 8));   // no label: the catalog's accelerator
+  REQUIRE(v6e);
+  REQUIRE(v6e->devices.size() == 8);
+  for (std::size_t i = 0; i < 8; ++i) CHECK(v6e->devices[i].name == std::to_string(i));
+  CHECK(text(v6e->devices[0], "accelerator") == "tpu-v6e-slice");
+  CHECK(text(v6e->devices[0], "tpuGen") == "v6e");
+  // A node's own label wins over the catalog: a v5e device host.
+  const auto lite = dra::tpu_slice(tpu_host("v5e-host", "v5e", 4, {{"cloud.google.com/gke-tpu-accelerator", "tpu-v5-lite-device"}}));
+  REQUIRE(lite);
+  CHECK(text(lite->devices[0], "tpuGen") == "v5lite");
+  CHECK(lite->devices[0].name == "0");
+  CHECK(text(dra::tpu_slice(tpu_host("pod", "v5e", 4))->devices[0], "tpuGen") == "v5litepod");
+  // The driver does not run on generations it has no device directory for, nor on a GPU node.
+  CHECK_FALSE(dra::tpu_slice(tpu_host("ironwood", "tpu7x", 4)));
+  CHECK_FALSE(dra::tpu_slice(NodeSpec{}));
+  // Its DeviceClass (the Helm chart's deviceclass.yaml).
+  const auto classes = dra::builtin_device_classes();
+  REQUIRE(classes.back().name == "tpu.google.com");
+  CHECK(classes.back().selectors.at(0).text() == "device.driver == 'tpu.google.com'");
+}
+
+TEST_CASE("The TPU driver prepares only claims that take all of a host's chips", "[dra][tpu]") {
+  const auto host = tpu_host("h", "v5e", 4);
+  dra::Allocation whole, part, gpu;
+  for (int i = 0; i < 4; ++i) whole.devices.push_back({"tpus", "tpu.google.com", "h", std::to_string(i), false});
+  part.devices.assign(whole.devices.begin(), whole.devices.begin() + 2);
+  gpu.devices.push_back({"gpu", "gpu.nvidia.com", "h", "gpu-0", false});
+  CHECK(dra::takes_whole_tpu_host(std::vector<dra::Allocation>{whole}, host));
+  CHECK(dra::takes_whole_tpu_host(std::vector<dra::Allocation>{gpu}, host));   // no TPU result: not the driver's claim
+  CHECK_FALSE(dra::takes_whole_tpu_host(std::vector<dra::Allocation>{part}, host));
+  CHECK_FALSE(dra::takes_whole_tpu_host(std::vector<dra::Allocation>{whole, part}, host));   // each claim counts alone
+}
+
+TEST_CASE("Jobs claiming TPU chips run on whole hosts, hold google.com/tpu, and name their chips", "[dra][tpu][engine]") {
+  // tpu.google.com/demo/specs/multi-tpu-pod.yaml: exactly 4 devices of class tpu.google.com.
+  const nlohmann::json four = {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
+                                                                                {"exactly", {{"deviceClassName", "tpu.google.com"}, {"count", 4}}}}})}}}};
+  const auto doc = with_dra(tpu_scenario(), four);
+  const auto r = run(parse_scenario(doc.dump(), "tpu.json", "."));
+  CHECK(r.summary().completed == 3);
+  // Two 4-chip v5e hosts take a and b at once; c waits for one of them (the v6e host has 8 chips:
+  // a claim of 4 would be half of it, which the driver refuses).
+  std::map<std::string, std::string> node_of;
+  std::map<std::string, double> start_of;
+  for (const auto& row : r.claims()) node_of[row.job] = row.node;
+  CHECK(node_of.at("a") == "v5e-a-0000");
+  CHECK(node_of.at("b") == "v5e-b-0000");
+  CHECK(node_of.at("c") == "v5e-a-0000");
+  std::vector<std::string> devices;
+  for (const auto& row : r.claims()) {
+    if (row.job != "a") continue;
+    CHECK(row.driver == "tpu.google.com");
+    CHECK(row.pool == "v5e-a-0000");
+    CHECK(row.request == "tpus");
+    devices.push_back(row.device);
+  }
+  CHECK(devices == std::vector<std::string>{"0", "1", "2", "3"});
+  for (const auto& line : r.event_log()) {
+    if (line.find(",start,c,") != std::string::npos) CHECK(line.rfind("100", 0) == 0);   // after a ends at t = 100
+  }
+
+  // `All` on the v6e host: the eight chips.
+  nlohmann::json all = {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
+                                                                           {"exactly", {{"deviceClassName", "tpu.google.com"},
+                                                                                        {"allocationMode", "All"},
+                                                                                        {"selectors", nlohmann::json::array({{{"cel", {{"expression", "device.attributes['tpu.google.com'].tpuGen == 'v6e'"}}}}})}}}}})}}}};
+  const auto r8 = run(parse_scenario(with_dra(tpu_scenario(), all).dump(), "tpu.json", "."));
+  CHECK(r8.summary().completed == 3);
+  std::size_t rows_a = 0;
+  for (const auto& row : r8.claims()) {
+    if (row.job != "a") continue;
+    ++rows_a;
+    CHECK(row.node == "v6e-0000");
+  }
+  CHECK(rows_a == 8);
+}
+
+TEST_CASE("TPU claims that cannot work are refused before the run, naming the driver's rule", "[dra][tpu]") {
+  // Two chips of 4- and 8-chip hosts: the driver would refuse to prepare every placement.
+  const nlohmann::json two = {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
+                                                                               {"exactly", {{"deviceClassName", "tpu.google.com"}, {"count", 2}}}}})}}}};
+  const auto err = run_error(with_dra(tpu_scenario(), two));
+  CHECK(err.find("no node can hold the claim of ResourceClaimTemplate \"tpus\", even with all its devices free (Google's TPU driver prepares a "
+                 "claim only when it takes all chips of the host together, and the claim takes part of one: v5e-a-0000 has 4 chips)") !=
+        std::string::npos);
+  // A class that matches GPUs and TPU chips alike: one kind of device per job.
+  auto any = with_dra(tpu_scenario(),
+                      {{"devices", {{"requests", nlohmann::json::array({{{"name", "x"}, {"exactly", {{"deviceClassName", "anything"}, {"count", 1}}}}})}}}});
+  any["dra"]["objects"].push_back({{"apiVersion", "resource.k8s.io/v1"},
+                                   {"kind", "DeviceClass"},
+                                   {"metadata", {{"name", "anything"}}},
+                                   {"spec", {{"selectors", nlohmann::json::array({{{"cel", {{"expression", "true"}}}}})}}}});
+  CHECK(run_error(any).find("can get whole GPUs, TPU chips: a job in a simulation takes one kind of device") != std::string::npos);
+  // TPU chips asked both ways.
+  auto both = with_dra(tpu_scenario(),
+                       {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
+                                                                           {"exactly", {{"deviceClassName", "tpu.google.com"}, {"count", 4}}}}})}}}});
+  both["workload"]["jobs"][0]["requests"]["google.com/tpu"] = "4";
+  CHECK(run_error(both).find("job \"a\" asks for TPU chips both in its requests and through claim_template \"tpus\"") != std::string::npos);
+}
