@@ -56,6 +56,7 @@ def allocate(*paths: PathLike, node: Optional[str] = None) -> "Any":
 
 
 def slices(scenario: PathLike) -> Dict[str, Any]:
-    """The ResourceSlices NVIDIA's DRA driver would publish for the scenario's cluster, and its
-    DeviceClasses, as a kubectl List (write it with json.dump and pass the file to allocate)."""
+    """The ResourceSlices NVIDIA's DRA driver (Google's TPU driver for TPU hosts) would publish for
+    the scenario's cluster, and their DeviceClasses, as a kubectl List (write it with json.dump and
+    pass the file to allocate)."""
     return _core.dra_slices(os.fspath(scenario))

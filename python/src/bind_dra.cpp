@@ -41,7 +41,8 @@ void bind_dra(py::module_& m) {
         return json_to_py(out);
       },
       py::arg("scenario"),
-      "The ResourceSlices NVIDIA's DRA driver would publish for a scenario's cluster, and its DeviceClasses, as a "
+      "The ResourceSlices NVIDIA's DRA driver (Google's TPU driver for TPU hosts) would publish for a scenario's cluster, "
+      "and their DeviceClasses, as a "
       "kubectl List (a dict), as `gpusched dra slices` prints it.");
 }
 

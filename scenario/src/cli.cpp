@@ -343,19 +343,22 @@ int validate(const std::string& file, const std::string& format, const policies:
   if (!format.empty() || ext == ".csv" || ext == ".jsonl" || ext == ".ndjson" || ext == ".swf" || ext.empty()) {
     return validate_trace(path, format);
   }
-  if (ext == ".json") {
-    // A kubectl list is a trace; anything else is a scenario or profile.
-    std::ifstream probe(path, std::ios::binary);
-    std::string head(4096, '\0');
-    probe.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<std::size_t>(probe.gcount()));
-    if (head.find("\"apiVersion\"") != std::string::npos) return validate_trace(path, format);
-  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_error(ErrorCode::kScenarioCannotOpen, {file, 0, ""}, "cannot open the file");
   std::stringstream ss;
   ss << in.rdbuf();
-  const nlohmann::json doc = parse_json(ss.str(), file, kScenarioJsonErrors);
+  const std::string text = ss.str();
+  nlohmann::json doc;
+  try {
+    doc = parse_json(text, file, kScenarioJsonErrors);
+  } catch (const Error&) {
+    // Not JSON: a kubectl file is reported by the trace reader, in its words.
+    if (ext == ".json" && text.find("\"apiVersion\"") != std::string::npos) return validate_trace(path, format);
+    throw;
+  }
+  // A kubectl object or list (apiVersion at the top) is a trace; anything else is a scenario or
+  // profile. (Looking for "apiVersion" anywhere took a scenario with DRA objects inline for one.)
+  if (ext == ".json" && doc.is_object() && doc.contains("apiVersion")) return validate_trace(path, format);
   if (doc.is_object() && !doc.contains("cluster") && !doc.contains("workload")) {
     const auto profile = policies::Profile::from_json(doc, file);
     policies::Scheduler check(profile, registry, 0);
@@ -592,8 +595,8 @@ int cli_main(int argc, const char* const* argv, const policies::Registry& regist
   dra_allocate_cmd->add_option("--node", dra_node, "allocate on this node only");
   dra_allocate_cmd->add_flag("--json", dra_json_out, "print each claim's allocation as JSON (status.allocation) instead of a table");
   auto* dra_slices_cmd = dra_cmd->add_subcommand(
-      "slices", "Print, as a kubectl List, the ResourceSlices NVIDIA's DRA driver would publish for a scenario's cluster, "
-                "and its DeviceClasses");
+      "slices", "Print, as a kubectl List, the ResourceSlices NVIDIA's DRA driver (Google's TPU driver for TPU hosts) "
+                "would publish for a scenario's cluster, and their DeviceClasses");
   dra_slices_cmd->add_option("scenario", dra_scenario, "scenario JSON file")->required();
   auto* policies_cmd = app.add_subcommand("policies", "List scheduling plugins, their arguments and the built-in profiles");
   auto* version_cmd = app.add_subcommand("version", "Print the version");

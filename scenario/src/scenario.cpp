@@ -1359,7 +1359,6 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       // means "not there", as the plugin takes it during the run; it is reported if no node fits.
       bool fits = false;
       std::string first_error, counted_on, partial_tpu;
-      const bool tpu = !kinds.empty() && kinds.begin()->first == Kind::kTpuChip;
       for (std::size_t u = 0; u < nodes.size(); ++u) {
         const auto& n = nodes[u];
         std::optional<std::vector<dra::Allocation>> got;
@@ -1369,7 +1368,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
           if (first_error.empty()) first_error = "on node " + n.name + ": " + e.what();
         }
         if (!got) continue;
-        if (tpu && !dra::takes_whole_tpu_host(*got, sc.nodes[u])) {
+        if (!dra::takes_whole_tpu_host(*got, sc.nodes[u])) {   // (admin-access chips count too, as the driver counts them)
           // Google's driver refuses to prepare a claim that takes part of a host's chips
           // (ValidateTpuRequest): the claim fits there only if it takes them all.
           if (partial_tpu.empty()) partial_tpu = n.name + " has " + std::to_string(sc.nodes[u].tpu.chips) + " chips";
@@ -1388,8 +1387,8 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         } else if (taken != gpus) {
           throw_error(ErrorCode::kTraceBadValue, where,
                       "ResourceClaimTemplate \"" + name + "\" asks for all matching devices, which are " + std::to_string(gpus) +
-                          " GPUs on node " + counted_on + " and " + std::to_string(taken) + " on node " + n.name +
-                          ": a job in a simulation takes one number of GPUs wherever it runs (narrow the selectors to one kind of node; docs/dra.md)");
+                          " devices on node " + counted_on + " and " + std::to_string(taken) + " on node " + n.name +
+                          ": a job in a simulation takes one number of devices wherever it runs (narrow the selectors to one kind of node; docs/dra.md)");
         }
       }
       if (!fits && !sc.keep_unplaceable) {

@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <unordered_set>
 #include <vector>
 
@@ -90,4 +91,23 @@ TEST_CASE("A job stays small: a 1M-job replay keeps every JobSpec (issue 14: und
   CHECK(copy.constraints.app.data() == j.constraints.app.data());   // a copied job copies no text
   CHECK(copy.request.gpu.profile == "3g.40gb");
   CHECK(copy.request == j.request);
+}
+
+namespace {
+CompactString make_text() { return CompactString("temporary text, longer than any small-string buffer"); }
+}  // namespace
+
+TEST_CASE("A temporary CompactString hands out no reference into its text", "[core][compact_string]") {
+  // With a std::string field, `const std::string& s = f().field;` extended the temporary's life;
+  // a reference into a CompactString's block would dangle once the temporary dies, so an rvalue
+  // does not convert to a reference or a view (a compile error); str() copies its text out.
+  STATIC_REQUIRE_FALSE(std::is_convertible_v<CompactString&&, const std::string&>);
+  STATIC_REQUIRE_FALSE(std::is_convertible_v<CompactString&&, std::string_view>);
+  STATIC_REQUIRE(std::is_convertible_v<const CompactString&, const std::string&>);
+  STATIC_REQUIRE(std::is_convertible_v<const CompactString&, std::string_view>);
+  const std::string copied = make_text().str();
+  CHECK(copied == "temporary text, longer than any small-string buffer");
+  const CompactString kept = make_text();
+  const std::string& bound = kept;
+  CHECK(bound == copied);
 }

@@ -14,8 +14,11 @@
 #include <gpusched/error.hpp>
 #include <gpusched/scenario/scenario.hpp>
 
+#include "support/support.hpp"
+
 using namespace gpusched;
 using namespace gpusched::scenario;
+namespace t = gpusched::test;
 
 namespace {
 
@@ -229,10 +232,64 @@ TEST_CASE("TPU claims that cannot work are refused before the run, naming the dr
                                    {"metadata", {{"name", "anything"}}},
                                    {"spec", {{"selectors", nlohmann::json::array({{{"cel", {{"expression", "true"}}}}})}}}});
   CHECK(run_error(any).find("can get whole GPUs, TPU chips: a job in a simulation takes one kind of device") != std::string::npos);
+  // A claim of admin-access chips counts too, as the driver counts every result of its own: one
+  // chip of a 4-chip host is refused before the run (review of 51ecf5b).
+  const auto admin = run_error(with_dra(tpu_scenario(),
+                                        {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
+                                                                                          {"exactly", {{"deviceClassName", "tpu.google.com"},
+                                                                                                       {"count", 1},
+                                                                                                       {"adminAccess", true}}}}})}}}}));
+  CHECK(admin.find("Google's TPU driver prepares a claim only when it takes all chips of the host together") != std::string::npos);
+  // Kubernetes tells pools apart by driver: a given TPU slice may use a GPU node's pool name.
+  auto pooled = with_dra(tpu_scenario(), {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
+                                                                                           {"exactly", {{"deviceClassName", "tpu.google.com"}, {"count", 4}}}}})}}}});
+  pooled["dra"]["objects"].push_back(nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+      "metadata": {"name": "given"}, "spec": {"driver": "tpu.google.com", "nodeName": "v5e-a-0000",
+      "pool": {"name": "gpu-0000", "resourceSliceCount": 1},
+      "devices": [{"name": "0"}, {"name": "1"}, {"name": "2"}, {"name": "3"}]}})"));
+  CHECK(run_error(pooled).empty());
   // TPU chips asked both ways.
   auto both = with_dra(tpu_scenario(),
                        {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
                                                                            {"exactly", {{"deviceClassName", "tpu.google.com"}, {"count", 4}}}}})}}}});
   both["workload"]["jobs"][0]["requests"]["google.com/tpu"] = "4";
   CHECK(run_error(both).find("job \"a\" asks for TPU chips both in its requests and through claim_template \"tpus\"") != std::string::npos);
+}
+
+TEST_CASE("A job waiting only because of the TPU driver's whole-host rule says so", "[dra][tpu][engine]") {
+  // Both 4-chip hosts are held for ever; the 8-chip host is free, and the claim's 4 chips fit it
+  // but take half of it. The pending reason names the rule, not a generic allocation failure.
+  auto doc = with_dra(tpu_scenario(), {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
+                                                                                        {"exactly", {{"deviceClassName", "tpu.google.com"}, {"count", 4}}}}})}}}});
+  doc["workload"]["jobs"][0].erase("duration");
+  doc["workload"]["jobs"][1].erase("duration");
+  doc["horizon_s"] = 1000;
+  const auto r = run(parse_scenario(doc.dump(), "tpu.json", "."));
+  std::string reason;
+  for (const auto& row : r.jobs()) {
+    if (row.job == "c") reason = row.reason;
+  }
+  INFO(reason);
+  CHECK(reason.find("the claim takes part of the host's TPU chips, which the TPU driver refuses") != std::string::npos);
+  CHECK(reason.find("cannot allocate all claims") == std::string::npos);
+}
+
+TEST_CASE("gpusched validate reads a scenario with DRA objects inline as a scenario", "[dra][tpu][cli]") {
+  // It once took any .json with "apiVersion" in its first 4 KiB for a kubectl list (review of
+  // 51ecf5b); only an object with apiVersion at the top is one.
+  t::TempDir dir;
+  const auto good = with_dra(tpu_scenario(), {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
+                                                                                                 {"exactly", {{"deviceClassName", "tpu.google.com"}, {"count", 4}}}}})}}}});
+  const auto ok = t::cli({"validate", dir.write("inline.json", good.dump()).string()});
+  INFO(ok.err);
+  CHECK(ok.rc == 0);
+  // The scenario's own checks run: a partial TPU claim is refused there too.
+  const auto bad = with_dra(tpu_scenario(), {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
+                                                                                                {"exactly", {{"deviceClassName", "tpu.google.com"}, {"count", 2}}}}})}}}});
+  const auto refused = t::cli({"validate", dir.write("partial.json", bad.dump()).string()});
+  CHECK(refused.rc == 1);
+  CHECK_THAT(refused.err, Catch::Contains("takes all chips of the host together"));
+  // A kubectl list is still read as one (a list of Nodes and Pods, the whatif inputs).
+  const auto list = t::cli({"validate", dir.write("nodes.json", R"({"apiVersion": "v1", "kind": "List", "items": []})").string()});
+  CHECK_THAT(list.out + list.err, !Catch::Contains("schema_version"));
 }

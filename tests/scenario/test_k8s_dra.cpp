@@ -685,7 +685,7 @@ TEST_CASE("DRA in simulations: allocationMode All takes every matching GPU of a 
   // All over nodes of different sizes: the job would take 4 GPUs on one and 8 on another.
   auto sizes = doc;
   sizes["cluster"]["node_groups"].push_back({{"name", "big"}, {"count", 1}, {"cpu", 64}, {"memory", "512Gi"}, {"gpus", 8}, {"gpu_model", "A100-80GB"}});
-  CHECK(run_error(sizes).find("ResourceClaimTemplate \"whole-node\" asks for all matching devices, which are 4 GPUs on node pcie-0000 and "
+  CHECK(run_error(sizes).find("ResourceClaimTemplate \"whole-node\" asks for all matching devices, which are 4 devices on node pcie-0000 and "
                               "8 on node big-0000") != std::string::npos);
   // A selector that keeps to one kind of node makes the count one again.
   sizes["dra"]["objects"][sizes["dra"]["objects"].size() - 2]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"] =
@@ -795,7 +795,7 @@ TEST_CASE("DRA in simulations: ResourceSlices given in the scenario stand in for
   CHECK(error_of(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
       "spec": {"driver": "gpu.nvidia.com", "nodeName": "pcie-0001", "pool": {"name": "pcie-0000", "resourceSliceCount": 1},
       "devices": [{"name": "gpu-0"}]}})")
-            .find("ResourceSlices \"pcie-0000-gpu.nvidia.com\" (node pcie-0000) and \"s\" (node pcie-0001) are both in pool "
+            .find("ResourceSlices \"pcie-0000-gpu.nvidia.com\" (node pcie-0000) and \"s\" (node pcie-0001) are both in gpu.nvidia.com's pool "
                   "\"pcie-0000\"") != std::string::npos);
   CHECK(error_of(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
       "spec": {"driver": "gpu.nvidia.com", "nodeName": "nope", "pool": {"name": "p0", "resourceSliceCount": 1}, "devices": []}})")

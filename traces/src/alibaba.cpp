@@ -368,6 +368,7 @@ Workload read_dlrm(std::istream& in, const std::string& source, GpuCatalog& cata
              c_sched = t.column("scheduled_time"), c_delete = t.column("deletion_time");
   Workload jobs;
   UniqueNames names("instance");
+  CompactStringPool apps;
   while (t.next()) {
     names.add(t, c_name);
     JobSpec j;
@@ -384,7 +385,7 @@ Workload read_dlrm(std::istream& in, const std::string& source, GpuCatalog& cata
     if (rdma > 0) items.emplace_back(std::string(kDlrmRdmaResource), std::to_string(rdma));
     j.request = parse_requests(items, {}, catalog, resources, t.row());
     if (c_role && !t[*c_role].empty()) j.queue = t[*c_role];
-    if (c_app) j.constraints.app = t[*c_app];
+    if (c_app) j.constraints.app = apps.get(t[*c_app]);   // one block per distinct app
     if (c_max) {
       const auto cap = integer(t, *c_max, -1, 1'000'000);
       if (cap > 0) {

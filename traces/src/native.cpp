@@ -70,12 +70,12 @@ SimTime positive_seconds(const std::string& text, const Location& where) {
 }
 
 /// The job's placement constraints, priority class and limits; validated (constraints.hpp).
-void build_constraints(const RawJob& raw, const std::string& source, JobSpec& j) {
+void build_constraints(const RawJob& raw, const std::string& source, JobSpec& j, CompactStringPool& texts) {
   auto at = [&](const std::string& field) { return Location{source, raw.line, field}; };
   auto& c = j.constraints;
   c = raw.constraints;
-  c.app = raw.app;
-  c.priority_class = raw.priority_class;
+  c.app = texts.get(raw.app);
+  c.priority_class = texts.get(raw.priority_class);
   if (!raw.max_per_node.empty()) {
     c.max_per_node = static_cast<std::int32_t>(trace_integer(raw.max_per_node, at("max_per_node"), 0, 1'000'000));
   }
@@ -95,7 +95,7 @@ void build_constraints(const RawJob& raw, const std::string& source, JobSpec& j)
   if (raw.claim_template.find_first_of(" \t,\"") != std::string::npos) {
     throw_error(ErrorCode::kTraceBadValue, at("claim_template"), "\"" + raw.claim_template + "\" is not a ResourceClaimTemplate name");
   }
-  c.claim_template = raw.claim_template;
+  c.claim_template = texts.get(raw.claim_template);
   if (const auto problem = validate(c); !problem.empty()) {
     const auto colon = problem.find(": ");
     throw_error(ErrorCode::kTraceBadValue, at(problem.substr(0, colon)),
@@ -104,7 +104,7 @@ void build_constraints(const RawJob& raw, const std::string& source, JobSpec& j)
 }
 
 JobSpec build_job(const RawJob& raw, const std::string& source, const GpuCatalog& catalog, ResourceTable& resources,
-                  const std::string& request_prefix) {
+                  const std::string& request_prefix, CompactStringPool& texts) {
   auto at = [&](const char* field) { return Location{source, raw.line, field}; };
   JobSpec j;
   if (raw.id.empty()) throw_error(ErrorCode::kTraceBadValue, at("id"), "a job needs an id");
@@ -145,7 +145,7 @@ JobSpec build_job(const RawJob& raw, const std::string& source, const GpuCatalog
   }
   j.request = parse_requests(raw.requests, raw.models, catalog, resources, {source, raw.line, ""}, request_prefix);
   j.source_line = raw.line;
-  build_constraints(raw, source, j);
+  build_constraints(raw, source, j, texts);
   // A multi-host TPU slice is an Indexed Job of one pod per host, placed all-or-nothing.
   if (const auto hosts = j.request.tpu.hosts; hosts > 1) {
     if (raw.tasks.empty() || j.tasks == 1) j.tasks = hosts;
@@ -192,6 +192,7 @@ void check_schema_comment(const std::vector<std::string>& comments, const std::s
 }
 
 Workload read_csv(std::istream& in, const std::string& source, const GpuCatalog& catalog, ResourceTable& resources) {
+  CompactStringPool texts;   // each distinct app, priority class and claim template allocated once
   CsvReader csv(in, source);
   check_schema_comment(csv.comments(), source);
   const std::size_t c_id = csv.require("id");
@@ -232,7 +233,7 @@ Workload read_csv(std::istream& in, const std::string& source, const GpuCatalog&
     for (auto c : resource_cols) {
       if (!f[c].empty()) raw.requests.emplace_back(csv.header()[c], f[c]);
     }
-    jobs.push_back(build_job(raw, source, catalog, resources, ""));
+    jobs.push_back(build_job(raw, source, catalog, resources, "", texts));
   }
   finish(jobs, source);
   return jobs;
@@ -386,6 +387,7 @@ void constraints_json(const JobConstraints& c, nlohmann::json& o) {
 }
 
 Workload read_jsonl(std::istream& in, const std::string& source, const GpuCatalog& catalog, ResourceTable& resources) {
+  CompactStringPool texts;   // each distinct app, priority class and claim template allocated once
   Workload jobs;
   std::string text;
   std::int64_t line = 0;
@@ -443,7 +445,7 @@ Workload read_jsonl(std::istream& in, const std::string& source, const GpuCatalo
         throw_error(ErrorCode::kTraceUnknownColumn, where, std::string("unknown field (known: ") + kJsonFields + ")");
       }
     }
-    jobs.push_back(build_job(raw, source, catalog, resources, "requests."));
+    jobs.push_back(build_job(raw, source, catalog, resources, "requests.", texts));
   }
   finish(jobs, source);
   return jobs;

@@ -265,6 +265,7 @@ Workload read_tiresias_jobs(std::istream& in, const std::string& source, GpuCata
   Workload jobs;
   std::unordered_set<std::string> seen;
   std::vector<std::string> f;
+  CompactStringPool apps;
   while (csv.next(f)) {
     JobSpec j;
     j.name = f[c_id];
@@ -280,7 +281,7 @@ Workload read_tiresias_jobs(std::istream& in, const std::string& source, GpuCata
       (void)integer(f[*c_iterations], csv.at(*c_iterations), 0, std::numeric_limits<std::int32_t>::max());
     }
     if (c_interval && !f[*c_interval].empty()) (void)seconds(f[*c_interval], csv.at(*c_interval));
-    if (c_model) j.constraints.app = f[*c_model];
+    if (c_model) j.constraints.app = apps.get(f[*c_model]);   // one block per distinct model
     // gpusched's own column (not the simulator's): the job's restart overhead in the preemptive
     // mode, as the native trace field; empty: the run's.
     if (c_overhead) j.constraints.restart_overhead = trace_seconds(f[*c_overhead], csv.at(*c_overhead), Span::kNonNegative, true);

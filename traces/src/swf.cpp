@@ -262,6 +262,7 @@ Workload read_swf(std::istream& in, const std::string& source, GpuCatalog& catal
   std::string text;
   std::int64_t line = 0;
   SwfLine l;
+  CompactStringPool apps;
   while (std::getline(in, text)) {
     ++line;
     const auto b = text.find_first_not_of(" \t\r");
@@ -333,7 +334,7 @@ Workload read_swf(std::istream& in, const std::string& source, GpuCatalog& catal
       j.constraints.walltime = swf_seconds(l, kRequestedTime, at(kRequestedTime));
       if (j.constraints.walltime.us == 0) bad_value(at(kRequestedTime), "must be > 0 seconds (-1 = unknown)");
     }
-    if (!check_unknown(kExecutable)) j.constraints.app = mapped_name(maps.executable, "app", value(kExecutable));
+    if (!check_unknown(kExecutable)) j.constraints.app = apps.get(mapped_name(maps.executable, "app", value(kExecutable)));
     const Field qf = options.queue_field == SwfQueueField::kQueueNumber ? kQueue : kUser;
     if (!check_unknown(qf)) {
       j.queue = qf == kQueue ? mapped_name(maps.queue, "q", value(kQueue)) : mapped_name(maps.user, "u", value(kUser));

@@ -9,8 +9,8 @@
 /// change in place: assigning makes a new block. Compared and ordered by content.
 ///
 /// It reads as a `const std::string&` (implicit), so most code that read the std::string field
-/// compiles unchanged; where a template needs the string itself (`a + b`, streams of
-/// std::string), call str().
+/// compiles unchanged; where a template needs the string itself, call str(). A temporary
+/// CompactString does not convert (its block may die with it): copy its text with str().
 ///
 /// Example:
 ///   CompactString app = "web";          // one allocation
@@ -21,6 +21,7 @@
 #include <compare>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -54,9 +55,16 @@ class CompactString {
 
   void swap(CompactString& o) noexcept { std::swap(p_, o.p_); }
 
-  [[nodiscard]] const std::string& str() const noexcept { return p_ != nullptr ? p_->text : empty_string(); }
-  operator const std::string&() const noexcept { return str(); }           // NOLINT: implicit by design
-  operator std::string_view() const noexcept { return str(); }             // NOLINT
+  // The text lives as long as a CompactString holding it, so only an lvalue hands out a
+  // reference or a view: `const std::string& s = job().constraints.app;` (a temporary's field)
+  // would dangle, where a std::string field had its life extended; it does not compile. A
+  // temporary's text is copied out with str().
+  [[nodiscard]] const std::string& str() const& noexcept { return p_ != nullptr ? p_->text : empty_string(); }
+  [[nodiscard]] std::string str() && { return std::as_const(*this).str(); }
+  operator const std::string&() const& noexcept { return str(); }           // NOLINT: implicit by design
+  operator const std::string&() && = delete;
+  operator std::string_view() const& noexcept { return str(); }             // NOLINT
+  operator std::string_view() && = delete;
   [[nodiscard]] bool empty() const noexcept { return p_ == nullptr; }
   [[nodiscard]] std::size_t size() const noexcept { return str().size(); }
   [[nodiscard]] const char* data() const noexcept { return str().data(); }
@@ -101,6 +109,22 @@ class CompactString {
   }
 
   Rep* p_ = nullptr;
+};
+
+/// Equal texts sharing one block: for a reader that fills the same field of many jobs (an app
+/// per job in the Philly and Alibaba traces), each distinct text is allocated once. Belongs to one
+/// reader; not thread-safe.
+class CompactStringPool {
+ public:
+  [[nodiscard]] CompactString get(std::string_view s) {
+    if (s.empty()) return {};
+    auto it = texts_.find(s);
+    if (it == texts_.end()) it = texts_.emplace(std::string(s), CompactString(s)).first;
+    return it->second;
+  }
+
+ private:
+  std::map<std::string, CompactString, std::less<>> texts_;
 };
 
 }  // namespace gpusched

@@ -191,7 +191,8 @@ std::optional<std::string> tpu_driver_generation(std::string_view accelerator) {
   // "tpu7x" and "tpu99z").
   static const std::regex kNew(R"(^tpu\d+[a-z]?$)");
   static const std::regex kPast(R"(^tpu-v\d+([ep]?-slice)?((?:-lite)?-(device|podslice))?$)");
-  static constexpr std::string_view kKnown[] = {"v2", "v3", "v4", "v4lite", "v5lite", "v5litepod", "v5p", "v6e"};
+  // hardware.go's families; v2 is named there as not supported.
+  static constexpr std::string_view kKnown[] = {"v3", "v4", "v4lite", "v5lite", "v5litepod", "v5p", "v6e"};
   const std::string a(accelerator);
   std::string v = a;
   if (!std::regex_match(a, kNew)) {
@@ -339,12 +340,12 @@ ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatal
   }
   // Kubernetes tells devices apart by driver, pool and name: two nodes' slices in one pool would
   // make one node's devices in use on the other (review).
-  std::map<std::string_view, const ResourceSlice*> by_pool;
+  std::map<std::pair<std::string_view, std::string_view>, const ResourceSlice*> by_pool;   // (driver, pool)
   for (const auto& sl : out.slices) {
-    const auto [it, fresh] = by_pool.emplace(sl.pool, &sl);
+    const auto [it, fresh] = by_pool.emplace(std::pair<std::string_view, std::string_view>(sl.driver, sl.pool), &sl);
     if (!fresh) {
       throw std::invalid_argument("ResourceSlices \"" + it->second->name + "\" (node " + it->second->node_name + ") and \"" + sl.name +
-                                  "\" (node " + sl.node_name + ") are both in pool \"" + sl.pool +
+                                  "\" (node " + sl.node_name + ") are both in " + sl.driver + "'s pool \"" + sl.pool +
                                   "\": in a simulation each node's devices are a pool of their own");
     }
   }

@@ -59,7 +59,10 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
     auto got = d.alloc->allocate(d.nodes[node.value], ptrs, in_use_);
     // Google's TPU driver prepares only claims that take all of a host's chips; Kubernetes would
     // bind the pod and it would not start. Here such a node does not fit (docs/dra.md).
-    if (got && !dra::takes_whole_tpu_host(*got, cluster.spec(node))) return std::nullopt;
+    if (got && !dra::takes_whole_tpu_host(*got, cluster.spec(node))) {
+      partial_tpu_ = true;
+      return std::nullopt;
+    }
     return got;
   } catch (const dra::AllocationError& e) {
     const std::string text = "dynamic-resources: ResourceClaimTemplate \"" + claims.template_name + "\": " + e.what();
@@ -74,7 +77,12 @@ Status DynamicResources::filter(const ClusterState& cluster, const TaskContext& 
     if (c.claim_template.empty()) return Status::success();
     return Status::unresolvable(name(), "claim template not resolved (load the job through a scenario)");
   }
-  if (!allocate(cluster, *c.claims, node)) return Status::unschedulable(name(), "cannot allocate all claims");
+  partial_tpu_ = false;
+  if (!allocate(cluster, *c.claims, node)) {
+    // The TPU driver's rule, when it is what refused the node (the pod's reason says so).
+    return Status::unschedulable(name(), partial_tpu_ ? "the claim takes part of the host's TPU chips, which the TPU driver refuses"
+                                                      : "cannot allocate all claims");
+  }
   return Status::success();
 }
 

@@ -59,6 +59,7 @@ class DynamicResources final : public FilterPlugin, public DeviceSelectBase {
   mutable std::optional<Devices> devices_;
   mutable std::vector<std::uint8_t> in_use_;
   mutable std::vector<std::string> errors_;
+  mutable bool partial_tpu_ = false;   ///< the last allocate() refused a node for the TPU whole-host rule
 };
 
 }  // namespace gpusched::policies
