@@ -61,14 +61,20 @@ std::string mib(std::int64_t v) { return std::to_string(v) + "Mi"; }
 }  // namespace
 
 namespace {
-std::optional<ResourceSlice> make_slice(const NodeSpec& node, const GpuCatalog& catalog, bool simulated, std::vector<DeviceUnit>* units) {
+/// A node's one slice of `driver`, as both drivers publish theirs: pool = node name, one slice.
+ResourceSlice node_slice(const NodeSpec& node, std::string_view driver) {
   ResourceSlice s;
-  s.name = node.name + "-gpu.nvidia.com";
-  s.driver = std::string(kNvidiaDriver);
+  s.name = node.name + "-" + std::string(driver);
+  s.driver = std::string(driver);
   s.pool = node.name;
   s.generation = 1;
   s.slice_count = 1;
   s.node_name = node.name;
+  return s;
+}
+
+std::optional<ResourceSlice> make_slice(const NodeSpec& node, const GpuCatalog& catalog, bool simulated, std::vector<DeviceUnit>* units) {
+  ResourceSlice s = node_slice(node, kNvidiaDriver);
   const std::string d = std::string(kNvidiaDriver) + "/";
   std::size_t nvidia = 0;   // the node's NVIDIA GPUs so far: their PCI functions, in order
   for (std::size_t i = 0; i < node.gpus.size(); ++i) {
@@ -227,13 +233,7 @@ std::optional<ResourceSlice> make_tpu_slice(const NodeSpec& node, std::vector<De
   std::string prefix;
   if (*gen == "v3" || *gen == "v4" || *gen == "v4lite") prefix = "accel";
   else if (*gen != "v5lite" && *gen != "v5litepod" && *gen != "v5p" && *gen != "v6e") return std::nullopt;
-  ResourceSlice s;
-  s.name = node.name + "-tpu.google.com";
-  s.driver = std::string(kTpuDriver);
-  s.pool = node.name;
-  s.generation = 1;
-  s.slice_count = 1;
-  s.node_name = node.name;
+  ResourceSlice s = node_slice(node, kTpuDriver);
   const std::string d = std::string(kTpuDriver) + "/";
   // The driver numbers the chips in its directory listing's order and lists them from a map; here
   // in index order (accel0, accel1, ... and 0, 1, ...: the same order up to 10 chips).
