@@ -4,6 +4,7 @@
 
 #include <gpusched/assert.hpp>
 #include <gpusched/constraints.hpp>
+#include <gpusched/dra/nvidia.hpp>
 #include <gpusched/error.hpp>
 
 namespace gpusched::sim {
@@ -234,8 +235,17 @@ bool Autoscaler::fits_template(JobId j, std::uint32_t g) {
   if (cached == 0) {
     const auto& spec = engine_->workload()[j.value];
     const NodeId first{config_.groups[g].first};
-    const bool ok = spec.request.tpu.hosts <= 1 && cluster_->fits_empty(first, spec.request) &&
-                    matches(spec, cluster_->spec(first));
+    bool ok = spec.request.tpu.hosts <= 1 && cluster_->fits_empty(first, spec.request) && matches(spec, cluster_->spec(first));
+    if (ok && spec.constraints.claims) {
+      // A DRA claim: the group's node must hold it (its selectors, constraints and the TPU
+      // driver's whole-host rule), not only the count the job states. Once per template and group.
+      const auto key = std::pair<const void*, std::uint32_t>(spec.constraints.claims.get(), g);
+      auto it = claims_fit_.find(key);
+      if (it == claims_fit_.end()) {
+        it = claims_fit_.emplace(key, dra::claims_fit_empty(*spec.constraints.claims, cluster_->spec(first), cluster_->catalog())).first;
+      }
+      ok = it->second;
+    }
     cached = ok ? 1 : 2;
   }
   return cached == 1;

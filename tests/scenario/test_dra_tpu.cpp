@@ -293,3 +293,45 @@ TEST_CASE("gpusched validate reads a scenario with DRA objects inline as a scena
   const auto list = t::cli({"validate", dir.write("nodes.json", R"({"apiVersion": "v1", "kind": "List", "items": []})").string()});
   CHECK_THAT(list.out + list.err, !Catch::Contains("schema_version"));
 }
+
+TEST_CASE("The autoscaler adds only nodes whose devices can hold a job's claim", "[dra][tpu][autoscaler]") {
+  // Review of 51ecf5b: it sized new nodes by the job's counted request alone, so it added an 8-chip
+  // v6e host for 4-chip claims (half a host, which the TPU driver refuses) and left it idle, and
+  // it would add an A100 node for a claim that selects H100s.
+  const auto autoscaled = [](nlohmann::json group) {
+    group["autoscale"] = {{"min", 0}, {"provisioning_delay_s", 60}, {"scale_down_idle_s", 600}};
+    return group;
+  };
+  auto doc = with_dra(tpu_scenario(), {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
+                                                                                        {"exactly", {{"deviceClassName", "tpu.google.com"}, {"count", 4}}}}})}}}});
+  doc["cluster"]["node_groups"] = nlohmann::json::array(
+      {autoscaled({{"name", "v6e"}, {"count", 1}, {"cpu", 180}, {"memory", "720Gi"}, {"tpu", {{"generation", "v6e"}, {"topology", "2x4"}}}}),
+       autoscaled({{"name", "v5e"}, {"count", 1}, {"cpu", 112}, {"memory", "192Gi"}, {"tpu", {{"generation", "v5e"}, {"topology", "2x2"}}}})});
+  const auto r = run(parse_scenario(doc.dump(), "tpu.json", "."));
+  CHECK(r.summary().completed == 3);
+  std::vector<std::string> ups;
+  for (const auto& line : r.event_log()) {
+    if (line.find(",node_up,") != std::string::npos) ups.push_back(line.substr(line.rfind(",,") + 2));
+  }
+  INFO(ups.size());
+  CHECK(std::none_of(ups.begin(), ups.end(), [](const std::string& u) { return u.find("v6e") != std::string::npos; }));
+  CHECK_FALSE(ups.empty());
+
+  // GPUs: the claim selects H100s; the A100 group comes first in the file.
+  auto gpus = with_dra(tpu_scenario(), {{"devices", {{"requests", nlohmann::json::array({{{"name", "h100"},
+                                                                                         {"exactly", {{"deviceClassName", "gpu.nvidia.com"},
+                                                                                                      {"count", 1},
+                                                                                                      {"selectors", nlohmann::json::array({{{"cel", {{"expression", "device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA H100')"}}}}})}}}}})}}}});
+  gpus["cluster"]["node_groups"] = nlohmann::json::array(
+      {autoscaled({{"name", "a100"}, {"count", 1}, {"cpu", 64}, {"memory", "256Gi"}, {"gpus", 2}, {"gpu_model", "A100-80GB"}}),
+       autoscaled({{"name", "h100"}, {"count", 1}, {"cpu", 64}, {"memory", "256Gi"}, {"gpus", 2}, {"gpu_model", "H100-80GB"}})});
+  const auto g = run(parse_scenario(gpus.dump(), "gpus.json", "."));
+  CHECK(g.summary().completed == 3);
+  ups.clear();
+  for (const auto& line : g.event_log()) {
+    if (line.find(",node_up,") != std::string::npos) ups.push_back(line);
+  }
+  INFO(ups.size());
+  CHECK_FALSE(ups.empty());
+  CHECK(std::none_of(ups.begin(), ups.end(), [](const std::string& u) { return u.find("a100") != std::string::npos; }));
+}

@@ -352,6 +352,29 @@ ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatal
   return out;
 }
 
+bool claims_fit_empty(const DeviceClaims& claims, const NodeSpec& node, const GpuCatalog& catalog) {
+  if (!claims.classes) return false;
+  std::vector<ResourceSlice> given;
+  for (const auto& s : given_slices(claims.slices)) {
+    if (s.node_name == node.name) given.push_back(s);
+  }
+  ClusterDevices published;
+  try {
+    published = simulated_devices(std::span<const NodeSpec>(&node, 1), catalog, given);
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+  const Allocator alloc(*claims.classes, std::move(published.slices));
+  std::vector<const ResourceClaim*> ptrs;
+  for (const auto& c : claims.claims) ptrs.push_back(&c);
+  try {
+    const auto got = alloc.allocate(published.nodes.front(), ptrs, alloc.no_devices_in_use());
+    return got && takes_whole_tpu_host(*got, node);
+  } catch (const AllocationError&) {
+    return false;
+  }
+}
+
 std::vector<DeviceClass> nvidia_device_classes() {
   return {{"gpu.nvidia.com", {CelExpression::compile("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'")}},
           {"mig.nvidia.com", {CelExpression::compile("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'")}},
