@@ -265,7 +265,7 @@ ScorePlugin::OrderKey AllocatedScore::order_key(const ClusterState& cluster, Nod
 }
 
 std::uint32_t AllocatedScore::order_variant(const ClusterState& /*cluster*/, const TaskContext& ctx) const {
-  if (paired_ || mode_ == Mode::kLeast) return 0;
+  if (order_variants() == 1) return 0;
   return ctx.request().gpu.total_milli() > 0 ? 0 : 1;   // kube_score leaves the GPU out of a task asking for none
 }
 

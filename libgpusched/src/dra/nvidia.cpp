@@ -228,11 +228,9 @@ std::optional<ResourceSlice> make_tpu_slice(const NodeSpec& node, std::vector<De
   const auto gen = tpu_driver_generation(accelerator);
   if (!gen) return std::nullopt;
   // The device directory the driver enumerates (driver.go NewDriver): /dev and accel<i> files for
-  // v3, v4 and v4lite; /dev/vfio and numbered files for v5lite, v5litepod, v5p and v6e; none for
-  // any other generation (the driver does not start there).
-  std::string prefix;
-  if (*gen == "v3" || *gen == "v4" || *gen == "v4lite") prefix = "accel";
-  else if (*gen != "v5lite" && *gen != "v5litepod" && *gen != "v5p" && *gen != "v6e") return std::nullopt;
+  // v3, v4 and v4lite; /dev/vfio and numbered files for the rest it knows (v5lite, v5litepod, v5p,
+  // v6e). A generation it does not know was refused above (tpu7x: it has no directory for it).
+  const std::string prefix = *gen == "v3" || *gen == "v4" || *gen == "v4lite" ? "accel" : "";
   ResourceSlice s = node_slice(node, kTpuDriver);
   const std::string d = std::string(kTpuDriver) + "/";
   // The driver numbers the chips in its directory listing's order and lists them from a map; here
@@ -301,8 +299,9 @@ ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatal
       }
       std::vector<DeviceUnit> mapped;
       for (const auto& dev : g->second->devices) {
-        const bool known = s && std::any_of(s->devices.begin(), s->devices.end(), [&](const Device& m) { return m.name == dev.name; });
-        if (!known) {
+        const auto at = s ? std::find_if(s->devices.begin(), s->devices.end(), [&](const Device& m) { return m.name == dev.name; })
+                          : std::vector<Device>::iterator{};
+        if (!s || at == s->devices.end()) {
           std::string names;
           if (s) {
             for (const auto& m : s->devices) names += (names.empty() ? "" : ", ") + m.name;
@@ -312,7 +311,6 @@ ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatal
                                       (names.empty() ? std::string("it has none: whole GPUs, passthrough GPUs, static MIG instances and TPU chips only")
                                                     : "it has: " + names) + ")");
         }
-        const auto at = std::find_if(s->devices.begin(), s->devices.end(), [&](const Device& m) { return m.name == dev.name; });
         // The device stays the model's GPU or GI of that name: its type must say so (a vfio device
         // published as type gpu would match gpu.nvidia.com claims and be handed out as passthrough).
         const std::string type_key = std::string(kNvidiaDriver) + "/type";

@@ -7,7 +7,7 @@
 namespace gpusched::policies {
 
 std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const ClusterState& cluster, const dra::DeviceClaims& claims,
-                                                                       NodeId node) const {
+                                                                       NodeId node, bool* partial_tpu) const {
   // Devices depend on the nodes' specs only: a copy of the cluster they were built for (EASY
   // backfill's scratch cluster, a copy of a copy) has the same, so they are kept for it.
   const auto known = [&](std::uint64_t instance) {
@@ -60,7 +60,7 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
     // Google's TPU driver prepares only claims that take all of a host's chips; Kubernetes would
     // bind the pod and it would not start. Here such a node does not fit (docs/dra.md).
     if (got && !dra::takes_whole_tpu_host(*got, cluster.spec(node))) {
-      partial_tpu_ = true;
+      if (partial_tpu != nullptr) *partial_tpu = true;
       return std::nullopt;
     }
     return got;
@@ -77,10 +77,10 @@ Status DynamicResources::filter(const ClusterState& cluster, const TaskContext& 
     if (c.claim_template.empty()) return Status::success();
     return Status::unresolvable(name(), "claim template not resolved (load the job through a scenario)");
   }
-  partial_tpu_ = false;
-  if (!allocate(cluster, *c.claims, node)) {
+  bool partial_tpu = false;
+  if (!allocate(cluster, *c.claims, node, &partial_tpu)) {
     // The TPU driver's rule, when it is what refused the node (the pod's reason says so).
-    return Status::unschedulable(name(), partial_tpu_ ? "the claim takes part of the host's TPU chips, which the TPU driver refuses"
+    return Status::unschedulable(name(), partial_tpu ? "the claim takes part of the host's TPU chips, which the TPU driver refuses"
                                                       : "cannot allocate all claims");
   }
   return Status::success();

@@ -53,13 +53,13 @@ class DynamicResources final : public FilterPlugin, public DeviceSelectBase {
     std::vector<dra::DeviceUnit> unit_of;            // device -> its GPU (and GI) on its node
     std::vector<dra::NodeInfo> nodes;
   };
-  /// The task's allocation on `node`; nullopt when it does not fit. Errors are noted as warnings.
+  /// The task's allocation on `node`; nullopt when it does not fit (`partial_tpu`, when given, is
+  /// set when only the TPU driver's whole-host rule refused it). Errors are noted as warnings.
   [[nodiscard]] std::optional<std::vector<dra::Allocation>> allocate(const ClusterState& cluster, const dra::DeviceClaims& claims,
-                                                                     NodeId node) const;
+                                                                     NodeId node, bool* partial_tpu = nullptr) const;
   mutable std::optional<Devices> devices_;
   mutable std::vector<std::uint8_t> in_use_;
   mutable std::vector<std::string> errors_;
-  mutable bool partial_tpu_ = false;   ///< the last allocate() refused a node for the TPU whole-host rule
 };
 
 }  // namespace gpusched::policies
