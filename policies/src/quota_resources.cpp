@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
+#include <optional>
 
+#include <gpusched/dra/allocator.hpp>
 #include <gpusched/policies/framework/statement.hpp>
 #include <gpusched/policies/quota/capacity_queues.hpp>
 #include <gpusched/policies/quota/drf.hpp>
@@ -210,7 +212,16 @@ std::int64_t QuotaResources::nvidia_gpus(const GpuRequest& g) {
 
 void QuotaResources::charge(const ClusterState* cluster, const JobSpec& job, std::int64_t tasks,
                             std::span<std::int64_t> out) const {
-  const auto& r = job.request;
+  // A DRA claim whose firstAvailable alternatives ask for different counts is charged its worst
+  // case, as Kubernetes' ResourceQuota charges it (dra::DeviceClaims::most_devices); the request
+  // states the smallest.
+  std::optional<TaskRequest> worst;
+  if (const auto* claims = job.constraints.claims.get(); claims != nullptr && claims->most_devices > job.request.gpu.count &&
+                                                          job.request.gpu.mode != GpuMode::kNone) {
+    worst = job.request;
+    worst->gpu.count = claims->most_devices;
+  }
+  const auto& r = worst ? *worst : job.request;
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
     std::int64_t per = 0;

@@ -1280,29 +1280,39 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       // not taken). An exact count gives it up front; `All` takes every matching device of the
       // node, so the count is the same on every node that can hold the claim, or the job could
       // not state one GPU count (refused below).
-      std::int64_t gpus = 0, devices = 0;
-      bool all_mode = false;
+      // `firstAvailable` alternatives may ask for different counts ("8 A100s, else 4 H100s"): the
+      // job then states the smallest total (gpus) and its tasks take what the alternative chosen
+      // on their node takes, up to `most` (what quotas charge).
+      std::int64_t gpus = 0, most = 0, devices = 0;
+      bool all_mode = false, varies = false;
       const std::string in = "ResourceClaimTemplate \"" + name + "\", request ";
       for (const auto& req : t->second.requests) {
         const auto alts = alternatives(req);
+        std::int64_t fewest = std::numeric_limits<std::int64_t>::max(), largest = 0, fewest_devices = fewest;
         for (const auto& a : alts) {
           if (empty_cluster->find_class(a.device_class) == nullptr) throw_error(ErrorCode::kTraceBadValue, where, in + req.name + ": no DeviceClass is named \"" + a.device_class + "\"");
           if (alts.size() > 1 && a.mode == dra::AllocationMode::kAll) {
             throw_error(ErrorCode::kTraceBadValue, where,
                         in + req.name + ": a firstAvailable alternative with allocationMode All is not supported in simulations yet (docs/dra.md)");
           }
-          if (a.count != alts.front().count) {
-            throw_error(ErrorCode::kTraceBadValue, where,
-                        in + req.name + ": firstAvailable alternatives with different counts are not supported in simulations yet (docs/dra.md)");
-          }
+          const std::int64_t taken = a.admin_access ? 0 : a.count;
+          fewest = std::min(fewest, taken);
+          largest = std::max(largest, taken);
+          fewest_devices = std::min<std::int64_t>(fewest_devices, a.count);
         }
-        const auto& a = alts.front();
-        if (a.mode == dra::AllocationMode::kAll) {
+        if (alts.front().mode == dra::AllocationMode::kAll) {
           all_mode = true;
           continue;
         }
-        devices += a.count;
-        if (!a.admin_access) gpus += a.count;
+        varies = varies || fewest != largest;   // (never 0: a subrequest has no adminAccess, and counts are positive)
+        devices += fewest_devices;
+        gpus += fewest;
+        most += largest;
+      }
+      if (varies && all_mode) {
+        throw_error(ErrorCode::kTraceBadValue, where,
+                    "ResourceClaimTemplate \"" + name + "\" has a request in allocationMode All and firstAvailable alternatives of "
+                    "different counts: not supported in simulations yet (docs/dra.md)");
       }
       if (devices > static_cast<std::int64_t>(dra::kMaxDevicesPerClaim)) {
         throw_error(ErrorCode::kTraceBadValue, where,
@@ -1399,6 +1409,12 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
                          : first_error.empty() ? std::string()
                                                : " (" + first_error + ")"));
       }
+      if (varies && !kinds.empty() && kinds.begin()->first == Kind::kTpuChip) {
+        throw_error(ErrorCode::kTraceBadValue, where,
+                    "ResourceClaimTemplate \"" + name + "\": firstAvailable alternatives of different counts of TPU chips are not "
+                    "supported in simulations yet (docs/dra.md)");
+      }
+      if (varies) dc->most_devices = static_cast<std::int32_t>(most);
       Made m{std::move(dc), static_cast<std::int32_t>(gpus), Kind::kWholeGpu, std::string()};
       if (!kinds.empty()) {
         m.kind = kinds.begin()->first;

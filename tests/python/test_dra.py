@@ -123,3 +123,17 @@ def test_result_claims_names_the_devices_and_requests_and_survives_pickling(tmp_
     assert plain.claims.empty and list(plain.claims.columns) == list(claims.columns)
     plain.write(tmp_path / "plain")
     assert not (tmp_path / "plain" / "claims.csv").exists()
+
+
+def test_firstavailable_alternatives_of_different_sizes_take_what_the_chosen_one_takes():
+    # examples/dra/alternatives.json: four H100s, else eight A100s (docs/dra.md).
+    result = gpusched.run(REPO / "examples" / "dra" / "alternatives.json")
+    placed = dict(zip(result.jobs["job"], result.jobs["placement"]))
+    assert placed["train-1"] == "h100-0000[0,1,2,3]"
+    assert placed["train-3"] == "a100-0000[0,1,2,3,4,5,6,7]"
+    claims = result.claims
+    per_job = claims.groupby("job")["request"].agg(["first", "size"]).to_dict("index")
+    assert per_job["train-1"] == {"first": "gpus/h100", "size": 4}
+    assert per_job["train-3"] == {"first": "gpus/a100", "size": 8}
+    # The request column is the smallest alternative.
+    assert set(result.jobs["gpus"]) == {4}

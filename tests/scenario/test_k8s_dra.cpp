@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <gpusched/dra/nvidia.hpp>
@@ -443,6 +444,115 @@ TEST_CASE("Jobs with DRA claims on random workloads: every claim's GPUs share a 
   }
 }
 
+TEST_CASE("DRA firstAvailable alternatives of different sizes: four H100s, else eight A100s", "[dra][engine]") {
+  // examples/dra/alternatives.json: one 8-GPU H100 node, then two 8-GPU A100 nodes, first fit.
+  std::ifstream in(kRepo / "examples" / "dra" / "alternatives.json");
+  const auto doc = nlohmann::json::parse(in);
+  const auto parse = [](const nlohmann::json& d) { return parse_scenario(d.dump(), "alternatives.json", kRepo / "examples" / "dra"); };
+  const auto sc = parse(doc);
+  // The job states the smallest alternative (4 GPUs: fit and the index's bounds refuse no node a
+  // smaller alternative fits); quotas charge the largest (8), as Kubernetes' ResourceQuota does.
+  auto resolved = sc.jobs;
+  prepare_claims(resolved, sc);
+  REQUIRE(resolved.size() == 5);
+  CHECK(resolved[0].request.gpu.mode == GpuMode::kWhole);
+  CHECK(resolved[0].request.gpu.count == 4);
+  REQUIRE(resolved[0].constraints.claims);
+  CHECK(resolved[0].constraints.claims->most_devices == 8);
+
+  const auto r = run(sc);
+  const auto got = starts(r);
+  CHECK(got.at("train-1") == "h100-0000[0,1,2,3]");
+  CHECK(got.at("train-2") == "h100-0000[4,5,6,7]");
+  CHECK(got.at("train-3") == "a100-0000[0,1,2,3,4,5,6,7]");
+  CHECK(got.at("train-4") == "a100-0001[0,1,2,3,4,5,6,7]");
+  CHECK(got.at("train-5") == "h100-0000[0,1,2,3]");   // the first H100s free again at 600 s
+  CHECK(r.summary().completed == 5);
+  // claims.csv says which alternative each task got.
+  std::map<std::string, std::set<std::string>> alternative;
+  std::map<std::string, int> devices;
+  for (const auto& row : r.claims()) {
+    alternative[row.job].insert(row.request);
+    ++devices[row.job];
+  }
+  CHECK(alternative.at("train-1") == std::set<std::string>{"gpus/h100"});
+  CHECK(alternative.at("train-3") == std::set<std::string>{"gpus/a100"});
+  CHECK(devices.at("train-1") == 4);
+  CHECK(devices.at("train-3") == 8);
+
+  // Quotas charge the worst case: with 8 GPUs of quota, one job at a time, even on 4 H100s.
+  // Kubernetes' rule ("created"): the API server refuses the second pod, naming the charge.
+  auto quota = doc;
+  quota["profile"]["pre_filter"] = nlohmann::json::parse(R"([{"name": "resource-quota", "args": {"quotas": {"default": {"requests.nvidia.com/gpu": 8}}}}])");
+  for (auto& j : quota["workload"]["jobs"]) j["queue"] = "default";
+  const auto refused = run(parse(quota));
+  CHECK(starts(refused).size() == 1);
+  CHECK(refused.engine().reason(refused.engine().job(JobId{1}).reason).find("requested: requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=8") !=
+        std::string::npos);
+  // gpusched's "running" rule: the jobs wait, and run one after another.
+  quota["profile"]["pre_filter"][0]["args"]["charge"] = "running";
+  const auto q = starts(run(parse(quota)));
+  CHECK(q.size() == 5);
+  CHECK(q.at("train-1") == "h100-0000[0,1,2,3]");
+  CHECK(q.at("train-2") == "h100-0000[0,1,2,3]");   // at 600 s, when train-1's charge of 8 is returned
+  CHECK(q.at("train-3") == "h100-0000[0,1,2,3]");
+
+  // The index and the plain scan decide alike on random mixes of claim jobs and plain GPU jobs,
+  // and no GPU is granted twice.
+  std::uint64_t state = 5;
+  auto next = [&](std::uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % n;
+  };
+  auto mix = doc;
+  nlohmann::json jobs = nlohmann::json::array();
+  for (int i = 0; i < 120; ++i) {
+    nlohmann::json j = {{"id", "j" + std::to_string(i)}, {"submit_time", i * 7}, {"duration", 30 + next(400)},
+                        {"requests", {{"cpu", "4"}, {"memory", "16Gi"}}}};
+    if (next(2) == 0) j["claim_template"] = "four-h100-else-eight-a100";
+    else j["requests"]["nvidia.com/gpu"] = std::to_string(1 + next(4));
+    jobs.push_back(j);
+  }
+  mix["workload"]["jobs"] = jobs;
+  mix["profile"]["score"] = nlohmann::json::parse(R"([{"name": "most-allocated"}])");
+  auto indexed = parse(mix);
+  auto scanned = parse(mix);
+  scanned.exact_scan = true;
+  const auto a = run(indexed), b = run(scanned);
+  CHECK(a.event_log() == b.event_log());
+  CHECK(a.summary().completed == 120);
+  std::map<std::string, std::string> holder;
+  std::map<std::string, std::vector<std::string>> held;
+  for (const auto& line : a.event_log()) {
+    const bool start = line.find(",start,") != std::string::npos, finish = line.find(",finish,") != std::string::npos;
+    if (!start && !finish) continue;
+    const auto p = line.find(start ? ",start," : ",finish,");
+    const auto b0 = p + (start ? 7 : 8);
+    const std::string job = line.substr(b0, line.find(',', b0) - b0);
+    if (finish) {
+      for (const auto& g : held[job]) holder.erase(g);
+      continue;
+    }
+    std::string detail = line.substr(line.find(",,", b0) + 2);
+    detail.erase(std::remove(detail.begin(), detail.end(), '"'), detail.end());
+    const auto open = detail.find('[');
+    const std::string node_name = detail.substr(0, open);
+    std::vector<int> idx;
+    std::stringstream list(detail.substr(open + 1, detail.size() - open - 2));
+    for (std::string x; std::getline(list, x, ',');) idx.push_back(std::stoi(x));
+    for (int g : idx) {
+      const std::string key = node_name + "[" + std::to_string(g) + "]";
+      CHECK(holder.count(key) == 0);
+      holder[key] = job;
+      held[job].push_back(key);
+    }
+    if (mix["workload"]["jobs"][static_cast<std::size_t>(std::stoi(job.substr(1)))].contains("claim_template")) {
+      INFO(line);
+      CHECK(idx.size() == (node_name.rfind("h100", 0) == 0 ? 4u : 8u));
+    }
+  }
+}
+
 TEST_CASE("DRA claims in scenarios: every mistake is an error before the run", "[dra][engine]") {
   const auto doc = dra_scenario_doc();
   auto unknown = doc;
@@ -468,11 +578,16 @@ TEST_CASE("DRA claims in scenarios: every mistake is an error before the run", "
   // All four GPUs of a node span two PCIe roots: the constraint fails on every node.
   CHECK(run_error(all).find("no node can hold the claim of ResourceClaimTemplate \"two-gpus-one-pcie-root\", even with all its devices free (on "
                             "node pcie-0000: ") != std::string::npos);
+  // firstAvailable alternatives of different sizes are run (above), but not beside an All request.
   auto mixed_sizes = too_big;
-  mixed_sizes["dra"]["objects"][0]["spec"]["spec"]["devices"]["requests"][0].erase("exactly");
-  mixed_sizes["dra"]["objects"][0]["spec"]["spec"]["devices"]["requests"][0]["firstAvailable"] = nlohmann::json::parse(
+  auto& req0 = mixed_sizes["dra"]["objects"][0]["spec"]["spec"]["devices"]["requests"][0];
+  req0.erase("exactly");
+  req0["firstAvailable"] = nlohmann::json::parse(
       R"([{"name": "two", "deviceClassName": "gpu.nvidia.com", "count": 2}, {"name": "one", "deviceClassName": "gpu.nvidia.com"}])");
-  CHECK(run_error(mixed_sizes).find("firstAvailable alternatives with different counts are not supported in simulations yet") != std::string::npos);
+  mixed_sizes["dra"]["objects"][0]["spec"]["spec"]["devices"]["requests"].push_back(
+      nlohmann::json::parse(R"({"name": "all", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}})"));
+  CHECK(run_error(mixed_sizes).find("has a request in allocationMode All and firstAvailable alternatives of different counts: not supported") !=
+        std::string::npos);
   // Counting GPUs only would cut the claim job into one-GPU tasks that each carry the claim
   // (review: the run aborted on an invariant).
   auto counted = doc;

@@ -109,7 +109,9 @@ bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ct
       else instances.push_back(ClusterState::mig_instance_grant(u.gpu, cluster.mig_geometry(gpus[u.gpu]), u.mig_profile, u.mig_start));
     }
   }
-  // The request is as many whole GPUs, GIs of one profile or TPU chips (the scenario resolved it so).
+  // The request is as many whole GPUs, GIs of one profile or TPU chips (the scenario resolved it
+  // so); with firstAvailable alternatives of different counts, the smallest: the task takes what
+  // the alternative chosen here takes (dra::DeviceClaims::most_devices at most).
   const auto& r = ctx.request();
   if (r.tpu.chips > 0 || chips > 0) {
     if (!order.empty() || !instances.empty() || chips != r.tpu.chips) return false;
@@ -119,15 +121,21 @@ bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ct
     return true;
   }
   const auto wanted = static_cast<std::size_t>(r.gpu.mode == GpuMode::kNone ? 0 : r.gpu.count);
+  const auto most = static_cast<std::size_t>(std::max<std::int32_t>(c.claims->most_devices, static_cast<std::int32_t>(wanted)));
+  const auto granted = r.gpu.mode == GpuMode::kMig ? instances.size() : order.size();
+  if (granted < wanted || granted > most) return false;
   if (r.gpu.mode == GpuMode::kMig) {
-    if (!order.empty() || instances.size() != wanted) return false;
+    if (!order.empty()) return false;
     out.node = node;
     out.gpus = std::move(instances);
     out.tpu_chips = r.tpu.chips;
     return true;
   }
-  if (!instances.empty() || order.size() != wanted) return false;
-  return pick_devices(cluster, r, node, order, chooser_, out);
+  if (!instances.empty()) return false;
+  if (granted == wanted) return pick_devices(cluster, r, node, order, chooser_, out);
+  TaskRequest taken = r;   // a larger alternative: grant every GPU it chose
+  taken.gpu.count = static_cast<std::int32_t>(granted);
+  return pick_devices(cluster, taken, node, order, chooser_, out);
 }
 
 std::vector<std::string> DynamicResources::warnings() const {

@@ -150,6 +150,13 @@ struct DeviceClaims {
   /// ResourceSlices the scenario gives for some nodes, in place of those derived from their model
   /// (dra::simulated_devices); null: none.
   std::shared_ptr<const std::vector<ResourceSlice>> slices;
+  /// The most devices the claim can take, admin access left out: with `firstAvailable`
+  /// alternatives of different counts, each request's largest alternative, summed (0: as many
+  /// as the job's request states). The job's request states the smallest, so that node-resources-fit
+  /// and the node index's capacity bounds never refuse a node where a smaller alternative fits;
+  /// quotas charge this, as Kubernetes' ResourceQuota charges a claim's worst case
+  /// (pkg/quota/v1/evaluator/core/resource_claims.go, "use the worst case per device class").
+  std::int32_t most_devices = 0;
 };
 
 /// One claim's allocation: the devices in the order they were chosen, and where the claim can
