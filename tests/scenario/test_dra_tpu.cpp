@@ -248,6 +248,15 @@ TEST_CASE("TPU claims that cannot work are refused before the run, naming the dr
       "pool": {"name": "gpu-0000", "resourceSliceCount": 1},
       "devices": [{"name": "0"}, {"name": "1"}, {"name": "2"}, {"name": "3"}]}})"));
   CHECK(run_error(pooled).empty());
+  // Different counts of chips (a host's chips come from the request, not the grant): refused, by name.
+  const auto all = run_error(with_dra(tpu_scenario(), {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
+                                                                                                       {"exactly", {{"deviceClassName", "tpu.google.com"}, {"allocationMode", "All"}}}}})}}}}));
+  CHECK(all.find("asks for all matching devices, which are 4 TPU chips on node v5e-a-0000 and 8 on node v6e-0000: different counts of TPU chips "
+                 "are not supported in simulations yet") != std::string::npos);
+  const auto alternatives = run_error(with_dra(tpu_scenario(), {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
+      {"firstAvailable", nlohmann::json::parse(R"([{"name": "v6e", "deviceClassName": "tpu.google.com", "count": 8},
+                                                   {"name": "v5e", "deviceClassName": "tpu.google.com", "count": 4}])")}}})}}}}));
+  CHECK(alternatives.find("firstAvailable alternatives of different counts of TPU chips are not supported in simulations yet") != std::string::npos);
   // TPU chips asked both ways.
   auto both = with_dra(tpu_scenario(),
                        {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},

@@ -797,11 +797,23 @@ TEST_CASE("DRA in simulations: allocationMode All takes every matching GPU of a 
   CHECK(rows[8].device == "gpu-0");   // in use by "one": admin access may use it
   CHECK(rows[8].admin_access);
 
-  // All over nodes of different sizes: the job would take 4 GPUs on one and 8 on another.
+  // All over nodes of different sizes: 4 GPUs on a pcie node, 8 on the big one. The job states
+  // the smallest (4) and takes the node's count; quotas charge the largest (8).
   auto sizes = doc;
   sizes["cluster"]["node_groups"].push_back({{"name", "big"}, {"count", 1}, {"cpu", 64}, {"memory", "512Gi"}, {"gpus", 8}, {"gpu_model", "A100-80GB"}});
-  CHECK(run_error(sizes).find("ResourceClaimTemplate \"whole-node\" asks for all matching devices, which are 4 devices on node pcie-0000 and "
-                              "8 on node big-0000") != std::string::npos);
+  const auto mixed = dra_scenario(sizes);
+  auto resolved = mixed.jobs;
+  prepare_claims(resolved, mixed);
+  CHECK(resolved[1].request.gpu.count == 4);
+  REQUIRE(resolved[1].constraints.claims);
+  CHECK(resolved[1].constraints.claims->most_devices == 8);
+  const auto on_sizes = run(mixed);
+  const auto sized = starts(on_sizes);
+  CHECK(sized.at("node") == "pcie-0001[0,1,2,3]");
+  CHECK(sized.at("node-2") == "big-0000[0,1,2,3,4,5,6,7]");   // both pcie nodes are busy at 2 s
+  std::size_t node2_rows = 0;
+  for (const auto& row : on_sizes.claims()) node2_rows += row.job == "node-2" ? 1 : 0;
+  CHECK(node2_rows == 8);
   // A selector that keeps to one kind of node makes the count one again.
   sizes["dra"]["objects"][sizes["dra"]["objects"].size() - 2]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"] =
       nlohmann::json::parse(R"([{"cel": {"expression": "device.attributes['resource.kubernetes.io'].pcieRoot == 'pci0000:81'"}}])");
