@@ -47,6 +47,7 @@ std::uint64_t request_class(const JobSpec& j) {
   // A DRA claim decides which devices fit (a claim for two GPUs on one PCIe root is not a plain
   // two-GPU request): jobs of one ResourceClaimTemplate share its resolved claims.
   mix(fnv1a64(c.claim_template));
+  mix(fnv1a64(c.resource_claim));
   mix(static_cast<std::uint64_t>(j.tasks));
   mix(static_cast<std::uint64_t>(j.min_available));
   return h;

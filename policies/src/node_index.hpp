@@ -907,7 +907,8 @@ class NodeIndex {
     const auto& y = b.constraints;
     return a.tasks == b.tasks && a.min_available == b.min_available && a.request == b.request &&
            x.node_selector == y.node_selector && x.affinity == y.affinity && x.tolerations == y.tolerations &&
-           x.app == y.app && x.max_per_node == y.max_per_node && x.claim_template == y.claim_template && x.claims == y.claims;
+           x.app == y.app && x.max_per_node == y.max_per_node && x.claim_template == y.claim_template &&
+           x.resource_claim == y.resource_claim && x.claims == y.claims;
   }
 
   static constexpr std::uint32_t kDeferred = std::numeric_limits<std::uint32_t>::max();

@@ -432,6 +432,7 @@ def job(
     walltime: Optional[float] = None,
     restart_overhead: Optional[float] = None,
     claim_template: Optional[str] = None,
+    resource_claim: Optional[str] = None,
 ) -> Dict[str, Any]:
     """One inline job (a trace row). Times in seconds; ``duration=None`` runs forever. ``gpus`` is
     nvidia.com/gpu, ``gpu_milli`` a share of one GPU (gpusched.io/gpu-milli); other resources go in
@@ -446,7 +447,9 @@ def job(
     backfill plans with), ``restart_overhead`` (s: restoring after a preemption, instead of the
     scenario's ``preemption.restart_overhead_s``), ``claim_template`` (a Kubernetes DRA
     ResourceClaimTemplate from the scenario's ``dra_objects``: the job's GPUs come from its claim;
-    state no GPUs then; docs/dra.md)."""
+    state no GPUs then; docs/dra.md), ``resource_claim`` (a ResourceClaim from ``dra_objects``,
+    shared by every job naming it: the first to start allocates its devices, the others run on
+    that node beside it; docs/dra.md)."""
     req: Dict[str, Any] = {}
     if cpu is not None:
         req["cpu"] = cpu
@@ -478,6 +481,7 @@ def job(
         "walltime": walltime,
         "restart_overhead": restart_overhead,
         "claim_template": claim_template,
+        "resource_claim": resource_claim,
     }
     d.update({k: v for k, v in optional.items() if v is not None})
     if gpu_model is not None:
@@ -500,8 +504,8 @@ class Scenario:
     "node_up"} dicts (or use node_down() / node_up()). ``kubernetes_objects`` are the peers' own
     objects (Kueue, Volcano, PriorityClass, ResourceQuota, KubeSchedulerConfiguration): YAML or
     JSON file paths (relative to run()'s ``base_dir``) or inline object dicts. ``dra_objects``
-    likewise holds Kubernetes DRA DeviceClasses and ResourceClaimTemplates, which jobs name with
-    ``job(claim_template=...)`` (docs/dra.md).
+    likewise holds Kubernetes DRA DeviceClasses, ResourceClaimTemplates and ResourceClaims, which
+    jobs name with ``job(claim_template=...)`` and ``job(resource_claim=...)`` (docs/dra.md).
     """
 
     def __init__(

@@ -883,10 +883,22 @@ void parse_dra(const Parser& p, const nlohmann::json& j, Scenario& sc) {
     }
   }
   const DraObjects dra = read_dra_objects(objects);
-  if (!dra.claims.empty() || !dra.nodes.empty()) {
+  if (!dra.nodes.empty()) {
     p.fail(ErrorCode::kScenarioBadValue, "/dra/objects",
-           "a scenario's dra.objects holds DeviceClasses, ResourceClaimTemplates and ResourceSlices: nodes come from the cluster "
-           "and claims from the jobs' claim_template");
+           "a scenario's dra.objects holds DeviceClasses, ResourceClaimTemplates, ResourceClaims and ResourceSlices: nodes come "
+           "from the cluster");
+  }
+  for (const auto& c : dra.claims) {
+    // A shared claim is allocated when the first job naming it starts (the simulation's state).
+    if (c.allocated) {
+      p.fail(ErrorCode::kScenarioBadValue, "/dra/objects",
+             "ResourceClaim \"" + c.id() + "\" has status.allocation: in a simulation a shared claim starts unallocated and is "
+             "allocated when the first job naming it (resource_claim) starts");
+    }
+    if (!sc.resource_claims.emplace(c.name, c).second) {
+      p.fail(ErrorCode::kScenarioBadValue, "/dra/objects",
+             "two ResourceClaims are named \"" + c.name + "\": jobs name a claim by its name alone (resource_claim)");
+    }
   }
   if (!dra.slices.empty()) sc.dra_slices = std::make_shared<const std::vector<dra::ResourceSlice>>(dra.slices);
   auto classes = std::make_shared<std::vector<dra::DeviceClass>>(dra::builtin_device_classes());
@@ -1230,7 +1242,31 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
     Kind kind = Kind::kWholeGpu;
     std::string mig_profile;   // kMig: the GIs' profile
   };
-  std::map<std::string, Made> made;
+  std::map<std::string, Made> made;   // by "template NAME" or "claim NAME"
+  // The GPU request of a job that takes `m.units` devices of the claim's kind (TPU chips: none).
+  const auto gpu_request = [&](const Made& m) {
+    GpuRequest g;
+    switch (m.kind) {
+      case Kind::kWholeGpu:
+      case Kind::kVfio:   // passthrough GPUs, as pci_passthrough:alias would ask for them
+        g.mode = m.kind == Kind::kVfio ? GpuMode::kPassthrough : GpuMode::kWhole;
+        g.count = m.units;
+        break;
+      case Kind::kTpuChip: break;
+      case Kind::kMig:   // GIs of one profile, on whichever model offers it
+        g.mode = GpuMode::kMig;
+        g.count = m.units;
+        g.profile = m.mig_profile;
+        g.profile_by_model.assign(sc.catalog.size(), -1);
+        for (std::size_t k = 0; k < sc.catalog.size(); ++k) {
+          const auto& model = sc.catalog[GpuModelId{static_cast<std::uint16_t>(k)}];
+          if (model.mig) g.profile_by_model[k] = static_cast<std::int8_t>(model.mig->find_profile(m.mig_profile));
+        }
+        break;
+    }
+    if (m.units == 0) g = GpuRequest{};
+    return g;
+  };
   std::optional<dra::Allocator> empty_cluster;   // every node's devices, none in use
   std::vector<dra::NodeInfo> nodes;
   std::vector<std::vector<dra::DeviceUnit>> units;   // slice -> its devices' GPUs and GIs
@@ -1247,21 +1283,28 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
   };
   if (!given.empty()) (void)publish();
   for (auto& j : jobs) {
-    const std::string& name = j.constraints.claim_template;
+    // A ResourceClaimTemplate gives each task a claim of its own; a ResourceClaim (resource_claim)
+    // is one claim, shared by every job naming it.
+    const bool shared = !j.constraints.resource_claim.empty();
+    const std::string& name = shared ? static_cast<const std::string&>(j.constraints.resource_claim)
+                                     : static_cast<const std::string&>(j.constraints.claim_template);
     if (name.empty()) continue;
-    const Location where{source, j.source_line, "claim_template"};
-    auto it = made.find(name);
+    const std::string what = shared ? "ResourceClaim" : "ResourceClaimTemplate";
+    const Location where{source, j.source_line, shared ? "resource_claim" : "claim_template"};
+    auto it = made.find((shared ? "claim " : "template ") + name);
     if (it == made.end()) {
-      const auto t = sc.claim_templates.find(name);
-      if (t == sc.claim_templates.end()) {
+      const auto& defined = shared ? sc.resource_claims : sc.claim_templates;
+      const auto t = defined.find(name);
+      if (t == defined.end()) {
         std::string known;
-        for (const auto& [n, c] : sc.claim_templates) known += (known.empty() ? "" : ", ") + n;
+        for (const auto& [n, c] : defined) known += (known.empty() ? "" : ", ") + n;
         throw_error(ErrorCode::kTraceBadValue, where,
-                    "job \"" + j.name + "\" names ResourceClaimTemplate \"" + name + "\", which the scenario's dra.objects does not define" +
+                    "job \"" + j.name + "\" names " + what + " \"" + name + "\", which the scenario's dra.objects does not define" +
                         (known.empty() ? std::string(" (it defines none)") : " (it defines: " + known + ")"));
       }
       auto dc = std::make_shared<dra::DeviceClaims>();
       dc->template_name = name;
+      dc->shared = shared;
       dc->classes = sc.dra_classes;
       dc->claims = {t->second};
       dc->slices = sc.dra_slices;
@@ -1275,7 +1318,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         }
         empty_cluster.emplace(*sc.dra_classes, std::move(published.slices));
       }
-      if (t->second.requests.empty()) throw_error(ErrorCode::kTraceBadValue, where, "ResourceClaimTemplate \"" + name + "\" asks for no device");
+      if (t->second.requests.empty()) throw_error(ErrorCode::kTraceBadValue, where, what + " \"" + name + "\" asks for no device");
       // The devices the job takes: the claim's devices without admin access (those are monitored,
       // not taken). An exact count gives it up front; `All` takes every matching device of the
       // node, so the count is the same on every node that can hold the claim, or the job could
@@ -1285,7 +1328,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       // on their node takes, up to `most` (what quotas charge).
       std::int64_t gpus = 0, most = 0, devices = 0;
       bool all_mode = false, varies = false;
-      const std::string in = "ResourceClaimTemplate \"" + name + "\", request ";
+      const std::string in = what + " \"" + name + "\", request ";
       for (const auto& req : t->second.requests) {
         const auto alts = alternatives(req);
         std::int64_t fewest = std::numeric_limits<std::int64_t>::max(), largest = 0, fewest_devices = fewest;
@@ -1311,12 +1354,12 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       }
       if (varies && all_mode) {
         throw_error(ErrorCode::kTraceBadValue, where,
-                    "ResourceClaimTemplate \"" + name + "\" has a request in allocationMode All and firstAvailable alternatives of "
+                    what + " \"" + name + "\" has a request in allocationMode All and firstAvailable alternatives of "
                     "different counts: not supported in simulations yet (docs/dra.md)");
       }
       if (devices > static_cast<std::int64_t>(dra::kMaxDevicesPerClaim)) {
         throw_error(ErrorCode::kTraceBadValue, where,
-                    "ResourceClaimTemplate \"" + name + "\" asks for " + std::to_string(devices) + " devices, more than Kubernetes' 32 per claim");
+                    what + " \"" + name + "\" asks for " + std::to_string(devices) + " devices, more than Kubernetes' 32 per claim");
       }
       // The kind of device the job takes: whole GPUs, passthrough GPUs (vfio), GIs of one MIG
       // profile, or TPU chips, whichever the requests' classes and selectors can match on any
@@ -1357,7 +1400,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
                                                                          : "MIG " + profile + " instances");
         }
         throw_error(ErrorCode::kTraceBadValue, where,
-                    "ResourceClaimTemplate \"" + name + "\" can get " + list +
+                    what + " \"" + name + "\" can get " + list +
                         ": a job in a simulation takes one kind of device (select one, e.g. deviceClassName gpu.nvidia.com, "
                         "vfio.gpu.nvidia.com, tpu.google.com, or mig.nvidia.com and device.attributes['gpu.nvidia.com'].profile == '" +
                         (kinds.rbegin()->first == Kind::kMig ? kinds.rbegin()->second : std::string("3g.40gb")) + "'; docs/dra.md)");
@@ -1406,14 +1449,14 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         varies = true;
         if (!kinds.empty() && kinds.begin()->first == Kind::kTpuChip) {
           throw_error(ErrorCode::kTraceBadValue, where,
-                      "ResourceClaimTemplate \"" + name + "\" asks for all matching devices, which are " + std::to_string(gpus) +
+                      what + " \"" + name + "\" asks for all matching devices, which are " + std::to_string(gpus) +
                           " TPU chips on node " + counted_on + " and " + std::to_string(most) + " on node " + most_on +
                           ": different counts of TPU chips are not supported in simulations yet (narrow the selectors to one host size; docs/dra.md)");
         }
       }
       if (!fits && !sc.keep_unplaceable) {
         throw_error(ErrorCode::kTraceUnplaceable, where,
-                    "job \"" + j.name + "\": no node can hold the claim of ResourceClaimTemplate \"" + name + "\", even with all its devices free" +
+                    "job \"" + j.name + "\": no node can hold the claim of " + what + " \"" + name + "\", even with all its devices free" +
                         (!partial_tpu.empty() ? " (Google's TPU driver prepares a claim only when it takes all chips of the host together, "
                                                 "and the claim takes part of one: " + partial_tpu + ")"
                          : first_error.empty() ? std::string()
@@ -1421,47 +1464,48 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       }
       if (varies && !kinds.empty() && kinds.begin()->first == Kind::kTpuChip) {
         throw_error(ErrorCode::kTraceBadValue, where,
-                    "ResourceClaimTemplate \"" + name + "\": firstAvailable alternatives of different counts of TPU chips are not "
+                    what + " \"" + name + "\": firstAvailable alternatives of different counts of TPU chips are not "
                     "supported in simulations yet (docs/dra.md)");
       }
       if (varies) dc->most_devices = static_cast<std::int32_t>(most);
-      Made m{std::move(dc), static_cast<std::int32_t>(gpus), Kind::kWholeGpu, std::string()};
+      Made m{nullptr, static_cast<std::int32_t>(gpus), Kind::kWholeGpu, std::string()};
       if (!kinds.empty()) {
         m.kind = kinds.begin()->first;
         m.mig_profile = kinds.begin()->second;
       }
-      it = made.emplace(name, std::move(m)).first;
+      if (shared) {
+        // The job that allocates a shared claim takes its devices; the others take none. So the
+        // jobs state no device, and the plugin grants the first one what this request says.
+        if (m.kind == Kind::kTpuChip && m.units > 0) {
+          throw_error(ErrorCode::kTraceBadValue, where,
+                      "ResourceClaim \"" + name + "\" gets TPU chips: a shared claim of TPU chips is not supported in simulations yet (use a "
+                      "ResourceClaimTemplate; docs/dra.md)");
+        }
+        dc->holder = gpu_request(m);
+        dc->holder.count = m.units;
+        m.units = 0;
+      }
+      m.claims = std::move(dc);
+      it = made.emplace((shared ? "claim " : "template ") + name, std::move(m)).first;
     }
     if (j.request.gpu.mode != GpuMode::kNone || j.request.tpu.chips > 0) {
       throw_error(ErrorCode::kTraceBadValue, {source, j.source_line, "requests"},
-                  "job \"" + j.name + "\" asks for " + (j.request.tpu.chips > 0 ? "TPU chips" : "GPUs") +
-                      " both in its requests and through claim_template \"" + name + "\": with a claim, the claim says which devices it gets");
+                  "job \"" + j.name + "\" asks for " + (j.request.tpu.chips > 0 ? "TPU chips" : "GPUs") + " both in its requests and through " +
+                      (shared ? "resource_claim" : "claim_template") + " \"" + name + "\": with a claim, the claim says which devices it gets");
     }
     j.constraints.claims = it->second.claims;
     j.request.gpu = GpuRequest{};
+    // A job sharing a claim is never a preemption victim: evicting the one that holds the
+    // claim's devices would free them under the others (not modelled; docs/dra.md).
+    if (shared) j.constraints.preemptible = false;
     const Made& m = it->second;
-    if (m.units == 0) continue;   // only admin access: the job takes no device
-    switch (m.kind) {
-      case Kind::kWholeGpu:
-      case Kind::kVfio:   // passthrough GPUs, as pci_passthrough:alias would ask for them
-        j.request.gpu.mode = m.kind == Kind::kVfio ? GpuMode::kPassthrough : GpuMode::kWhole;
-        j.request.gpu.count = m.units;
-        break;
-      case Kind::kTpuChip:   // google.com/tpu on one host, whatever its generation (the selectors chose)
-        j.request.tpu = TpuRequest{};
-        j.request.tpu.chips = m.units;
-        break;
-      case Kind::kMig:   // GIs of one profile, on whichever model offers it
-        j.request.gpu.mode = GpuMode::kMig;
-        j.request.gpu.count = m.units;
-        j.request.gpu.profile = m.mig_profile;
-        j.request.gpu.profile_by_model.assign(sc.catalog.size(), -1);
-        for (std::size_t k = 0; k < sc.catalog.size(); ++k) {
-          const auto& model = sc.catalog[GpuModelId{static_cast<std::uint16_t>(k)}];
-          if (model.mig) j.request.gpu.profile_by_model[k] = static_cast<std::int8_t>(model.mig->find_profile(m.mig_profile));
-        }
-        break;
+    if (m.units == 0) continue;   // only admin access, or a shared claim: the job states no device
+    if (m.kind == Kind::kTpuChip) {   // google.com/tpu on one host, whatever its generation (the selectors chose)
+      j.request.tpu = TpuRequest{};
+      j.request.tpu.chips = m.units;
+      continue;
     }
+    j.request.gpu = gpu_request(m);
   }
 }
 

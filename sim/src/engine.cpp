@@ -221,6 +221,33 @@ void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
   for (auto* o : observers_) o->on_job_start(now_, j, rt.placements, *this);
 }
 
+bool Engine::hand_over_claim(JobId j, std::vector<TaskPlacement>& released) {
+  // The claim's jobs all run on its node, and only the one that allocated it was granted devices
+  // (such jobs state none of their own). Kubernetes keeps a claim allocated while any pod uses it
+  // (the resourceclaim controller clears the allocation once status.reservedFor is empty), so the
+  // devices pass to another job of the claim, which gives them back when it ends in turn. The
+  // cluster is not touched: the grants stay allocated, now held by the other job's task. The
+  // stopping job's own record keeps them (outputs say what it held).
+  const auto& claim = workload_[j.value].constraints.resource_claim;
+  released = jobs_[j.value].placements;
+  bool handed = false;
+  for (auto& p : released) {
+    if (p.gpus.empty()) continue;
+    for (const JobId k : on_node_[p.node.value]) {
+      if (k == j || jobs_[k.value].state != JobState::kRunning || workload_[k.value].constraints.resource_claim != claim) continue;
+      for (auto& q : jobs_[k.value].placements) {
+        if (q.node != p.node) continue;
+        q.gpus.insert(q.gpus.end(), p.gpus.begin(), p.gpus.end());
+        p.gpus.clear();
+        handed = true;
+        break;
+      }
+      break;
+    }
+  }
+  return handed;
+}
+
 void Engine::stop_job(JobId j, bool release) {
   auto& rt = jobs_[j.value];
   GPUSCHED_ASSERT(rt.state == JobState::kRunning, "stopping a job that is not running");
@@ -229,7 +256,9 @@ void Engine::stop_job(JobId j, bool release) {
   const double held = held_gpus(j);
   const double ran = now_ > rt.start ? static_cast<double>((now_ - rt.start).us) : 0.0;
   const double restoring = std::min(ran, static_cast<double>(run_overhead_us(j)));
-  for (const auto& p : rt.placements) {
+  std::vector<TaskPlacement> kept;
+  const bool handed = release && !workload_[j.value].constraints.resource_claim.empty() && hand_over_claim(j, kept);
+  for (const auto& p : handed ? kept : rt.placements) {
     if (release) {
       cluster_->release(workload_[j.value].request, p);
       mark_dirty(p.node);

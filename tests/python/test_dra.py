@@ -137,3 +137,28 @@ def test_firstavailable_alternatives_of_different_sizes_take_what_the_chosen_one
     assert per_job["train-3"] == {"first": "gpus/a100", "size": 8}
     # The request column is the smallest alternative.
     assert set(result.jobs["gpus"]) == {4}
+
+
+def test_a_shared_resource_claim_is_allocated_once_and_kept_while_a_job_uses_it():
+    # docs/dra.md "Shared claims": jobs name one ResourceClaim (job(resource_claim=...)).
+    from gpusched import Cluster, Scenario, job, jobs
+
+    two_nodes = Cluster().node_group("pcie", count=2, cpu=64, memory="512Gi", gpus=4, gpu_model="A100-80GB",
+                                     topology={"gpus_per_pcie_switch": 2})
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "pair"},
+             "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}],
+                                  "constraints": [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}]}}}
+    profile = {"name": "kube-dra", "filter": [{"name": "node-resources-fit"}, {"name": "dynamic-resources"}],
+               "score": [{"name": "first-fit"}], "device_select": {"name": "dynamic-resources"}}
+    sc = Scenario(cluster=two_nodes, profile=profile, dra_objects=[claim], workload=jobs([
+        job("first", 0, 100, cpu=2, resource_claim="pair"),
+        job("second", 1, 300, cpu=2, resource_claim="pair"),
+        job("plain", 150, 100, cpu=2, gpus=4),
+    ]))
+    table = gpusched.run(sc).jobs
+    placed = dict(zip(table["job"], table["placement"]))
+    start = dict(zip(table["job"], table["start_s"]))
+    assert placed["first"] == "pcie-0000[0,1]"
+    assert placed["second"].startswith("pcie-0000")    # beside the claim's devices
+    # At 150 s "first" has ended but "second" still uses the claim: the 4-GPU job goes elsewhere.
+    assert placed["plain"] == "pcie-0001[0,1,2,3]" and start["plain"] == 150.0

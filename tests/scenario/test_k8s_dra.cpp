@@ -553,6 +553,122 @@ TEST_CASE("DRA firstAvailable alternatives of different sizes: four H100s, else 
   }
 }
 
+TEST_CASE("A DRA ResourceClaim shared by several jobs: allocated by the first, kept until the last ends", "[dra][engine]") {
+  // examples/dra/shared.json: two GPUs on one PCIe root, shared by trainer, evaluator and late.
+  std::ifstream in(kRepo / "examples" / "dra" / "shared.json");
+  const auto doc = nlohmann::json::parse(in);
+  const auto parse = [](const nlohmann::json& d) { return parse_scenario(d.dump(), "shared.json", kRepo / "examples" / "dra"); };
+  const auto r = run(parse(doc));
+  const auto got = starts(r);
+  CHECK(got.at("one-a") == "pcie-0000[0]");
+  CHECK(got.at("trainer") == "pcie-0000[2,3]");   // allocates the claim: GPUs 2-3 share a root
+  CHECK(got.at("evaluator") == "pcie-0000");      // the claim's node, no device of its own ("good-topology")
+  // At 350 s trainer has ended, but evaluator still uses the claim: GPUs 2-3 stay taken.
+  CHECK(got.at("pair") == "pcie-0001[0,1]");
+  CHECK(got.at("late") == "pcie-0000");
+  // At 650 s evaluator has ended too, and late still holds the claim: pcie-0000 has two GPUs free.
+  CHECK(got.at("probe") == "pcie-0001[0,1,2,3]");
+  // At 800 s nobody uses it: the claim was deallocated, and is allocated afresh.
+  CHECK(got.at("after") == "pcie-0000[0,1]");
+  CHECK(r.summary().completed == 7);
+  // claims.csv: the devices under each job that held them (the one that allocated the claim, and
+  // those it passed to), named by the claim.
+  std::map<std::string, std::vector<std::string>> held;
+  for (const auto& row : r.claims()) {
+    CHECK(row.claim_template == "shared-pair");
+    held[row.job].push_back(row.node + "/" + row.device);
+  }
+  CHECK(held.at("trainer") == std::vector<std::string>{"pcie-0000/gpu-2", "pcie-0000/gpu-3"});
+  CHECK(held.at("late") == std::vector<std::string>{"pcie-0000/gpu-2", "pcie-0000/gpu-3"});
+  CHECK(held.at("after") == std::vector<std::string>{"pcie-0000/gpu-0", "pcie-0000/gpu-1"});
+
+  // On random workloads: the index and the plain scan agree; while a claim is used, its jobs are on
+  // one node and its devices are held by none but them; no GPU is granted twice.
+  std::uint64_t state = 3;
+  auto next = [&](std::uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % n;
+  };
+  auto mix = doc;
+  mix["dra"]["objects"] = nlohmann::json::array();
+  for (const char* name : {"c0", "c1", "c2"}) {
+    auto claim = nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": ""},
+        "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}],
+                 "constraints": [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}]}}})");
+    claim["metadata"]["name"] = name;
+    mix["dra"]["objects"].push_back(claim);
+  }
+  mix["cluster"]["node_groups"][0]["count"] = 4;
+  for (int round = 0; round < 3; ++round) {
+    nlohmann::json jobs = nlohmann::json::array();
+    for (int i = 0; i < 150; ++i) {
+      nlohmann::json j = {{"id", "j" + std::to_string(i)}, {"submit_time", i * 4}, {"duration", 20 + next(200)},
+                          {"requests", {{"cpu", "2"}, {"memory", "8Gi"}}}};
+      if (next(2) == 0) j["resource_claim"] = "c" + std::to_string(next(3));
+      else j["requests"]["nvidia.com/gpu"] = std::to_string(1 + next(3));
+      if (next(4) == 0) j["tasks"] = 2;
+      jobs.push_back(j);
+    }
+    mix["workload"]["jobs"] = jobs;
+    auto indexed = parse(mix);
+    auto scanned = parse(mix);
+    scanned.exact_scan = true;
+    const auto a = run(indexed), b = run(scanned);
+    INFO("round " << round);
+    CHECK(a.event_log() == b.event_log());
+    CHECK(a.summary().completed == 150);
+    // Replay: a claim's GPUs are held from its allocation until its last user ends.
+    std::map<std::string, std::string> holder;          // "node[i]" -> job, or "claim cN"
+    std::map<std::string, std::vector<std::string>> gpus_of;   // job or claim -> its GPUs
+    std::map<std::string, std::set<std::string>> users;        // claim -> running jobs
+    std::map<std::string, std::string> claim_node;
+    for (const auto& line : a.event_log()) {
+      const bool start = line.find(",start,") != std::string::npos, finish = line.find(",finish,") != std::string::npos;
+      if (!start && !finish) continue;
+      const auto p = line.find(start ? ",start," : ",finish,");
+      const auto b0 = p + (start ? 7 : 8);
+      const std::string job = line.substr(b0, line.find(',', b0) - b0);
+      const auto& spec = mix["workload"]["jobs"][static_cast<std::size_t>(std::stoi(job.substr(1)))];
+      const std::string claim = spec.contains("resource_claim") ? spec["resource_claim"].get<std::string>() : "";
+      const std::string owner = claim.empty() ? job : "claim " + claim;
+      if (finish) {
+        if (!claim.empty()) {
+          users[claim].erase(job);
+          if (!users[claim].empty()) continue;
+        }
+        for (const auto& g : gpus_of[owner]) holder.erase(g);
+        gpus_of.erase(owner);
+        continue;
+      }
+      std::string detail = line.substr(line.find(",,", b0) + 2);
+      detail.erase(std::remove(detail.begin(), detail.end(), '"'), detail.end());
+      INFO(line);
+      // Every task of the job: "node[i,j];node".
+      std::stringstream tasks(detail);
+      for (std::string task; std::getline(tasks, task, ';');) {
+        const auto open = task.find('[');
+        const std::string node_name = task.substr(0, open);
+        if (!claim.empty()) {
+          if (!users[claim].empty() || gpus_of.count(owner)) CHECK(node_name == claim_node[claim]);
+          claim_node[claim] = node_name;
+        }
+        if (open == std::string::npos) continue;
+        std::stringstream list(task.substr(open + 1, task.size() - open - 2));
+        for (std::string x; std::getline(list, x, ',');) {
+          const std::string key = node_name + "[" + x + "]";
+          CHECK(holder.count(key) == 0);
+          holder[key] = owner;
+          gpus_of[owner].push_back(key);
+        }
+      }
+      if (!claim.empty()) {
+        CHECK(gpus_of[owner].size() == 2);   // allocated by its first user, or held already
+        users[claim].insert(job);
+      }
+    }
+  }
+}
+
 TEST_CASE("DRA claims in scenarios: every mistake is an error before the run", "[dra][engine]") {
   const auto doc = dra_scenario_doc();
   auto unknown = doc;
@@ -593,15 +709,29 @@ TEST_CASE("DRA claims in scenarios: every mistake is an error before the run", "
   auto counted = doc;
   counted["preemption"] = {{"placement", "count"}};
   CHECK(run_error(counted).find("field '/preemption/placement': placement \"count\" counts GPUs only, which a DRA claim") != std::string::npos);
+  // Shared claims (resource_claim): the claim must be defined, unallocated, and named once.
   auto claim = doc;
-  claim["dra"]["objects"] = nlohmann::json::array({nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-      "metadata": {"name": "c", "namespace": "n"}, "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}})")});
-  try {
-    (void)dra_scenario(claim);
-    FAIL("accepted");
-  } catch (const Error& e) {
-    CHECK(std::string(e.what()).find("claims from the jobs' claim_template") != std::string::npos);
-  }
+  claim["dra"]["objects"].push_back(nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+      "metadata": {"name": "c", "namespace": "n"}, "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}})"));
+  claim["workload"]["jobs"][1].erase("claim_template");
+  claim["workload"]["jobs"][1]["resource_claim"] = "nope";
+  CHECK(run_error(claim).find("field 'resource_claim': job \"pair-a\" names ResourceClaim \"nope\", which the scenario's dra.objects does not "
+                              "define (it defines: c)") != std::string::npos);
+  claim["workload"]["jobs"][1]["resource_claim"] = "c";
+  CHECK(run_error(claim).empty());
+  auto twice = claim;
+  twice["dra"]["objects"].push_back(twice["dra"]["objects"].back());
+  twice["dra"]["objects"].back()["metadata"]["namespace"] = "other";
+  CHECK(run_error(twice).find("two ResourceClaims are named \"c\"") != std::string::npos);
+  auto allocated = claim;
+  allocated["dra"]["objects"].back()["status"] = nlohmann::json::parse(R"({"allocation": {"devices": {"results": [
+      {"request": "g", "driver": "gpu.nvidia.com", "pool": "pcie-0000", "device": "gpu-0"}]}}})");
+  CHECK(run_error(allocated).find("ResourceClaim \"n/c\" has status.allocation: in a simulation a shared claim starts unallocated") !=
+        std::string::npos);
+  auto both_claims = claim;
+  both_claims["workload"]["jobs"][1]["claim_template"] = "two-gpus-one-pcie-root";
+  CHECK(run_error(both_claims).find("a job in a simulation has one DRA claim: resource_claim (a shared ResourceClaim) or claim_template, not both") !=
+        std::string::npos);
 }
 
 TEST_CASE("claim_template round-trips through JSON Lines and CSV traces; a resolved job writes its template, not its GPUs", "[dra][engine]") {
@@ -609,6 +739,7 @@ TEST_CASE("claim_template round-trips through JSON Lines and CSV traces; a resol
   ResourceTable resources;
   std::istringstream in(R"({"id":"a","submit_time":0,"duration":10,"claim_template":"two-gpus","requests":{"cpu":"1"}}
 {"id":"b","submit_time":1,"duration":10,"requests":{"cpu":"1","nvidia.com/gpu":"1"}}
+{"id":"c","submit_time":2,"duration":10,"resource_claim":"shared-pair","requests":{"cpu":"1"}}
 )");
   auto jobs = traces::read_trace(in, traces::TraceFormat::kJsonLines, "t.jsonl", catalog, resources);
   REQUIRE(jobs[0].constraints.claim_template == "two-gpus");
@@ -626,6 +757,8 @@ TEST_CASE("claim_template round-trips through JSON Lines and CSV traces; a resol
     CHECK(again[0].request.gpu.mode == GpuMode::kNone);
     CHECK(again[1].constraints.claim_template.empty());
     CHECK(again[1].request.gpu.count == 1);
+    CHECK(again[2].constraints.resource_claim == "shared-pair");
+    CHECK(again[1].constraints.resource_claim.empty());
   }
   // SWF has no place for a claim: said so, rather than "a CPU-only job" (review of issue 18).
   std::ostringstream swf;

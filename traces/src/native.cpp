@@ -23,11 +23,12 @@ namespace {
 const std::vector<std::string> kMetaColumns = {"id", "submit_time", "duration", "tasks", "min_available",
                                                "priority", "queue", "gpu_model", "gpu_util", "app", "max_per_node",
                                                "priority_class", "preemption_policy", "preemptible", "gang_timeout",
-                                               "walltime", "restart_overhead", "claim_template"};
+                                               "walltime", "restart_overhead", "claim_template",
+                                               "resource_claim"};
 /// For the unknown-field message.
 constexpr const char* kJsonFields =
     "id, submit_time, duration, tasks, min_available, priority, queue, gpu_model, gpu_util, requests, node_selector, "
-    "affinity, tolerations, app, max_per_node, priority_class, preemption_policy, preemptible, gang_timeout, walltime, restart_overhead, claim_template";
+    "affinity, tolerations, app, max_per_node, priority_class, preemption_policy, preemptible, gang_timeout, walltime, restart_overhead, claim_template, resource_claim";
 
 /// The request a trace states: a job whose GPUs come from a DRA claim (resolved by a scenario)
 /// states its claim template, not the GPU count the claim resolved to.
@@ -57,7 +58,7 @@ std::vector<std::string> split_models(const std::string& s) {
 struct RawJob {
   std::string id, submit, duration, tasks, min_available, priority, queue, gpu_util;
   std::string app, max_per_node, priority_class, preemption_policy, preemptible, gang_timeout, walltime;
-  std::string restart_overhead, claim_template;
+  std::string restart_overhead, claim_template, resource_claim;
   std::vector<std::string> models;
   std::vector<std::pair<std::string, std::string>> requests;
   JobConstraints constraints;   ///< node_selector, affinity, tolerations
@@ -96,6 +97,14 @@ void build_constraints(const RawJob& raw, const std::string& source, JobSpec& j,
     throw_error(ErrorCode::kTraceBadValue, at("claim_template"), "\"" + raw.claim_template + "\" is not a ResourceClaimTemplate name");
   }
   c.claim_template = texts.get(raw.claim_template);
+  if (raw.resource_claim.find_first_of(" \t,\"") != std::string::npos) {
+    throw_error(ErrorCode::kTraceBadValue, at("resource_claim"), "\"" + raw.resource_claim + "\" is not a ResourceClaim name");
+  }
+  if (!raw.resource_claim.empty() && !raw.claim_template.empty()) {
+    throw_error(ErrorCode::kTraceBadValue, at("resource_claim"),
+                "a job in a simulation has one DRA claim: resource_claim (a shared ResourceClaim) or claim_template, not both");
+  }
+  c.resource_claim = texts.get(raw.resource_claim);
   if (const auto problem = validate(c); !problem.empty()) {
     const auto colon = problem.find(": ");
     throw_error(ErrorCode::kTraceBadValue, at(problem.substr(0, colon)),
@@ -138,9 +147,9 @@ JobSpec build_job(const RawJob& raw, const std::string& source, const GpuCatalog
     j.gpu_util = u;
   }
   check_request_ranges(raw.requests, {source, raw.line, ""}, request_prefix);
-  if (!raw.claim_template.empty() && !raw.models.empty()) {
+  if ((!raw.claim_template.empty() || !raw.resource_claim.empty()) && !raw.models.empty()) {
     throw_error(ErrorCode::kTraceBadValue, at("gpu_model"),
-                "gpu_model does not combine with claim_template: the claim chooses the GPUs (select the model in the template, "
+                std::string("gpu_model does not combine with ") + (raw.claim_template.empty() ? "resource_claim" : "claim_template") + ": the claim chooses the GPUs (select the model in the template, "
                 "e.g. device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100-80GB'; docs/dra.md)");
   }
   j.request = parse_requests(raw.requests, raw.models, catalog, resources, {source, raw.line, ""}, request_prefix);
@@ -202,7 +211,8 @@ Workload read_csv(std::istream& in, const std::string& source, const GpuCatalog&
              c_priority = col("priority"), c_queue = col("queue"), c_model = col("gpu_model"), c_util = col("gpu_util");
   const auto c_app = col("app"), c_max = col("max_per_node"), c_class = col("priority_class"),
              c_policy = col("preemption_policy"), c_preemptible = col("preemptible"), c_gang = col("gang_timeout"),
-             c_wall = col("walltime"), c_overhead = col("restart_overhead"), c_claim = col("claim_template");
+             c_wall = col("walltime"), c_overhead = col("restart_overhead"), c_claim = col("claim_template"),
+             c_shared = col("resource_claim");
   std::vector<std::size_t> resource_cols;
   for (std::size_t i = 0; i < csv.header().size(); ++i) {
     if (std::find(kMetaColumns.begin(), kMetaColumns.end(), csv.header()[i]) == kMetaColumns.end()) resource_cols.push_back(i);
@@ -229,6 +239,7 @@ Workload read_csv(std::istream& in, const std::string& source, const GpuCatalog&
     if (c_wall) raw.walltime = f[*c_wall];
     if (c_overhead) raw.restart_overhead = f[*c_overhead];
     if (c_claim) raw.claim_template = f[*c_claim];
+    if (c_shared) raw.resource_claim = f[*c_shared];
     if (c_model) raw.models = split_models(f[*c_model]);
     for (auto c : resource_cols) {
       if (!f[c].empty()) raw.requests.emplace_back(csv.header()[c], f[c]);
@@ -426,6 +437,10 @@ Workload read_jsonl(std::istream& in, const std::string& source, const GpuCatalo
         if (!v.is_string()) throw_error(ErrorCode::kTraceBadValue, where, "expected a string (a ResourceClaimTemplate's name)");
         raw.claim_template = v.get<std::string>();
       }
+      else if (k == "resource_claim") {
+        if (!v.is_string()) throw_error(ErrorCode::kTraceBadValue, where, "expected a string (a ResourceClaim's name)");
+        raw.resource_claim = v.get<std::string>();
+      }
       else if (k == "preemptible") {
         if (!v.is_boolean()) throw_error(ErrorCode::kTraceBadValue, where, "expected true or false");
         raw.preemptible = v.get<bool>() ? "true" : "false";
@@ -520,6 +535,7 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
       if (!c.walltime.is_forever()) o["walltime"] = nlohmann::json::parse(seconds_text(c.walltime));
       if (!c.restart_overhead.is_forever()) o["restart_overhead"] = nlohmann::json::parse(seconds_text(c.restart_overhead));
       if (!c.claim_template.empty()) o["claim_template"] = c.claim_template;
+      if (!c.resource_claim.empty()) o["resource_claim"] = c.resource_claim;
       out << o.dump() << '\n';
     }
     return;
@@ -553,6 +569,7 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
   const bool walls = any([](const JobSpec& j) { return !j.constraints.walltime.is_forever(); });
   const bool overheads = any([](const JobSpec& j) { return !j.constraints.restart_overhead.is_forever(); });
   const bool claims = any([](const JobSpec& j) { return !j.constraints.claim_template.empty(); });
+  const bool shared_claims = any([](const JobSpec& j) { return !j.constraints.resource_claim.empty(); });
   out << "id,submit_time,duration,tasks,min_available,priority,queue,gpu_model";
   if (utils) out << ",gpu_util";
   if (apps) out << ",app";
@@ -564,6 +581,7 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
   if (walls) out << ",walltime";
   if (overheads) out << ",restart_overhead";
   if (claims) out << ",claim_template";
+  if (shared_claims) out << ",resource_claim";
   for (const auto& c : cols) out << ',' << c;
   out << '\n';
   auto q = [](const std::string& s) {
@@ -589,6 +607,7 @@ void write_trace(std::ostream& out, TraceFormat format, const Workload& jobs, co
     if (walls) out << ',' << seconds_text(jc.walltime);
     if (overheads) out << ',' << (jc.restart_overhead.is_forever() ? std::string() : seconds_text(jc.restart_overhead));
     if (claims) out << ',' << q(jc.claim_template);
+    if (shared_claims) out << ',' << q(jc.resource_claim);
     const auto req = format_requests(written_request(j), resources);
     for (const auto& c : cols) {
       out << ',';

@@ -392,6 +392,9 @@ void write_swf(std::ostream& out, const Workload& jobs, const GpuCatalog& /*cata
     if (!j.constraints.claim_template.empty()) {
       fail(j, "claim_template", "its GPUs come from a DRA claim (claim_template \"" + j.constraints.claim_template + "\"), which SWF cannot carry");
     }
+    if (!j.constraints.resource_claim.empty()) {
+      fail(j, "resource_claim", "its GPUs come from a shared DRA claim (resource_claim \"" + j.constraints.resource_claim + "\"), which SWF cannot carry");
+    }
     std::int64_t per_task = 0;
     if (gpus) {
       if (r.gpu.mode == GpuMode::kNone) fail(j, "requests", "a CPU-only job has no size in SWF with processors=gpus");

@@ -72,6 +72,9 @@ struct JobConstraints {
   /// Kubernetes DRA: the ResourceClaimTemplate each task's claim is made from (a trace field;
   /// docs/dra.md), and the claim as the scenario resolved it (nullptr: no claim).
   CompactString claim_template;
+  /// Kubernetes DRA: a ResourceClaim shared by every job that names it (a pod's
+  /// `resourceClaimName`; trace field `resource_claim`; docs/dra.md), resolved into `claims` too.
+  CompactString resource_claim;
   std::shared_ptr<const dra::DeviceClaims> claims;
   bool operator==(const JobConstraints&) const = default;
 };

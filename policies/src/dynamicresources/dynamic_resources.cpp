@@ -71,11 +71,28 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
   }
 }
 
+std::optional<NodeId> DynamicResources::shared_node(const TaskContext& ctx) const {
+  // An earlier task of this attempt allocated the claim or joined it: the job's tasks share it.
+  if (!ctx.placed.empty()) return ctx.placed.front().node;
+  const auto it = shared_.find(ctx.job.constraints.claims.get());
+  if (it != shared_.end() && !it->second.users.empty()) return it->second.node;
+  return std::nullopt;
+}
+
 Status DynamicResources::filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const {
   const auto& c = ctx.job.constraints;
   if (!c.claims) {
-    if (c.claim_template.empty()) return Status::success();
-    return Status::unresolvable(name(), "claim template not resolved (load the job through a scenario)");
+    if (c.claim_template.empty() && c.resource_claim.empty()) return Status::success();
+    return Status::unresolvable(name(), "claim not resolved (load the job through a scenario)");
+  }
+  if (c.claims->shared) {
+    // An allocated claim: usable on its node only, by at most 256 pods at once
+    // (dynamicresources.go PreFilter and Filter; dynamicresources_test.go "wrong-topology").
+    const auto it = shared_.find(c.claims.get());
+    if (it != shared_.end() && it->second.tasks() + ctx.placed.size() >= kMaxClaimUsers) return Status::unresolvable(name(), "resourceclaim in use");
+    if (const auto at = shared_node(ctx)) {
+      return *at == node ? Status::success() : Status::unresolvable(name(), "resourceclaim not available on the node");
+    }
   }
   bool partial_tpu = false;
   if (!allocate(cluster, *c.claims, node, &partial_tpu)) {
@@ -89,6 +106,10 @@ Status DynamicResources::filter(const ClusterState& cluster, const TaskContext& 
 bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ctx, NodeId node, TaskPlacement& out) const {
   const auto& c = ctx.job.constraints;
   if (!c.claims) return pick_devices(cluster, ctx.request(), node, {}, chooser_, out);
+  if (c.claims->shared) {
+    // Allocated already: the devices stay with the job holding them ("good-topology").
+    if (const auto at = shared_node(ctx)) return *at == node && pick_devices(cluster, ctx.request(), node, {}, chooser_, out);
+  }
   const auto got = allocate(cluster, *c.claims, node);
   if (!got) return false;
   // The devices taken, in the allocator's order. Admin access monitors a device without taking
@@ -112,7 +133,13 @@ bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ct
   // The request is as many whole GPUs, GIs of one profile or TPU chips (the scenario resolved it
   // so); with firstAvailable alternatives of different counts, the smallest: the task takes what
   // the alternative chosen here takes (dra::DeviceClaims::most_devices at most).
-  const auto& r = ctx.request();
+  // A shared claim's jobs state no device: the one allocating it is granted the claim's kind.
+  std::optional<TaskRequest> holding;
+  if (c.claims->shared) {
+    holding = ctx.request();
+    holding->gpu = c.claims->holder;
+  }
+  const auto& r = holding ? *holding : ctx.request();
   if (r.tpu.chips > 0 || chips > 0) {
     if (!order.empty() || !instances.empty() || chips != r.tpu.chips) return false;
     out.node = node;
@@ -136,6 +163,31 @@ bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ct
   TaskRequest taken = r;   // a larger alternative: grant every GPU it chose
   taken.gpu.count = static_cast<std::int32_t>(granted);
   return pick_devices(cluster, taken, node, order, chooser_, out);
+}
+
+void DynamicResources::attach(const ClusterState& /*cluster*/, std::span<const JobSpec> /*workload*/, const JobsView* /*jobs*/) {
+  shared_.clear();   // a new run
+}
+
+void DynamicResources::job_started(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) {
+  const auto& c = job.constraints.claims;
+  if (!c || !c->shared || placements.empty()) return;
+  auto& use = shared_[c.get()];
+  if (use.users.empty()) use.node = placements.front().node;
+  const auto tasks = static_cast<std::uint32_t>(placements.size());
+  // (An elastic job that grows is told again, with all its tasks.)
+  const auto it = std::find_if(use.users.begin(), use.users.end(), [&](const auto& u) { return u.first == id; });
+  if (it != use.users.end()) it->second = tasks;
+  else use.users.emplace_back(id, tasks);
+}
+
+void DynamicResources::job_stopped(const JobSpec& job, JobId id, std::span<const TaskPlacement> /*placements*/) {
+  const auto& c = job.constraints.claims;
+  if (!c || !c->shared) return;
+  const auto it = shared_.find(c.get());
+  if (it == shared_.end()) return;
+  std::erase_if(it->second.users, [&](const auto& u) { return u.first == id; });
+  if (it->second.users.empty()) shared_.erase(it);   // no pod reserves it: the controller deallocates it
 }
 
 std::vector<std::string> DynamicResources::warnings() const {

@@ -30,6 +30,7 @@
 
 #include <gpusched/dra/cel.hpp>
 #include <gpusched/dra/device.hpp>
+#include <gpusched/resources.hpp>
 
 namespace gpusched::dra {
 
@@ -157,6 +158,14 @@ struct DeviceClaims {
   /// quotas charge this, as Kubernetes' ResourceQuota charges a claim's worst case
   /// (pkg/quota/v1/evaluator/core/resource_claims.go, "use the worst case per device class").
   std::int32_t most_devices = 0;
+  /// One ResourceClaim shared by every job that names it (JobConstraints::resource_claim), not a
+  /// claim per task made from a template. It is allocated when the first of them starts, on that
+  /// job's node, and stays allocated until the last of them ends (Kubernetes' resourceclaim
+  /// controller clears the allocation once no pod reserves the claim). The jobs state no device:
+  /// the one that allocates the claim is granted `holder` (its devices' kind, the smallest count);
+  /// the others are placed on its node with none.
+  bool shared = false;
+  GpuRequest holder;
 };
 
 /// One claim's allocation: the devices in the order they were chosen, and where the claim can

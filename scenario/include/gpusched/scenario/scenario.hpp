@@ -129,6 +129,8 @@ struct Scenario {
   /// ResourceSlices dra.objects gives for some nodes, in place of those derived from their model.
   std::shared_ptr<const std::vector<dra::ResourceSlice>> dra_slices;
   std::map<std::string, dra::ResourceClaim> claim_templates;
+  /// ResourceClaims by name, each shared by the jobs that name it in their `resource_claim` field.
+  std::map<std::string, dra::ResourceClaim> resource_claims;
 };
 
 /// Resolves each job's `claim_template` into its claims (JobConstraints::claims) and the whole

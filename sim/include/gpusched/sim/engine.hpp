@@ -242,6 +242,10 @@ class Engine final : public JobsView {
   /// Stops a running job: releases its resources (unless the scheduler already did, for
   /// preemption victims) and tells the hook.
   void stop_job(JobId j, bool release = true);
+  /// A job of a shared DRA claim (JobConstraints::resource_claim) that holds the claim's devices
+  /// hands them to another running job of the claim before it releases its tasks: `released` gets
+  /// its placements less the devices handed over. False: nothing was handed over.
+  bool hand_over_claim(JobId j, std::vector<TaskPlacement>& released);
   /// Stops a running job that did not finish and puts it back in the queue, keeping what its
   /// restart policy keeps. `released`: the scheduler already gave its resources back.
   void evict(JobId j, const std::string& why, bool released);

@@ -9,12 +9,23 @@
 /// only when it takes all of its chips (dra::takes_whole_tpu_host). Jobs without a claim pass the
 /// filter, and their devices are chosen as `gpu-first-fit` does.
 ///
+/// A claim shared by several jobs (dra::DeviceClaims::shared, a `resource_claim`) is allocated by
+/// the first of them to start, which is granted its devices; while any of them runs, the others
+/// go to that node and are granted none (dynamicresources.go Filter: an allocated claim's node
+/// selector, "resourceclaim not available on the node", UnschedulableAndUnresolvable), and at
+/// most 256 of them use it at once (ResourceClaimReservedForMaxSize; PreFilter "resourceclaim in
+/// use"). The engine hands the devices to another running job of the claim when their holder ends
+/// (sim::Engine), and the claim is free again once none runs. Such answers depend on which jobs run,
+/// so these jobs are never node-local (the node index scans for them).
+///
 /// Example profile (kube-scheduler's defaults with DRA):
 ///   {"name": "kube-dra", "filter": [..., {"name": "dynamic-resources"}], "score": [...],
 ///    "device_select": {"name": "dynamic-resources"}}
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <gpusched/dra/allocator.hpp>
@@ -24,13 +35,17 @@
 
 namespace gpusched::policies {
 
-class DynamicResources final : public FilterPlugin, public DeviceSelectBase {
+class DynamicResources final : public FilterPlugin, public DeviceSelectBase, public JobEventsPlugin {
  public:
   [[nodiscard]] std::string_view name() const override { return "dynamic-resources"; }
   /// The answer reads the node's devices and whether each is in use (its GPUs' and GIs' state,
   /// which the node's generation counts) and the job's claims, which are the same for every job
   /// of one ResourceClaimTemplate (the node index keys request classes by the template).
   [[nodiscard]] bool node_local_answers() const override { return true; }
+  /// A shared claim's answers depend on which jobs of the claim run.
+  [[nodiscard]] bool node_local_for(const JobSpec& job) const override {
+    return job.constraints.claims == nullptr || !job.constraints.claims->shared;
+  }
   /// Allocation errors become warnings: a claim job's decisions must ask about every node state
   /// the scan would, so the warnings are the scan's.
   [[nodiscard]] bool exhaustive_for(const JobSpec& job) const override { return job.constraints.claims != nullptr; }
@@ -41,8 +56,26 @@ class DynamicResources final : public FilterPlugin, public DeviceSelectBase {
   /// the scan, never about other node states); the task stays pending as kube-scheduler keeps
   /// such a pod.
   [[nodiscard]] std::vector<std::string> warnings() const override;
+  /// Shared claims: which run, where, used by how many tasks.
+  void attach(const ClusterState& cluster, std::span<const JobSpec> workload, const JobsView* jobs) override;
+  void job_started(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
+  void job_stopped(const JobSpec& job, JobId id, std::span<const TaskPlacement> placements) override;
+  /// Kubernetes' ResourceClaimReservedForMaxSize: pods that may use one claim at once.
+  static constexpr std::uint32_t kMaxClaimUsers = 256;
 
  private:
+  struct SharedUse {
+    NodeId node;                 // where the claim is allocated (while a job uses it)
+    std::vector<std::pair<JobId, std::uint32_t>> users;   // running jobs using it, with their tasks (status.reservedFor)
+    [[nodiscard]] std::uint32_t tasks() const {
+      std::uint32_t n = 0;
+      for (const auto& u : users) n += u.second;
+      return n;
+    }
+  };
+  /// A shared claim's node for this task, when it is allocated already (by a running job, or by
+  /// an earlier task of this attempt); nullopt: the task would allocate it.
+  [[nodiscard]] std::optional<NodeId> shared_node(const TaskContext& ctx) const;
   struct Devices {
     std::uint64_t cluster = 0;                       // ClusterState::instance() they were built for
     std::vector<std::uint64_t> copies;               // instances copied from it (EASY backfill's scratch clusters)
@@ -60,6 +93,7 @@ class DynamicResources final : public FilterPlugin, public DeviceSelectBase {
   mutable std::optional<Devices> devices_;
   mutable std::vector<std::uint8_t> in_use_;
   mutable std::vector<std::string> errors_;
+  std::unordered_map<const dra::DeviceClaims*, SharedUse> shared_;
 };
 
 }  // namespace gpusched::policies
