@@ -208,8 +208,9 @@ class Result:
         """The DRA devices each running or completed job's claims hold (its last attempt; the
         claims.csv columns): job, task, node, claim_template, request (the claim's request, or
         "request/alternative" for a firstAvailable one), driver, pool, device, admin_access (True:
-        the device is monitored, not taken, and is not among the job's GPUs). Empty when no job
-        names a claim_template (docs/dra.md)."""
+        the device is monitored, not taken, and is not among the job's GPUs). A shared claim
+        (resource_claim) is listed under each job that held its devices, with the claim's name in
+        claim_template. Empty when no job has a claim (docs/dra.md)."""
         import pandas as pd
 
         columns = ["job", "task", "node", "claim_template", "request", "driver", "pool", "device", "admin_access"]
