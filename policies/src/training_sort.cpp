@@ -27,8 +27,22 @@ void TrainingOrder::attach(const ClusterState& /*cluster*/, std::span<const JobS
   jobs_ = jobs;
 }
 
+double TrainingOrder::gpus(const JobSpec& s, JobId j) const {
+  if (s.constraints.claims && jobs_ != nullptr) {
+    const auto placed = jobs_->placements(j);
+    if (!placed.empty()) {
+      double held = 0.0;
+      for (const auto& p : placed) {
+        for (const auto& g : p.gpus) held += static_cast<double>(g.milli) / kMilliPerGpu;
+      }
+      return held;
+    }
+  }
+  return job_gpus(s);
+}
+
 bool SjfOrder::less(const JobSpec& a, JobId ia, const JobSpec& b, JobId ib) const {
-  const double ga = job_gpus(a), gb = job_gpus(b);
+  const double ga = gpus(a, ia), gb = gpus(b, ib);
   if (ga != gb) return ga < gb;
   return fifo(a, ia, b, ib);
 }
@@ -43,12 +57,12 @@ double RemainingOrder::key(const JobSpec& s, JobId j) const {
   if (s.duration.is_forever()) return std::numeric_limits<double>::infinity();
   if (jobs_ == nullptr || j.value >= key_.size()) {
     const double left = std::max(0.0, static_cast<double>(s.duration.us) - (jobs_ ? jobs_->work_done_us(j) : 0.0));
-    return weight_gpus_ ? left * job_gpus(s) : left;
+    return weight_gpus_ ? left * gpus(s, j) : left;
   }
   const SimTime now = jobs_->now();
   if (key_at_[j.value] != now) {
     const double left = std::max(0.0, static_cast<double>(s.duration.us) - jobs_->work_done_us(j));
-    key_[j.value] = weight_gpus_ ? left * job_gpus(s) : left;
+    key_[j.value] = weight_gpus_ ? left * gpus(s, j) : left;
     key_at_[j.value] = now;
   }
   return key_[j.value];

@@ -1328,6 +1328,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       // on their node takes, up to `most` (what quotas charge).
       std::int64_t gpus = 0, most = 0, devices = 0;
       bool all_mode = false, varies = false;
+      std::string sizes, all_request;   // for messages: the first request whose size varies, the All one
       const std::string in = what + " \"" + name + "\", request ";
       for (const auto& req : t->second.requests) {
         const auto alts = alternatives(req);
@@ -1345,8 +1346,10 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         }
         if (alts.front().mode == dra::AllocationMode::kAll) {
           all_mode = true;
+          all_request = req.name;
           continue;
         }
+        if (fewest != largest && !varies) sizes = "request " + req.name + " asks for " + std::to_string(fewest) + " to " + std::to_string(largest) + " devices";
         varies = varies || fewest != largest;   // (never 0: a subrequest has no adminAccess, and counts are positive)
         devices += fewest_devices;
         gpus += fewest;
@@ -1354,8 +1357,8 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       }
       if (varies && all_mode) {
         throw_error(ErrorCode::kTraceBadValue, where,
-                    what + " \"" + name + "\" has a request in allocationMode All and firstAvailable alternatives of "
-                    "different counts: not supported in simulations yet (docs/dra.md)");
+                    what + " \"" + name + "\": " + sizes + " (firstAvailable alternatives) beside request " + all_request +
+                        " in allocationMode All: not supported in simulations yet (docs/dra.md)");
       }
       if (devices > static_cast<std::int64_t>(dra::kMaxDevicesPerClaim)) {
         throw_error(ErrorCode::kTraceBadValue, where,
@@ -1464,7 +1467,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       }
       if (varies && !kinds.empty() && kinds.begin()->first == Kind::kTpuChip) {
         throw_error(ErrorCode::kTraceBadValue, where,
-                    what + " \"" + name + "\": firstAvailable alternatives of different counts of TPU chips are not "
+                    what + " \"" + name + "\": " + sizes + " (firstAvailable alternatives): different counts of TPU chips are not "
                     "supported in simulations yet (docs/dra.md)");
       }
       if (varies) dc->most_devices = static_cast<std::int32_t>(most);

@@ -236,25 +236,40 @@ bool Autoscaler::fits_template(JobId j, std::uint32_t g) {
     const auto& spec = engine_->workload()[j.value];
     const NodeId first{config_.groups[g].first};
     bool ok = spec.request.tpu.hosts <= 1 && cluster_->fits_empty(first, spec.request) && matches(spec, cluster_->spec(first));
-    if (ok && spec.constraints.claims) {
-      // A DRA claim: the group's node must hold it (its selectors, constraints and the TPU
-      // driver's whole-host rule), not only the count the job states. Once per template and group.
-      const auto key = std::pair<const void*, std::uint32_t>(spec.constraints.claims.get(), g);
-      auto it = claims_fit_.find(key);
-      if (it == claims_fit_.end()) {
-        it = claims_fit_.emplace(key, dra::claims_fit_empty(*spec.constraints.claims, cluster_->spec(first), cluster_->catalog())).first;
-      }
-      ok = it->second;
-    }
+    // A DRA claim: the group's node must hold it (its selectors, constraints and the TPU
+    // driver's whole-host rule), not only the count the job states.
+    if (ok && spec.constraints.claims) ok = claims_on(spec, g).has_value();
     cached = ok ? 1 : 2;
   }
   return cached == 1;
 }
 
+const std::optional<std::int32_t>& Autoscaler::claims_on(const JobSpec& spec, std::uint32_t g) {
+  // Once per template (or shared claim) and group.
+  const auto key = std::pair<const void*, std::uint32_t>(spec.constraints.claims.get(), g);
+  auto it = claims_fit_.find(key);
+  if (it == claims_fit_.end()) {
+    const NodeId first{config_.groups[g].first};
+    it = claims_fit_.emplace(key, dra::claims_fit_empty(*spec.constraints.claims, cluster_->spec(first), cluster_->catalog())).first;
+  }
+  return it->second;
+}
+
 bool Autoscaler::place(JobId j, std::uint32_t g, std::span<const std::uint32_t> slots, std::span<const std::uint32_t> fresh,
                        std::uint32_t& opened, std::vector<std::pair<JobId, TaskPlacement>>& undo) {
   const auto& spec = engine_->workload()[j.value];
-  const auto& r = spec.request;
+  // A claim whose size depends on the node (firstAvailable alternatives of different counts, All
+  // over nodes of different sizes) states its smallest: pack it as the group's nodes grant it.
+  TaskRequest sized;
+  const TaskRequest* asked = &spec.request;
+  if (spec.constraints.claims && !spec.constraints.claims->shared && spec.request.gpu.mode != GpuMode::kNone) {
+    if (const auto& taken = claims_on(spec, g); taken && *taken > spec.request.gpu.count) {
+      sized = spec.request;
+      sized.gpu.count = *taken;
+      asked = &sized;
+    }
+  }
+  const auto& r = *asked;
   auto& sc = scratch_[g];
   const std::size_t mark = undo.size();
   const std::uint32_t opened_before = opened;

@@ -256,7 +256,8 @@ TEST_CASE("TPU claims that cannot work are refused before the run, naming the dr
   const auto alternatives = run_error(with_dra(tpu_scenario(), {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
       {"firstAvailable", nlohmann::json::parse(R"([{"name": "v6e", "deviceClassName": "tpu.google.com", "count": 8},
                                                    {"name": "v5e", "deviceClassName": "tpu.google.com", "count": 4}])")}}})}}}}));
-  CHECK(alternatives.find("firstAvailable alternatives of different counts of TPU chips are not supported in simulations yet") != std::string::npos);
+  CHECK(alternatives.find("ResourceClaimTemplate \"tpus\": request tpus asks for 4 to 8 devices (firstAvailable alternatives): different counts of "
+                          "TPU chips are not supported in simulations yet") != std::string::npos);
   // TPU chips asked both ways.
   auto both = with_dra(tpu_scenario(),
                        {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},

@@ -553,6 +553,56 @@ TEST_CASE("DRA firstAvailable alternatives of different sizes: four H100s, else 
   }
 }
 
+TEST_CASE("DRA claims of node-dependent size: the autoscaler and SRSF count what the claim takes", "[dra][engine][autoscaler]") {
+  // Review of 8ede7d7 (repros in the commit message of the fix): both counted the smallest.
+  std::ifstream in(kRepo / "examples" / "dra" / "alternatives.json");
+  auto doc = nlohmann::json::parse(in);
+  const auto parse = [](const nlohmann::json& d) { return parse_scenario(d.dump(), "alternatives.json", kRepo / "examples" / "dra"); };
+  // The H100 node is full; four "four H100s, else eight A100s" jobs each need a new A100 node.
+  doc["cluster"]["node_groups"][1]["count"] = 4;
+  doc["cluster"]["node_groups"][1]["autoscale"] = {{"min", 0}, {"provisioning_delay_s", 300}, {"scale_down_idle_s", 600}};
+  doc["autoscaler"] = {{"scan_interval_s", 10}};
+  nlohmann::json jobs = nlohmann::json::array();
+  for (int i = 0; i < 2; ++i) {
+    jobs.push_back({{"id", "h-" + std::to_string(i)}, {"submit_time", 0}, {"duration", 5000},
+                    {"requests", {{"cpu", "4"}, {"memory", "16Gi"}, {"nvidia.com/gpu", "4"}}}});
+  }
+  for (int i = 0; i < 4; ++i) {
+    jobs.push_back({{"id", "c-" + std::to_string(i)}, {"submit_time", 10}, {"duration", 1000}, {"claim_template", "four-h100-else-eight-a100"},
+                    {"requests", {{"cpu", "4"}, {"memory", "16Gi"}}}});
+  }
+  doc["workload"]["jobs"] = jobs;
+  const auto scaled = run(parse(doc));
+  std::size_t ups = 0;
+  for (const auto& line : scaled.event_log()) ups += line.find(",node_up,") != std::string::npos ? 1 : 0;
+  CHECK(ups == 4);   // was 2, then 1 and 1, each job started 300 s after the one before
+  for (const auto& row : scaled.jobs()) {
+    if (row.job.rfind("c-", 0) == 0) CHECK(row.start_s == 320.0);
+  }
+
+  // SRSF: a running job's key is its remaining time x the GPUs it holds (8 A100s), not the
+  // smallest its claim could take (4 H100s): P, 120 s x 8 GPUs, preempts C, 199 s x 8.
+  auto srsf = nlohmann::json::parse(R"({"schema_version": 1, "name": "srsf", "seed": 1,
+    "cluster": {"node_groups": [
+      {"name": "h100", "count": 1, "cpu": 64, "memory": "512Gi", "gpus": 4, "gpu_model": "H100-80GB"},
+      {"name": "a100", "count": 1, "cpu": 64, "memory": "512Gi", "gpus": 8, "gpu_model": "A100-80GB"}]},
+    "dra": {"objects": [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "all-gpus"},
+                         "spec": {"spec": {"devices": {"requests": [{"name": "all", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}}]}}}}]},
+    "profile": {"name": "srsf-dra", "queue_sort": {"name": "srsf"}, "queueing": "preemptive",
+                "filter": [{"name": "node-resources-fit"}, {"name": "dynamic-resources"}], "score": [{"name": "first-fit"}],
+                "device_select": {"name": "dynamic-resources"}},
+    "workload": {"jobs": [
+      {"id": "B", "submit_time": 0, "duration": 1000, "gpu_model": "H100-80GB", "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "4"}},
+      {"id": "C", "submit_time": 1, "duration": 200, "claim_template": "all-gpus", "requests": {"cpu": "4", "memory": "16Gi"}},
+      {"id": "P", "submit_time": 2, "duration": 120, "gpu_model": "A100-80GB", "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "8"}}]},
+    "outputs": {"event_log": true}})");
+  const auto ordered = run(parse_scenario(srsf.dump(), "srsf.json", "."));
+  const auto rows = ordered.jobs();
+  CHECK(rows[1].job == "C");
+  CHECK(rows[1].evictions == 1);
+  CHECK(rows[2].start_s == 2.0);
+}
+
 TEST_CASE("A DRA ResourceClaim shared by several jobs: allocated by the first, kept until the last ends", "[dra][engine]") {
   // examples/dra/shared.json: two GPUs on one PCIe root, shared by trainer, evaluator and late.
   std::ifstream in(kRepo / "examples" / "dra" / "shared.json");
@@ -702,7 +752,8 @@ TEST_CASE("DRA claims in scenarios: every mistake is an error before the run", "
       R"([{"name": "two", "deviceClassName": "gpu.nvidia.com", "count": 2}, {"name": "one", "deviceClassName": "gpu.nvidia.com"}])");
   mixed_sizes["dra"]["objects"][0]["spec"]["spec"]["devices"]["requests"].push_back(
       nlohmann::json::parse(R"({"name": "all", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}})"));
-  CHECK(run_error(mixed_sizes).find("has a request in allocationMode All and firstAvailable alternatives of different counts: not supported") !=
+  CHECK(run_error(mixed_sizes).find("ResourceClaimTemplate \"two-gpus-one-pcie-root\": request gpus asks for 1 to 2 devices (firstAvailable "
+                                    "alternatives) beside request all in allocationMode All: not supported") !=
         std::string::npos);
   // Counting GPUs only would cut the claim job into one-GPU tasks that each carry the claim
   // (review: the run aborted on an invariant).

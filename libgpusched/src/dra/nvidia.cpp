@@ -350,8 +350,8 @@ ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatal
   return out;
 }
 
-bool claims_fit_empty(const DeviceClaims& claims, const NodeSpec& node, const GpuCatalog& catalog) {
-  if (!claims.classes) return false;
+std::optional<std::int32_t> claims_fit_empty(const DeviceClaims& claims, const NodeSpec& node, const GpuCatalog& catalog) {
+  if (!claims.classes) return std::nullopt;
   std::vector<ResourceSlice> given;
   for (const auto& s : given_slices(claims.slices)) {
     if (s.node_name == node.name) given.push_back(s);
@@ -360,16 +360,21 @@ bool claims_fit_empty(const DeviceClaims& claims, const NodeSpec& node, const Gp
   try {
     published = simulated_devices(std::span<const NodeSpec>(&node, 1), catalog, given);
   } catch (const std::invalid_argument&) {
-    return false;
+    return std::nullopt;
   }
   const Allocator alloc(*claims.classes, std::move(published.slices));
   std::vector<const ResourceClaim*> ptrs;
   for (const auto& c : claims.claims) ptrs.push_back(&c);
   try {
     const auto got = alloc.allocate(published.nodes.front(), ptrs, alloc.no_devices_in_use());
-    return got && takes_whole_tpu_host(*got, node);
+    if (!got || !takes_whole_tpu_host(*got, node)) return std::nullopt;
+    std::int32_t taken = 0;
+    for (const auto& a : *got) {
+      for (const auto& r : a.devices) taken += r.admin_access ? 0 : 1;
+    }
+    return taken;
   } catch (const AllocationError&) {
-    return false;
+    return std::nullopt;
   }
 }
 

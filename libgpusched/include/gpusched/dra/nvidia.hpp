@@ -92,8 +92,9 @@ struct ClusterDevices {
 /// simulated_devices publishes them (a given slice naming the node included), the classes and
 /// selectors of `claims`, and a TPU claim taking all of the host's chips (takes_whole_tpu_host).
 /// A CEL runtime error or a given slice that does not fit the node counts as no. For the
-/// autoscaler: can a new node of this shape ever hold the claim? O(devices x requests).
-[[nodiscard]] bool claims_fit_empty(const DeviceClaims& claims, const NodeSpec& node, const GpuCatalog& catalog);
+/// autoscaler: can a new node of this shape ever hold the claim, and how many devices (admin
+/// access left out) does it take there? nullopt: it cannot. O(devices x requests).
+[[nodiscard]] std::optional<std::int32_t> claims_fit_empty(const DeviceClaims& claims, const NodeSpec& node, const GpuCatalog& catalog);
 /// NVIDIA's DeviceClasses: gpu.nvidia.com (type gpu), mig.nvidia.com (type mig) and
 /// vfio.gpu.nvidia.com (type vfio), with the chart's selectors.
 [[nodiscard]] std::vector<DeviceClass> nvidia_device_classes();

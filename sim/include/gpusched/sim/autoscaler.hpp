@@ -157,7 +157,9 @@ class Autoscaler final : public Observer {
   std::vector<ClusterState> scratch_;          // per group: its node specs, empty between scans
   std::vector<std::int32_t> group_of_;         // per cluster node: group index, -1 = static
   std::vector<std::uint8_t> template_fit_;     // per (job, group): 0 unknown, 1 fits, 2 never
-  std::map<std::pair<const void*, std::uint32_t>, bool> claims_fit_;   // per (DRA claims, group): an empty node holds them
+  /// Per (DRA claims, group): the devices the claims take on an empty node (nullopt: it cannot hold them).
+  std::map<std::pair<const void*, std::uint32_t>, std::optional<std::int32_t>> claims_fit_;
+  [[nodiscard]] const std::optional<std::int32_t>& claims_on(const JobSpec& spec, std::uint32_t g);
   std::vector<std::uint8_t> unhelpable_;       // per job: scheduler refused it on empty group nodes
   std::set<SimTime> armed_;                    // scan times with a timer pending (ordered)
   std::vector<NodeId> fresh_;                  // nodes that gained capacity at `fresh_at_`

@@ -37,6 +37,9 @@ class TrainingOrder : public QueueSortPlugin, public JobEventsPlugin {
     if (a.submit != b.submit) return a.submit < b.submit;
     return ia < ib;
   }
+  /// The job's GPUs: those its tasks hold while it runs when they come from a DRA claim (whose
+  /// size may depend on the node: firstAvailable alternatives, All), else what it asks for.
+  [[nodiscard]] double gpus(const JobSpec& s, JobId j) const;
   const JobsView* jobs_ = nullptr;
   std::span<const JobSpec> workload_;
 };
