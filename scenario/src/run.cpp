@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <gpusched/dra/nvidia.hpp>
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
 #include <gpusched/rng.hpp>
@@ -116,6 +117,53 @@ void apply_priority_classes(Workload& jobs, const std::map<std::string, Priority
   }
 }
 
+/// How many tasks of a job with a DRA claim an empty cluster holds at once: on each node, the
+/// claim allocated again and again with the devices taken before marked in use, as
+/// dynamic-resources would place them one after another, while the task's CPU and memory fit.
+/// A shared claim's tasks all go to its node and take its devices once: the best node counts.
+std::int64_t claim_tasks_at_once(const JobSpec& j, ClusterState& scratch, std::int64_t want) {
+  const auto& claims = *j.constraints.claims;
+  if (!claims.classes) return 0;
+  const auto published = dra::simulated_devices(scratch.specs(), scratch.catalog(), dra::given_slices(claims.slices));
+  const dra::Allocator alloc(*claims.classes, published.slices);
+  std::vector<const dra::ResourceClaim*> ptrs;
+  for (const auto& c : claims.claims) ptrs.push_back(&c);
+  TaskRequest host = j.request;   // CPU, memory and the rest: the devices come from the claim
+  host.gpu = GpuRequest{};
+  host.tpu = TpuRequest{};
+  std::int64_t total = 0, best = 0;
+  for (std::uint32_t n = 0; n < scratch.node_count() && total < want && best < want; ++n) {
+    const NodeId node{n};
+    auto in_use = alloc.no_devices_in_use();
+    std::vector<TaskPlacement> taken;
+    while (total + static_cast<std::int64_t>(taken.size()) < want && scratch.fits(node, host)) {
+      if (!claims.shared || taken.empty()) {
+        std::optional<std::vector<dra::Allocation>> got;
+        try {
+          got = alloc.allocate(published.nodes[n], ptrs, in_use);
+        } catch (const dra::AllocationError&) {
+          break;
+        }
+        if (!got || !dra::takes_whole_tpu_host(*got, scratch.spec(node))) break;
+        for (const auto& a : *got) {
+          for (const auto& r : a.devices) {
+            if (r.admin_access) continue;
+            if (const auto k = alloc.find_device(r.driver, r.pool, r.device)) in_use[*k] = 1;
+          }
+        }
+      }
+      TaskPlacement p;
+      p.node = node;
+      scratch.allocate(host, p);
+      taken.push_back(p);
+    }
+    for (auto t = taken.rbegin(); t != taken.rend(); ++t) scratch.undo_allocate(host, *t);
+    if (claims.shared) best = std::max<std::int64_t>(best, static_cast<std::int64_t>(taken.size()));
+    else total += static_cast<std::int64_t>(taken.size());
+  }
+  return claims.shared ? best : total;
+}
+
 void check_gangs(const Workload& jobs, const ClusterState& cluster, const std::string& source) {
   // How many tasks of one request an empty cluster holds at once: pack them node by node on a
   // scratch copy (first fit, lowest GPUs). Equal requests share the answer.
@@ -129,7 +177,9 @@ void check_gangs(const Workload& jobs, const ClusterState& cluster, const std::s
       if (!scratch) scratch.emplace(cluster);
       std::int64_t placed = 0;
       std::vector<std::pair<TaskPlacement, const TaskRequest*>> taken;
-      for (std::uint32_t n = 0; n < scratch->node_count() && placed < j.min_available; ++n) {
+      // A claim decides which devices a task gets, and its size may depend on the node.
+      if (j.constraints.claims) placed = claim_tasks_at_once(j, *scratch, j.min_available);
+      for (std::uint32_t n = 0; !j.constraints.claims && n < scratch->node_count() && placed < j.min_available; ++n) {
         const NodeId node{n};
         while (placed < j.min_available && scratch->fits(node, j.request)) {
           TaskPlacement p;

@@ -580,6 +580,24 @@ TEST_CASE("DRA claims of node-dependent size: the autoscaler and SRSF count what
     if (row.job.rfind("c-", 0) == 0) CHECK(row.start_s == 320.0);
   }
 
+  // A gang checked before the run: one H100 node holds two tasks (4 GPUs each), one A100 node
+  // one (8): three at once, not the four that counting the smallest (4 GPUs) would allow.
+  std::ifstream again(kRepo / "examples" / "dra" / "alternatives.json");
+  auto gang = nlohmann::json::parse(again);
+  gang["cluster"]["node_groups"][1]["count"] = 1;
+  gang["workload"]["jobs"] = nlohmann::json::parse(R"([{"id": "g", "submit_time": 0, "duration": 100, "tasks": 4, "min_available": 4,
+      "claim_template": "four-h100-else-eight-a100", "requests": {"cpu": "4", "memory": "16Gi"}}])");
+  try {
+    (void)run(parse(gang));
+    FAIL("a gang of 4 was accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("job \"g\" is a gang of 4 tasks that must run at once, but the whole cluster, empty, holds only 3 of them") !=
+          std::string::npos);
+  }
+  gang["workload"]["jobs"][0]["tasks"] = 3;
+  gang["workload"]["jobs"][0]["min_available"] = 3;
+  CHECK(starts(run(parse(gang))).at("g") == "h100-0000[0,1,2,3];h100-0000[4,5,6,7];a100-0000[0,1,2,3,4,5,6,7]");
+
   // SRSF: a running job's key is its remaining time x the GPUs it holds (8 A100s), not the
   // smallest its claim could take (4 H100s): P, 120 s x 8 GPUs, preempts C, 199 s x 8.
   auto srsf = nlohmann::json::parse(R"({"schema_version": 1, "name": "srsf", "seed": 1,
