@@ -356,8 +356,9 @@ Registry Registry::with_builtins() {
          "gpushare-style GPU-memory binpack: the node and GPU with the least free GPU memory that still fits",
          {"score", "device_select"}, {kMigStartArg}, [](const PluginContext& c) { return with_mig_start<GpuBinpack>(c); }});
   r.add({"dynamic-resources",
-         "Kubernetes DynamicResources: a job's DRA claim (claim_template) allocated by the structured allocator on the "
-         "node's whole GPUs (filter), those GPUs granted (device select); other jobs pass, their GPUs first fit",
+         "Kubernetes DynamicResources: a job's DRA claim (claim_template, or a ResourceClaim shared with other jobs: "
+         "resource_claim) allocated by the structured allocator on the node's devices (filter), those devices granted "
+         "(device select); other jobs pass, their GPUs first fit",
          {"filter", "device_select"}, {kMigStartArg}, [](const PluginContext& c) { return with_mig_start<DynamicResources>(c); }});
   r.add({"topology-manager",
          "Kubernetes TopologyManager: NUMA admission (filter), aligned nodes first (score), best-connected GPUs "

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include <gpusched/dra/nvidia.hpp>
+#include <gpusched/policies/dynamicresources/dynamic_resources.hpp>
 #include <gpusched/policies/framework/registry.hpp>
 #include <gpusched/policies/framework/scheduler.hpp>
 #include <gpusched/rng.hpp>
@@ -136,7 +137,8 @@ std::int64_t claim_tasks_at_once(const JobSpec& j, ClusterState& scratch, std::i
     const NodeId node{n};
     auto in_use = alloc.no_devices_in_use();
     std::vector<TaskPlacement> taken;
-    while (total + static_cast<std::int64_t>(taken.size()) < want && scratch.fits(node, host)) {
+    while (total + static_cast<std::int64_t>(taken.size()) < want && scratch.fits(node, host) &&
+           (!claims.shared || taken.size() < policies::DynamicResources::kMaxClaimUsers)) {
       if (!claims.shared || taken.empty()) {
         std::optional<std::vector<dra::Allocation>> got;
         try {
@@ -286,13 +288,13 @@ void prepare_claims(Workload& jobs, const Scenario& sc) {
   const auto named = [](const policies::PluginRef& r) { return r.name == "dynamic-resources"; };
   if (std::none_of(sc.profile.filter.begin(), sc.profile.filter.end(), named) || !named(sc.profile.device_select)) {
     throw_error(ErrorCode::kScenarioBadValue, {sc.source, 0, "profile"},
-                "jobs have DRA claims (claim_template), but profile \"" + sc.profile.name +
+                "jobs have DRA claims (claim_template, resource_claim), but profile \"" + sc.profile.name +
                     "\" does not list dynamic-resources at filter and device_select, so their claims would be ignored (docs/dra.md)");
   }
   // Counting GPUs only cuts each job into one-GPU tasks: a claim names devices, not a count.
   if (sc.count_gpus) {
     throw_error(ErrorCode::kScenarioBadValue, {sc.source, 0, "/preemption/placement"},
-                "placement \"count\" counts GPUs only, which a DRA claim (claim_template) does not: a claim names its devices (docs/dra.md)");
+                "placement \"count\" counts GPUs only, which a DRA claim (claim_template, resource_claim) does not: a claim names its devices (docs/dra.md)");
   }
 }
 
@@ -349,6 +351,17 @@ RunResult run(const Scenario& sc, std::optional<std::uint64_t> seed_override, co
     }
   }
 
+  // Shared DRA claims under queue policies that decide several jobs on copies before any starts
+  // (preemptive queueing's what-ifs, EASY backfill's reservation) are not modelled: the claim's
+  // state lives in what has started, and a copy would free the holder's devices under the others.
+  if (engine_config.queue_policy == sim::QueuePolicy::kPreemptive || engine_config.queue_policy == sim::QueuePolicy::kEasyBackfill) {
+    const auto shared = std::find_if(workload.begin(), workload.end(), [](const JobSpec& j) { return !j.constraints.resource_claim.empty(); });
+    if (shared != workload.end()) {
+      throw_error(ErrorCode::kScenarioBadValue, {sc.source, 0, "profile"},
+                  "job \"" + shared->name + "\" shares ResourceClaim \"" + shared->constraints.resource_claim.str() + "\" (resource_claim), which the profile's \"" +
+                      sc.profile.queueing + "\" queueing does not model yet (profile \"" + sc.profile.name + "\"; docs/dra.md)");
+    }
+  }
   auto state = std::make_unique<RunResult::State>(std::move(cluster), std::move(workload), sc.outputs.sample_interval);
   state->scheduler = std::move(scheduler);
   state->profile_name = sc.profile.name;

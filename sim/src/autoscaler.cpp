@@ -260,11 +260,15 @@ bool Autoscaler::place(JobId j, std::uint32_t g, std::span<const std::uint32_t> 
   const auto& spec = engine_->workload()[j.value];
   // A claim whose size depends on the node (firstAvailable alternatives of different counts, All
   // over nodes of different sizes) states its smallest: pack it as the group's nodes grant it.
+  // A shared claim's job that would allocate it (scale_up passes no other) takes its devices.
   TaskRequest sized;
   const TaskRequest* asked = &spec.request;
-  if (spec.constraints.claims && !spec.constraints.claims->shared && spec.request.gpu.mode != GpuMode::kNone) {
-    if (const auto& taken = claims_on(spec, g); taken && *taken > spec.request.gpu.count) {
+  if (const auto& claims = spec.constraints.claims; claims && (claims->shared || spec.request.gpu.mode != GpuMode::kNone)) {
+    const auto& taken = claims_on(spec, g);
+    const GpuRequest& kind = claims->shared ? claims->holder : spec.request.gpu;
+    if (taken && *taken > 0 && kind.mode != GpuMode::kNone && (claims->shared || *taken > spec.request.gpu.count)) {
       sized = spec.request;
+      sized.gpu = kind;
       sized.gpu.count = *taken;
       asked = &sized;
     }
@@ -336,8 +340,25 @@ void Autoscaler::scale_up(SimTime now) {
   // instant runs after the scan).
   std::vector<JobId> jobs;
   bool deferred = false;
+  // Shared DRA claims (resource_claim): a job of a claim in use can only join its node, which no
+  // new node helps; of a free claim's waiting jobs the first allocates it (packed as taking its
+  // devices below) and the others join it there.
+  std::set<std::string_view> claims_taken;
+  bool claims_read = false;
   for (JobId j : pending) {
     if (unhelpable_[j.value]) continue;
+    if (const auto& c = workload[j.value].constraints; !c.resource_claim.empty()) {
+      if (!claims_read) {
+        claims_read = true;
+        for (std::uint32_t n = 0; n < cluster_->node_count(); ++n) {
+          for (const JobId r : engine_->running_on(NodeId{n})) {
+            const auto& name = workload[r.value].constraints.resource_claim;
+            if (!name.empty()) claims_taken.insert(std::string_view(name));
+          }
+        }
+      }
+      if (!claims_taken.insert(std::string_view(c.resource_claim)).second) continue;
+    }
     bool any = false;
     for (std::uint32_t g = 0; g < ngroups && !any; ++g) any = fits_template(j, g);
     if (!any) continue;

@@ -235,9 +235,19 @@ bool Engine::hand_over_claim(JobId j, std::vector<TaskPlacement>& released) {
     if (p.gpus.empty()) continue;
     for (const JobId k : on_node_[p.node.value]) {
       if (k == j || jobs_[k.value].state != JobState::kRunning || workload_[k.value].constraints.resource_claim != claim) continue;
-      for (auto& q : jobs_[k.value].placements) {
+      auto& to = jobs_[k.value];
+      for (auto& q : to.placements) {
         if (q.node != p.node) continue;
+        // As when an elastic job grows: the hook hears a stop and a start with all the
+        // placements (its accounting follows the devices), and attained GPU service counts the
+        // time before at the GPUs held then.
+        hook_->job_stopped(workload_[k.value], k, to.placements);
+        const double held_before = held_gpus(k);
         q.gpus.insert(q.gpus.end(), p.gpus.begin(), p.gpus.end());
+        if (const SimTime from = progress_from(k); now_ > from) {
+          to.attained_gpu_us += static_cast<double>((now_ - from).us) * (held_before - held_gpus(k));
+        }
+        hook_->job_started(workload_[k.value], k, to.placements);
         p.gpus.clear();
         handed = true;
         break;
@@ -834,10 +844,12 @@ void Engine::schedule_cycle(bool full) {
     if (seen != failed.end()) {
       if (seen->second != 0) rt.reason = seen->second;
       else if (fresh) rt.reason = intern_reason("not tried: a job with the same request could not be placed at this time");
-    } else if (!fresh && config_.retry_changed_nodes_only && changed.empty() && hook_->node_local()) {
-      // Nothing gained capacity: it would fail again.
+    } else if (!fresh && config_.retry_changed_nodes_only && changed.empty() && hook_->node_local() && spec.constraints.resource_claim.empty()) {
+      // Nothing gained capacity: it would fail again. (A shared DRA claim freed by a job's end
+      // opens every node to the claim's jobs, whatever gained capacity.)
     } else {
-      const bool narrow = !fresh && config_.retry_changed_nodes_only && spec.min_available == 1 && hook_->node_local();
+      const bool narrow = !fresh && config_.retry_changed_nodes_only && spec.min_available == 1 && hook_->node_local() &&
+                          spec.constraints.resource_claim.empty();
       ++attempts_;
       const Status s = hook_->schedule(*cluster_, spec, j, scratch_, narrow ? changed : std::span<const NodeId>{});
       if (s.ok() && !head_found) started_ahead = true;

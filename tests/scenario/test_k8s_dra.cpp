@@ -553,6 +553,68 @@ TEST_CASE("DRA firstAvailable alternatives of different sizes: four H100s, else 
   }
 }
 
+TEST_CASE("Shared DRA claims: retries, attained service, the 256-task limit, the autoscaler, queueing modes", "[dra][engine][autoscaler]") {
+  // Review of 8e2e466 (a helper's repros, one section each).
+  std::ifstream in(kRepo / "examples" / "dra" / "shared.json");
+  const auto doc = nlohmann::json::parse(in);
+  const auto parse = [](const nlohmann::json& d) { return parse_scenario(d.dump(), "shared.json", kRepo / "examples" / "dra"); };
+  auto shared_jobs = [](const char* a_duration) {
+    return nlohmann::json::parse(std::string(R"([
+      {"id": "a", "submit_time": 0.5, "duration": )") + a_duration + R"(, "resource_claim": "shared-pair", "requests": {"cpu": "8", "memory": "32Gi"}},
+      {"id": "cpuhog", "submit_time": 0.6, "duration": 1000, "requests": {"cpu": "52", "memory": "16Gi"}},
+      {"id": "b", "submit_time": 1.5, "duration": 500, "resource_claim": "shared-pair", "requests": {"cpu": "16", "memory": "16Gi"}}])");
+  };
+  SECTION("a claim freed by its last job opens every node to its waiting jobs (no narrowed retry)") {
+    // b cannot join a on pcie-0000 (CPU); once a ends the claim is free, and b allocates it on
+    // pcie-0001, where nothing changed.
+    auto d = doc;
+    d["workload"]["jobs"] = shared_jobs("100");
+    const auto got = starts(run(parse(d)));
+    CHECK(got.at("b") == "pcie-0001[0,1]");
+    const auto r = run(parse(d));
+    CHECK(r.jobs()[2].start_s == 100.5);
+  }
+  SECTION("attained GPU service counts the devices from when they were handed over") {
+    const auto r = run(parse(doc));
+    std::map<std::string, double> gpu_s;
+    for (const auto& row : r.jobs()) gpu_s[row.job] = row.attained_gpu_s;
+    CHECK(gpu_s.at("trainer") == Approx(600.0));     // 2 GPUs x 1-301 s
+    CHECK(gpu_s.at("evaluator") == Approx(402.0));   // 2 GPUs x 301-502 s (was 1,000)
+    CHECK(gpu_s.at("late") == Approx(396.0));        // 2 GPUs x 502-700 s (was 600)
+  }
+  SECTION("at most 256 tasks use a claim, the one that allocates it included") {
+    auto d = doc;
+    d["workload"]["jobs"] = nlohmann::json::parse(R"([{"id": "big", "submit_time": 0, "duration": 100, "tasks": 300, "min_available": 300,
+        "resource_claim": "shared-pair", "requests": {"cpu": "100m", "memory": "100Mi"}}])");
+    CHECK(run_error(d).find("job \"big\" is a gang of 300 tasks that must run at once, but the whole cluster, empty, holds only 256 of them") !=
+          std::string::npos);
+    d["workload"]["jobs"][0]["min_available"] = 1;   // elastic: runs with 256
+    const auto r = run(parse(d));
+    CHECK(r.engine().job(JobId{0}).placements.size() == 256);
+  }
+  SECTION("the autoscaler adds no node for a job that can only join its claim's node") {
+    auto d = doc;
+    d["cluster"]["node_groups"][0]["count"] = 1;
+    d["cluster"]["node_groups"].push_back(nlohmann::json::parse(R"({"name": "burst", "count": 3, "cpu": 64, "memory": "512Gi", "gpus": 4,
+        "gpu_model": "A100-80GB", "topology": {"gpus_per_pcie_switch": 2}, "autoscale": {"min": 0, "provisioning_delay_s": 60, "scale_down_idle_s": 120}})"));
+    d["autoscaler"] = {{"scan_interval_s", 10}};
+    d["workload"]["jobs"] = shared_jobs("1000");
+    const auto r = run(parse(d));
+    for (const auto& line : r.event_log()) CHECK(line.find(",node_up,") == std::string::npos);
+    // b waits for the claim to be free (a ends at 1000.5) and for CPU (cpuhog ends at 1000.6).
+    CHECK(r.jobs()[2].start_s == Approx(1000.6));
+  }
+  SECTION("queue modes that decide on copies before jobs start are refused") {
+    for (const char* queueing : {"preemptive", "easy-backfill"}) {
+      auto d = doc;
+      d["profile"]["queueing"] = queueing;
+      INFO(queueing);
+      CHECK(run_error(d).find(std::string("job \"trainer\" shares ResourceClaim \"shared-pair\" (resource_claim), which the profile's \"") + queueing +
+                              "\" queueing does not model yet") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("DRA claims of node-dependent size: the autoscaler and SRSF count what the claim takes", "[dra][engine][autoscaler]") {
   // Review of 8ede7d7 (repros in the commit message of the fix): both counted the smallest.
   std::ifstream in(kRepo / "examples" / "dra" / "alternatives.json");

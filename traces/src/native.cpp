@@ -149,7 +149,7 @@ JobSpec build_job(const RawJob& raw, const std::string& source, const GpuCatalog
   check_request_ranges(raw.requests, {source, raw.line, ""}, request_prefix);
   if ((!raw.claim_template.empty() || !raw.resource_claim.empty()) && !raw.models.empty()) {
     throw_error(ErrorCode::kTraceBadValue, at("gpu_model"),
-                std::string("gpu_model does not combine with ") + (raw.claim_template.empty() ? "resource_claim" : "claim_template") + ": the claim chooses the GPUs (select the model in the template, "
+                std::string("gpu_model does not combine with ") + (raw.claim_template.empty() ? "resource_claim" : "claim_template") + ": the claim chooses the GPUs (select the model in the claim's selectors, "
                 "e.g. device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100-80GB'; docs/dra.md)");
   }
   j.request = parse_requests(raw.requests, raw.models, catalog, resources, {source, raw.line, ""}, request_prefix);

@@ -65,7 +65,8 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
     }
     return got;
   } catch (const dra::AllocationError& e) {
-    const std::string text = "dynamic-resources: ResourceClaimTemplate \"" + claims.template_name + "\": " + e.what();
+    const std::string text = std::string("dynamic-resources: ") + (claims.shared ? "ResourceClaim" : "ResourceClaimTemplate") + " \"" +
+                             claims.template_name + "\": " + e.what();
     if (std::find(errors_.begin(), errors_.end(), text) == errors_.end()) errors_.push_back(text);
     return std::nullopt;
   }
@@ -89,7 +90,8 @@ Status DynamicResources::filter(const ClusterState& cluster, const TaskContext& 
     // An allocated claim: usable on its node only, by at most 256 pods at once
     // (dynamicresources.go PreFilter and Filter; dynamicresources_test.go "wrong-topology").
     const auto it = shared_.find(c.claims.get());
-    if (it != shared_.end() && it->second.tasks() + ctx.placed.size() >= kMaxClaimUsers) return Status::unresolvable(name(), "resourceclaim in use");
+    const std::size_t users = (it == shared_.end() ? 0 : it->second.tasks()) + ctx.placed.size();
+    if (users >= kMaxClaimUsers) return Status::unresolvable(name(), "resourceclaim in use");
     if (const auto at = shared_node(ctx)) {
       return *at == node ? Status::success() : Status::unresolvable(name(), "resourceclaim not available on the node");
     }
