@@ -244,6 +244,7 @@ bool Engine::hand_over_claim(JobId j, std::vector<TaskPlacement>& released) {
         hook_->job_stopped(workload_[k.value], k, to.placements);
         const double held_before = held_gpus(k);
         q.gpus.insert(q.gpus.end(), p.gpus.begin(), p.gpus.end());
+        received_[k.value].emplace_back(now_, held_gpus(k) - held_before);
         if (const SimTime from = progress_from(k); now_ > from) {
           to.attained_gpu_us += static_cast<double>((now_ - from).us) * (held_before - held_gpus(k));
         }
@@ -287,7 +288,15 @@ void Engine::stop_job(JobId j, bool release) {
   rt.attained_us += ran - restoring;
   rt.attained_gpu_us += (ran - restoring) * held;
   rt.overhead_paid_us += restoring;
-  overhead_gpu_hours_ += restoring / 3.6e9 * held;
+  // GPUs a shared claim's holder handed over part-way count for the restore from then on only.
+  double overhead_gpu_us = restoring * held;
+  if (const auto it = received_.find(j.value); it != received_.end()) {
+    for (const auto& [at, g] : it->second) {
+      overhead_gpu_us -= g * std::min(restoring, std::max(0.0, static_cast<double>(at.us) - static_cast<double>(rt.start.us)));
+    }
+    received_.erase(it);
+  }
+  overhead_gpu_hours_ += overhead_gpu_us / 3.6e9;
   queue_.cancel(rt.finish_event);
   --running_;
   if (!sharers_.empty()) {
@@ -385,7 +394,13 @@ double Engine::work_lost_us(JobId j) const {
 void Engine::evict(JobId j, const std::string& why, bool released) {
   auto& rt = jobs_[j.value];
   const auto [done, kept] = progress(j);
-  const double gpus = held_gpus(j);
+  // A shared claim's devices handed to this job at this very instant (their holder was evicted
+  // just before, as when a node fails under all the claim's jobs) were not held during the work
+  // it loses. (Devices received earlier count for all of it: an approximation.)
+  double gpus = held_gpus(j);
+  if (const auto it = received_.find(j.value); it != received_.end()) {
+    for (const auto& [at, g] : it->second) gpus -= at == now_ ? g : 0.0;
+  }
   stop_job(j, !released);
   if (released) {
     // The preemptor may not use all the victim freed: other waiting jobs may fit there now.

@@ -582,6 +582,37 @@ TEST_CASE("Shared DRA claims: retries, attained service, the 256-task limit, the
     CHECK(gpu_s.at("evaluator") == Approx(402.0));   // 2 GPUs x 301-502 s (was 1,000)
     CHECK(gpu_s.at("late") == Approx(396.0));        // 2 GPUs x 502-700 s (was 600)
   }
+  SECTION("a node failure under all of a claim's jobs: the lost GPU-hours are the holder's alone") {
+    auto d = doc;
+    d["cluster"]["node_groups"][0]["count"] = 1;
+    d["events"] = nlohmann::json::parse(R"([{"time_s": 100, "node": "pcie-0000", "type": "node_down"},
+                                            {"time_s": 110, "node": "pcie-0000", "type": "node_up"}])");
+    d["workload"]["jobs"] = nlohmann::json::parse(R"([
+      {"id": "A", "submit_time": 0, "duration": 300, "resource_claim": "shared-pair", "requests": {"cpu": "8", "memory": "16Gi"}},
+      {"id": "B", "submit_time": 0, "duration": 500, "resource_claim": "shared-pair", "requests": {"cpu": "8", "memory": "16Gi"}},
+      {"id": "C", "submit_time": 0, "duration": 500, "resource_claim": "shared-pair", "requests": {"cpu": "8", "memory": "16Gi"}}])");
+    const auto r = run(parse(d));
+    const auto rows = r.jobs();
+    CHECK(rows[0].lost_gpu_hours == Approx(200.0 / 3600));   // A held the 2 GPUs for the 100 s lost
+    CHECK(rows[1].lost_gpu_hours == 0.0);                    // B and C were handed them at 100 s, as they were evicted too
+    CHECK(rows[2].lost_gpu_hours == 0.0);
+    CHECK(r.summary().lost_gpu_hours == Approx(200.0 / 3600));
+  }
+  SECTION("restore overhead counts handed-over devices from when they were received") {
+    auto d = doc;
+    d["cluster"]["node_groups"][0]["count"] = 1;
+    d["preemption"] = {{"restart_overhead_s", 100}};
+    d["events"] = nlohmann::json::parse(R"([{"time_s": 50, "node": "pcie-0000", "type": "node_down"},
+                                            {"time_s": 60, "node": "pcie-0000", "type": "node_up"}])");
+    d["workload"]["jobs"] = nlohmann::json::parse(R"([
+      {"id": "A", "submit_time": 0, "duration": 200, "resource_claim": "shared-pair", "requests": {"cpu": "8", "memory": "16Gi"}},
+      {"id": "hog", "submit_time": 0.5, "duration": 120, "requests": {"cpu": "40", "memory": "16Gi"}},
+      {"id": "B", "submit_time": 1, "duration": 500, "resource_claim": "shared-pair", "requests": {"cpu": "16", "memory": "16Gi"}},
+      {"id": "filler", "submit_time": 55, "duration": 250, "priority": 100, "requests": {"cpu": "16", "memory": "16Gi"}}])");
+    // A restores for 100 s on 2 GPUs (200 GPU-s); B receives them at 360 s, 20 s before its own
+    // restore ends (40 GPU-s). Counting B's whole restore at 2 GPUs gave 400.
+    CHECK(run(parse(d)).summary().overhead_gpu_hours == Approx(240.0 / 3600));
+  }
   SECTION("at most 256 tasks use a claim, the one that allocates it included") {
     auto d = doc;
     d["workload"]["jobs"] = nlohmann::json::parse(R"([{"id": "big", "submit_time": 0, "duration": 100, "tasks": 300, "min_available": 300,

@@ -342,6 +342,9 @@ class Engine final : public JobsView {
     return !config_.fill_mode && config_.queue_policy == QueuePolicy::kEasyBackfill;
   }
   std::vector<std::vector<JobId>> on_node_;    // per node: running jobs with a task there
+  /// Per running job: the GPUs a shared DRA claim's holder handed it, and when (hand_over_claim):
+  /// its restore overhead and lost work count them only from then on.
+  std::unordered_map<std::uint32_t, std::vector<std::pair<SimTime, double>>> received_;
   std::vector<JobId> requeued_;                 // evicted in this cycle: tried again after it
   /// Starts `j` at the placements in scratch_ after a successful schedule(): evicts the
   /// hook's victims first (already released) and announces them, then starts it.
