@@ -348,6 +348,93 @@ std::string run_error(const nlohmann::json& doc) {
   return "";
 }
 
+/// A job's claim resolved as a run resolves it: it states `fewest` whole GPUs, and quotas charge `most`.
+void check_claim_sizes(const Scenario& sc, std::size_t job, std::int32_t fewest, std::int32_t most) {
+  auto resolved = sc.jobs;
+  prepare_claims(resolved, sc);
+  REQUIRE(job < resolved.size());
+  CHECK(resolved[job].request.gpu.mode == GpuMode::kWhole);
+  CHECK(resolved[job].request.gpu.count == fewest);
+  REQUIRE(resolved[job].constraints.claims);
+  CHECK(resolved[job].constraints.claims->most_devices == most);
+}
+
+/// GPUs held, replayed from the event log: each held by one owner (a job, or a shared claim) at a time.
+struct GpuLedger {
+  std::map<std::string, std::string> holder;                 // "node[i]" -> owner
+  std::map<std::string, std::vector<std::string>> held;      // owner -> its GPUs
+  void take(const std::string& owner, const std::string& node, const std::vector<int>& gpus) {
+    for (const int g : gpus) {
+      const std::string key = node + "[" + std::to_string(g) + "]";
+      CHECK(holder.count(key) == 0);
+      holder[key] = owner;
+      held[owner].push_back(key);
+    }
+  }
+  void give_back(const std::string& owner) {
+    for (const auto& g : held[owner]) holder.erase(g);
+    held.erase(owner);
+  }
+};
+
+/// A fixed-seed stream for random workloads: next(n) is in [0, n) (64-bit LCG, high bits).
+struct Lcg {
+  std::uint64_t state;
+  std::uint64_t operator()(std::uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % n;
+  }
+};
+
+/// `n` jobs `spacing` s apart, lasting 30 s + up to `spread` s: about half name `claim` in
+/// `field`, the others ask for 1 to `max_gpus` GPUs.
+nlohmann::json random_jobs(Lcg& next, int n, int spacing, std::uint64_t spread, const char* cpu, const char* memory, const char* field,
+                           const std::string& claim, std::uint64_t max_gpus) {
+  nlohmann::json jobs = nlohmann::json::array();
+  for (int i = 0; i < n; ++i) {
+    nlohmann::json j = {{"id", "j" + std::to_string(i)}, {"submit_time", i * spacing}, {"duration", 30 + next(spread)},
+                        {"requests", {{"cpu", cpu}, {"memory", memory}}}};
+    if (next(2) == 0) j[field] = claim;
+    else j["requests"]["nvidia.com/gpu"] = std::to_string(1 + next(max_gpus));
+    jobs.push_back(j);
+  }
+  return jobs;
+}
+
+/// A start or finish line of the event log: the job, and for a start each task's node and GPUs
+/// ("pcie-0000[2,3];pcie-0001" -> {pcie-0000, {2, 3}}, {pcie-0001, {}}).
+struct StartOrFinish {
+  bool start = false;
+  std::string job;
+  std::vector<std::pair<std::string, std::vector<int>>> tasks;
+};
+
+std::vector<StartOrFinish> starts_and_finishes(const RunResult& r) {
+  std::vector<StartOrFinish> out;
+  for (const auto& line : r.event_log()) {
+    const bool start = line.find(",start,") != std::string::npos, finish = line.find(",finish,") != std::string::npos;
+    if (!start && !finish) continue;
+    StartOrFinish e;
+    e.start = start;
+    const auto b = line.find(start ? ",start," : ",finish,") + (start ? 7 : 8);
+    e.job = line.substr(b, line.find(',', b) - b);
+    if (start) {
+      std::string detail = line.substr(line.find(",,", b) + 2);
+      detail.erase(std::remove(detail.begin(), detail.end(), '"'), detail.end());
+      std::stringstream tasks(detail);
+      for (std::string task; std::getline(tasks, task, ';');) {
+        const auto open = task.find('[');
+        auto& t = e.tasks.emplace_back(task.substr(0, open), std::vector<int>{});
+        if (open == std::string::npos) continue;
+        std::stringstream list(task.substr(open + 1, task.size() - open - 2));
+        for (std::string x; std::getline(list, x, ',');) t.second.push_back(std::stoi(x));
+      }
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 /// job -> its start detail in the event log ("pcie-0000[2,3]").
 std::map<std::string, std::string> starts(const RunResult& r) {
   std::map<std::string, std::string> out;
@@ -391,50 +478,23 @@ TEST_CASE("Jobs with a DRA claim run through the engine: the claim's constraint 
 
 TEST_CASE("Jobs with DRA claims on random workloads: every claim's GPUs share a PCIe root, none is granted twice", "[dra][engine]") {
   auto doc = dra_scenario_doc();
-  std::uint64_t state = 7;
-  auto next = [&](std::uint64_t n) {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (state >> 33) % n;
-  };
+  Lcg next{7};
   for (int round = 0; round < 5; ++round) {
-    nlohmann::json jobs = nlohmann::json::array();
-    for (int i = 0; i < 60; ++i) {
-      nlohmann::json j = {{"id", "j" + std::to_string(i)}, {"submit_time", i * 5}, {"duration", 30 + next(300)},
-                          {"requests", {{"cpu", "2"}, {"memory", "8Gi"}}}};
-      if (next(2) == 0) j["claim_template"] = "two-gpus-one-pcie-root";
-      else j["requests"]["nvidia.com/gpu"] = std::to_string(1 + next(2));
-      jobs.push_back(j);
-    }
-    doc["workload"]["jobs"] = jobs;
+    doc["workload"]["jobs"] = random_jobs(next, 60, 5, 300, "2", "8Gi", "claim_template", "two-gpus-one-pcie-root", 2);
     const auto r = run(dra_scenario(doc));
     INFO("round " << round);
     CHECK(r.summary().completed == 60);
     // Replay the event log: a GPU is held by one job at a time; a claim's two GPUs share a root.
-    std::map<std::string, std::string> holder;   // "node[i]" -> job
-    std::map<std::string, std::vector<std::string>> held;
-    for (const auto& line : r.event_log()) {
-      const bool start = line.find(",start,") != std::string::npos, finish = line.find(",finish,") != std::string::npos;
-      if (!start && !finish) continue;
-      const auto p = line.find(start ? ",start," : ",finish,");
-      const auto b = p + (start ? 7 : 8);
-      const std::string job = line.substr(b, line.find(',', b) - b);
-      if (finish) {
-        for (const auto& g : held[job]) holder.erase(g);
+    GpuLedger ledger;
+    for (const auto& e : starts_and_finishes(r)) {
+      const std::string& job = e.job;
+      if (!e.start) {
+        ledger.give_back(job);
         continue;
       }
-      std::string detail = line.substr(line.find(",,", b) + 2);
-      detail.erase(std::remove(detail.begin(), detail.end(), '"'), detail.end());
-      const auto open = detail.find('[');
-      const std::string node_name = detail.substr(0, open);
-      std::vector<int> idx;
-      std::stringstream list(detail.substr(open + 1, detail.size() - open - 2));
-      for (std::string x; std::getline(list, x, ',');) idx.push_back(std::stoi(x));
-      for (int g : idx) {
-        const std::string key = node_name + "[" + std::to_string(g) + "]";
-        CHECK(holder.count(key) == 0);
-        holder[key] = job;
-        held[job].push_back(key);
-      }
+      REQUIRE(e.tasks.size() == 1);
+      const auto& [node_name, idx] = e.tasks.front();
+      ledger.take(job, node_name, idx);
       const auto& spec = doc["workload"]["jobs"][static_cast<std::size_t>(std::stoi(job.substr(1)))];
       if (spec.contains("claim_template")) {
         REQUIRE(idx.size() == 2);
@@ -452,13 +512,8 @@ TEST_CASE("DRA firstAvailable alternatives of different sizes: four H100s, else 
   const auto sc = parse(doc);
   // The job states the smallest alternative (4 GPUs: fit and the index's bounds refuse no node a
   // smaller alternative fits); quotas charge the largest (8), as Kubernetes' ResourceQuota does.
-  auto resolved = sc.jobs;
-  prepare_claims(resolved, sc);
-  REQUIRE(resolved.size() == 5);
-  CHECK(resolved[0].request.gpu.mode == GpuMode::kWhole);
-  CHECK(resolved[0].request.gpu.count == 4);
-  REQUIRE(resolved[0].constraints.claims);
-  CHECK(resolved[0].constraints.claims->most_devices == 8);
+  REQUIRE(sc.jobs.size() == 5);
+  check_claim_sizes(sc, 0, 4, 8);
 
   const auto r = run(sc);
   const auto got = starts(r);
@@ -499,21 +554,9 @@ TEST_CASE("DRA firstAvailable alternatives of different sizes: four H100s, else 
 
   // The index and the plain scan decide alike on random mixes of claim jobs and plain GPU jobs,
   // and no GPU is granted twice.
-  std::uint64_t state = 5;
-  auto next = [&](std::uint64_t n) {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (state >> 33) % n;
-  };
+  Lcg next{5};
   auto mix = doc;
-  nlohmann::json jobs = nlohmann::json::array();
-  for (int i = 0; i < 120; ++i) {
-    nlohmann::json j = {{"id", "j" + std::to_string(i)}, {"submit_time", i * 7}, {"duration", 30 + next(400)},
-                        {"requests", {{"cpu", "4"}, {"memory", "16Gi"}}}};
-    if (next(2) == 0) j["claim_template"] = "four-h100-else-eight-a100";
-    else j["requests"]["nvidia.com/gpu"] = std::to_string(1 + next(4));
-    jobs.push_back(j);
-  }
-  mix["workload"]["jobs"] = jobs;
+  mix["workload"]["jobs"] = random_jobs(next, 120, 7, 400, "4", "16Gi", "claim_template", "four-h100-else-eight-a100", 4);
   mix["profile"]["score"] = nlohmann::json::parse(R"([{"name": "most-allocated"}])");
   auto indexed = parse(mix);
   auto scanned = parse(mix);
@@ -521,33 +564,17 @@ TEST_CASE("DRA firstAvailable alternatives of different sizes: four H100s, else 
   const auto a = run(indexed), b = run(scanned);
   CHECK(a.event_log() == b.event_log());
   CHECK(a.summary().completed == 120);
-  std::map<std::string, std::string> holder;
-  std::map<std::string, std::vector<std::string>> held;
-  for (const auto& line : a.event_log()) {
-    const bool start = line.find(",start,") != std::string::npos, finish = line.find(",finish,") != std::string::npos;
-    if (!start && !finish) continue;
-    const auto p = line.find(start ? ",start," : ",finish,");
-    const auto b0 = p + (start ? 7 : 8);
-    const std::string job = line.substr(b0, line.find(',', b0) - b0);
-    if (finish) {
-      for (const auto& g : held[job]) holder.erase(g);
+  GpuLedger ledger;
+  for (const auto& e : starts_and_finishes(a)) {
+    if (!e.start) {
+      ledger.give_back(e.job);
       continue;
     }
-    std::string detail = line.substr(line.find(",,", b0) + 2);
-    detail.erase(std::remove(detail.begin(), detail.end(), '"'), detail.end());
-    const auto open = detail.find('[');
-    const std::string node_name = detail.substr(0, open);
-    std::vector<int> idx;
-    std::stringstream list(detail.substr(open + 1, detail.size() - open - 2));
-    for (std::string x; std::getline(list, x, ',');) idx.push_back(std::stoi(x));
-    for (int g : idx) {
-      const std::string key = node_name + "[" + std::to_string(g) + "]";
-      CHECK(holder.count(key) == 0);
-      holder[key] = job;
-      held[job].push_back(key);
-    }
-    if (mix["workload"]["jobs"][static_cast<std::size_t>(std::stoi(job.substr(1)))].contains("claim_template")) {
-      INFO(line);
+    REQUIRE(e.tasks.size() == 1);
+    const auto& [node_name, idx] = e.tasks.front();
+    ledger.take(e.job, node_name, idx);
+    if (mix["workload"]["jobs"][static_cast<std::size_t>(std::stoi(e.job.substr(1)))].contains("claim_template")) {
+      INFO(e.job << " on " << node_name);
       CHECK(idx.size() == (node_name.rfind("h100", 0) == 0 ? 4u : 8u));
     }
   }
@@ -745,11 +772,7 @@ TEST_CASE("A DRA ResourceClaim shared by several jobs: allocated by the first, k
 
   // On random workloads: the index and the plain scan agree; while a claim is used, its jobs are on
   // one node and its devices are held by none but them; no GPU is granted twice.
-  std::uint64_t state = 3;
-  auto next = [&](std::uint64_t n) {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (state >> 33) % n;
-  };
+  Lcg next{3};
   auto mix = doc;
   mix["dra"]["objects"] = nlohmann::json::array();
   for (const char* name : {"c0", "c1", "c2"}) {
@@ -779,51 +802,32 @@ TEST_CASE("A DRA ResourceClaim shared by several jobs: allocated by the first, k
     CHECK(a.event_log() == b.event_log());
     CHECK(a.summary().completed == 150);
     // Replay: a claim's GPUs are held from its allocation until its last user ends.
-    std::map<std::string, std::string> holder;          // "node[i]" -> job, or "claim cN"
-    std::map<std::string, std::vector<std::string>> gpus_of;   // job or claim -> its GPUs
+    GpuLedger ledger;                                           // owners: jobs, and "claim cN"
     std::map<std::string, std::set<std::string>> users;        // claim -> running jobs
     std::map<std::string, std::string> claim_node;
-    for (const auto& line : a.event_log()) {
-      const bool start = line.find(",start,") != std::string::npos, finish = line.find(",finish,") != std::string::npos;
-      if (!start && !finish) continue;
-      const auto p = line.find(start ? ",start," : ",finish,");
-      const auto b0 = p + (start ? 7 : 8);
-      const std::string job = line.substr(b0, line.find(',', b0) - b0);
+    for (const auto& e : starts_and_finishes(a)) {
+      const std::string& job = e.job;
       const auto& spec = mix["workload"]["jobs"][static_cast<std::size_t>(std::stoi(job.substr(1)))];
       const std::string claim = spec.contains("resource_claim") ? spec["resource_claim"].get<std::string>() : "";
       const std::string owner = claim.empty() ? job : "claim " + claim;
-      if (finish) {
+      if (!e.start) {
         if (!claim.empty()) {
           users[claim].erase(job);
           if (!users[claim].empty()) continue;
         }
-        for (const auto& g : gpus_of[owner]) holder.erase(g);
-        gpus_of.erase(owner);
+        ledger.give_back(owner);
         continue;
       }
-      std::string detail = line.substr(line.find(",,", b0) + 2);
-      detail.erase(std::remove(detail.begin(), detail.end(), '"'), detail.end());
-      INFO(line);
-      // Every task of the job: "node[i,j];node".
-      std::stringstream tasks(detail);
-      for (std::string task; std::getline(tasks, task, ';');) {
-        const auto open = task.find('[');
-        const std::string node_name = task.substr(0, open);
+      INFO(job);
+      for (const auto& [node_name, idx] : e.tasks) {
         if (!claim.empty()) {
-          if (!users[claim].empty() || gpus_of.count(owner)) CHECK(node_name == claim_node[claim]);
+          if (!users[claim].empty() || ledger.held.count(owner)) CHECK(node_name == claim_node[claim]);
           claim_node[claim] = node_name;
         }
-        if (open == std::string::npos) continue;
-        std::stringstream list(task.substr(open + 1, task.size() - open - 2));
-        for (std::string x; std::getline(list, x, ',');) {
-          const std::string key = node_name + "[" + x + "]";
-          CHECK(holder.count(key) == 0);
-          holder[key] = owner;
-          gpus_of[owner].push_back(key);
-        }
+        ledger.take(owner, node_name, idx);
       }
       if (!claim.empty()) {
-        CHECK(gpus_of[owner].size() == 2);   // allocated by its first user, or held already
+        CHECK(ledger.held[owner].size() == 2);   // allocated by its first user, or held already
         users[claim].insert(job);
       }
     }
@@ -975,11 +979,7 @@ TEST_CASE("claims.csv names the devices each task holds, and which request each 
       {"name": "high", "exactly": {"deviceClassName": "gpu.nvidia.com",
         "selectors": [{"cel": {"expression": "device.attributes['resource.kubernetes.io'].pcieRoot == 'pci0000:81'"}}]}},
       {"name": "any", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}})"));
-  std::uint64_t state = 11;
-  auto next = [&](std::uint64_t n) {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (state >> 33) % n;
-  };
+  Lcg next{11};
   nlohmann::json jobs = nlohmann::json::array();
   for (int i = 0; i < 80; ++i) {
     nlohmann::json j = {{"id", "j" + std::to_string(i)}, {"submit_time", i * 10}, {"duration", 20 + next(60)},
@@ -1097,11 +1097,7 @@ TEST_CASE("DRA in simulations: allocationMode All takes every matching GPU of a 
   auto sizes = doc;
   sizes["cluster"]["node_groups"].push_back({{"name", "big"}, {"count", 1}, {"cpu", 64}, {"memory", "512Gi"}, {"gpus", 8}, {"gpu_model", "A100-80GB"}});
   const auto mixed = dra_scenario(sizes);
-  auto resolved = mixed.jobs;
-  prepare_claims(resolved, mixed);
-  CHECK(resolved[1].request.gpu.count == 4);
-  REQUIRE(resolved[1].constraints.claims);
-  CHECK(resolved[1].constraints.claims->most_devices == 8);
+  check_claim_sizes(mixed, 1, 4, 8);
   const auto on_sizes = run(mixed);
   const auto sized = starts(on_sizes);
   CHECK(sized.at("node") == "pcie-0001[0,1,2,3]");
