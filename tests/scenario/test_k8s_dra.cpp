@@ -894,6 +894,12 @@ TEST_CASE("DRA claims in scenarios: every mistake is an error before the run", "
       {"request": "g", "driver": "gpu.nvidia.com", "pool": "pcie-0000", "device": "gpu-0"}]}}})");
   CHECK(run_error(allocated).find("ResourceClaim \"n/c\" has status.allocation: in a simulation a shared claim starts unallocated") !=
         std::string::npos);
+  for (const char* field : {"resource_claim", "claim_template"}) {
+    auto empty = claim;
+    empty["workload"]["jobs"][1].erase("resource_claim");
+    empty["workload"]["jobs"][1][field] = "";
+    CHECK(run_error(empty).find(std::string("field '") + field + "': expected a ResourceClaim") != std::string::npos);
+  }
   auto both_claims = claim;
   both_claims["workload"]["jobs"][1]["claim_template"] = "two-gpus-one-pcie-root";
   CHECK(run_error(both_claims).find("a job in a simulation has one DRA claim: resource_claim (a shared ResourceClaim) or claim_template, not both") !=

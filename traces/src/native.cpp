@@ -434,11 +434,16 @@ Workload read_jsonl(std::istream& in, const std::string& source, const GpuCatalo
       else if (k == "walltime") raw.walltime = json_text(v, where);
       else if (k == "restart_overhead") raw.restart_overhead = json_text(v, where);
       else if (k == "claim_template") {
-        if (!v.is_string()) throw_error(ErrorCode::kTraceBadValue, where, "expected a string (a ResourceClaimTemplate's name)");
+        // (An empty name would silently mean no claim: the job would take no device.)
+        if (!v.is_string() || v.get_ref<const std::string&>().empty()) {
+          throw_error(ErrorCode::kTraceBadValue, where, "expected a ResourceClaimTemplate's name (a non-empty string)");
+        }
         raw.claim_template = v.get<std::string>();
       }
       else if (k == "resource_claim") {
-        if (!v.is_string()) throw_error(ErrorCode::kTraceBadValue, where, "expected a string (a ResourceClaim's name)");
+        if (!v.is_string() || v.get_ref<const std::string&>().empty()) {
+          throw_error(ErrorCode::kTraceBadValue, where, "expected a ResourceClaim's name (a non-empty string)");
+        }
         raw.resource_claim = v.get<std::string>();
       }
       else if (k == "preemptible") {
