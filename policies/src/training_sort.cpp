@@ -11,6 +11,17 @@
 
 namespace gpusched::policies {
 
+namespace {
+/// The GPUs `placements` hold (a share counts its fraction).
+double held_gpus(std::span<const TaskPlacement> placements) {
+  double gpus = 0.0;
+  for (const auto& p : placements) {
+    for (const auto& g : p.gpus) gpus += static_cast<double>(g.milli) / kMilliPerGpu;
+  }
+  return gpus;
+}
+}  // namespace
+
 double job_gpus(const JobSpec& spec) {
   const auto& g = spec.request.gpu;
   double per_task = 0.0;
@@ -29,14 +40,7 @@ void TrainingOrder::attach(const ClusterState& /*cluster*/, std::span<const JobS
 
 double TrainingOrder::gpus(const JobSpec& s, JobId j) const {
   if (s.constraints.claims && jobs_ != nullptr) {
-    const auto placed = jobs_->placements(j);
-    if (!placed.empty()) {
-      double held = 0.0;
-      for (const auto& p : placed) {
-        for (const auto& g : p.gpus) held += static_cast<double>(g.milli) / kMilliPerGpu;
-      }
-      return held;
-    }
+    if (const auto placed = jobs_->placements(j); !placed.empty()) return held_gpus(placed);
   }
   return job_gpus(s);
 }
@@ -87,11 +91,7 @@ void ServiceOrder::attach(const ClusterState& cluster, std::span<const JobSpec> 
 void ServiceOrder::job_started(const JobSpec& /*job*/, JobId id, std::span<const TaskPlacement> placements) {
   if (jobs_ == nullptr) return;
   auto& r = run_[id.value];
-  double gpus = 0.0;
-  for (const auto& p : placements) {
-    for (const auto& g : p.gpus) gpus += static_cast<double>(g.milli) / kMilliPerGpu;
-  }
-  r.rate = gpu_time_ ? gpus : 1.0;
+  r.rate = gpu_time_ ? held_gpus(placements) : 1.0;
   // Service accrues from the run's start (after a MIG reconfiguration delay), or from now when
   // the run was announced again with more tasks (an elastic gang grew).
   r.from = std::max(jobs_->now(), jobs_->progress_from(id));

@@ -29,8 +29,7 @@ std::vector<ClaimRow> claim_rows(const sim::Engine& engine) {
     auto it = allocators.find(claims->classes.get());
     if (it == allocators.end()) it = allocators.emplace(claims->classes.get(), dra::Allocator(*claims->classes, published->slices)).first;
     const dra::Allocator& alloc = it->second;
-    std::vector<const dra::ResourceClaim*> ptrs;
-    for (const auto& c : claims->claims) ptrs.push_back(&c);
+    const auto ptrs = claims->pointers();
     for (std::size_t t = 0; t < rt.placements.size(); ++t) {
       const auto& p = rt.placements[t];
       auto row = [&](std::string request, std::string driver, std::string pool, std::string device, bool admin) {

@@ -127,8 +127,7 @@ std::int64_t claim_tasks_at_once(const JobSpec& j, ClusterState& scratch, std::i
   if (!claims.classes) return 0;
   const auto published = dra::simulated_devices(scratch.specs(), scratch.catalog(), dra::given_slices(claims.slices));
   const dra::Allocator alloc(*claims.classes, published.slices);
-  std::vector<const dra::ResourceClaim*> ptrs;
-  for (const auto& c : claims.claims) ptrs.push_back(&c);
+  const auto ptrs = claims.pointers();
   TaskRequest host = j.request;   // CPU, memory and the rest: the devices come from the claim
   host.gpu = GpuRequest{};
   host.tpu = TpuRequest{};

@@ -1436,8 +1436,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         }
         // `All`: the count is the node's (every matching device, all free), so it may differ
         // from node to node; the job states the smallest and may take up to the largest.
-        std::int64_t taken = 0;
-        for (const auto& r : got->front().devices) taken += r.admin_access ? 0 : 1;
+        const std::int64_t taken = dra::devices_taken(*got);
         if (!fits || taken < gpus) {
           gpus = taken;
           counted_on = n.name;

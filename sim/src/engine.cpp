@@ -290,7 +290,7 @@ void Engine::stop_job(JobId j, bool release) {
   rt.overhead_paid_us += restoring;
   // GPUs a shared claim's holder handed over part-way count for the restore from then on only.
   double overhead_gpu_us = restoring * held;
-  if (const auto it = received_.find(j.value); it != received_.end()) {
+  if (const auto it = received_.empty() ? received_.end() : received_.find(j.value); it != received_.end()) {
     for (const auto& [at, g] : it->second) {
       overhead_gpu_us -= g * std::min(restoring, std::max(0.0, static_cast<double>(at.us) - static_cast<double>(rt.start.us)));
     }
@@ -398,7 +398,7 @@ void Engine::evict(JobId j, const std::string& why, bool released) {
   // just before, as when a node fails under all the claim's jobs) were not held during the work
   // it loses. (Devices received earlier count for all of it: an approximation.)
   double gpus = held_gpus(j);
-  if (const auto it = received_.find(j.value); it != received_.end()) {
+  if (const auto it = received_.empty() ? received_.end() : received_.find(j.value); it != received_.end()) {
     for (const auto& [at, g] : it->second) gpus -= at == now_ ? g : 0.0;
   }
   stop_job(j, !released);

@@ -363,16 +363,10 @@ std::optional<std::int32_t> claims_fit_empty(const DeviceClaims& claims, const N
     return std::nullopt;
   }
   const Allocator alloc(*claims.classes, std::move(published.slices));
-  std::vector<const ResourceClaim*> ptrs;
-  for (const auto& c : claims.claims) ptrs.push_back(&c);
   try {
-    const auto got = alloc.allocate(published.nodes.front(), ptrs, alloc.no_devices_in_use());
+    const auto got = alloc.allocate(published.nodes.front(), claims.pointers(), alloc.no_devices_in_use());
     if (!got || !takes_whole_tpu_host(*got, node)) return std::nullopt;
-    std::int32_t taken = 0;
-    for (const auto& a : *got) {
-      for (const auto& r : a.devices) taken += r.admin_access ? 0 : 1;
-    }
-    return taken;
+    return devices_taken(*got);
   } catch (const AllocationError&) {
     return std::nullopt;
   }

@@ -53,8 +53,7 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
       in_use_[k] = u.mig_profile < 0 ? (g.fully_free() ? 0 : 1) : (cluster.mig_state(g).busy_at(u.mig_start) ? 1 : 0);
     }
   }
-  std::vector<const dra::ResourceClaim*> ptrs;
-  for (const auto& c : claims.claims) ptrs.push_back(&c);
+  const auto ptrs = claims.pointers();
   try {
     auto got = d.alloc->allocate(d.nodes[node.value], ptrs, in_use_);
     // Google's TPU driver prepares only claims that take all of a host's chips; Kubernetes would

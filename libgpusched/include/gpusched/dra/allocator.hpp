@@ -148,6 +148,13 @@ struct DeviceClaims {
   std::string template_name;
   std::shared_ptr<const std::vector<DeviceClass>> classes;
   std::vector<ResourceClaim> claims;
+  /// `claims` as Allocator::allocate takes them.
+  [[nodiscard]] std::vector<const ResourceClaim*> pointers() const {
+    std::vector<const ResourceClaim*> out;
+    out.reserve(claims.size());
+    for (const auto& c : claims) out.push_back(&c);
+    return out;
+  }
   /// ResourceSlices the scenario gives for some nodes, in place of those derived from their model
   /// (dra::simulated_devices); null: none.
   std::shared_ptr<const std::vector<ResourceSlice>> slices;
@@ -179,6 +186,15 @@ struct Allocation {
   std::string node_name;
   NodeSelectorTerm node_selector;
 };
+
+/// The devices `allocations` take: admin access left out (those are monitored, not taken).
+[[nodiscard]] inline std::int32_t devices_taken(std::span<const Allocation> allocations) {
+  std::int32_t n = 0;
+  for (const auto& a : allocations) {
+    for (const auto& r : a.devices) n += r.admin_access ? 0 : 1;
+  }
+  return n;
+}
 
 /// What Kubernetes' Allocate reports as an error (the pod is not scheduled in this attempt):
 /// a CEL runtime error in a selector, an unknown DeviceClass, too many devices, "All" over a
