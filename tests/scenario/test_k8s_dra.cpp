@@ -11,6 +11,7 @@
 
 #include <gpusched/dra/nvidia.hpp>
 #include <gpusched/error.hpp>
+#include <gpusched/policies/quota/quota_resources.hpp>
 #include <gpusched/scenario/k8s_dra.hpp>
 #include <gpusched/scenario/scenario.hpp>
 #include <gpusched/traces/native.hpp>
@@ -641,6 +642,7 @@ TEST_CASE("Shared DRA claims: retries, attained service, the 256-task limit, the
     CHECK(run(parse(d)).summary().overhead_gpu_hours == Approx(240.0 / 3600));
   }
   SECTION("at most 256 tasks use a claim, the one that allocates it included") {
+    // Kubernetes: ResourceClaimReservedForMaxSize; dynamicresources.go PreFilter "resourceclaim in use".
     auto d = doc;
     d["workload"]["jobs"] = nlohmann::json::parse(R"([{"id": "big", "submit_time": 0, "duration": 100, "tasks": 300, "min_available": 300,
         "resource_claim": "shared-pair", "requests": {"cpu": "100m", "memory": "100Mi"}}])");
@@ -671,6 +673,80 @@ TEST_CASE("Shared DRA claims: retries, attained service, the 256-task limit, the
                               "\" queueing does not model yet") != std::string::npos);
     }
   }
+}
+
+TEST_CASE("ResourceQuota charges of DRA claims, as Kubernetes' quota evaluator counts them", "[dra][engine][quota]") {
+  // kubernetes pkg/quota/v1/evaluator/core/resource_claims_test.go, TestResourceClaimEvaluatorUsage:
+  // each case's claim as a template, resolved as a run resolves it, charged by QuotaResources.
+  // gpusched counts a claim's devices as nvidia.com/gpu (docs/dra.md), where Kubernetes counts
+  // <class>.deviceclass.resource.k8s.io/devices; the numbers are the case's.
+  auto doc = dra_scenario_doc();
+  doc["cluster"] = nlohmann::json::parse(R"({"node_groups": [{"name": "big", "count": 1, "cpu": 64, "memory": "512Gi", "gpus": 8, "gpu_model": "A100-80GB"}]})");
+  const auto one = [](const char* name, int count) {
+    return nlohmann::json{{"name", name}, {"exactly", {{"deviceClassName", "gpu.nvidia.com"}, {"count", count}}}};
+  };
+  const auto sub = [](const char* name, int count) { return nlohmann::json{{"name", name}, {"deviceClassName", "gpu.nvidia.com"}, {"count", count}}; };
+  const std::vector<std::pair<std::string, nlohmann::json>> cases = {
+      {"simple", nlohmann::json::array({one("req-0", 1)})},
+      {"many-requests", nlohmann::json::array({one("req-0", 1), one("req-1", 1), one("req-2", 1), one("req-3", 1), one("req-4", 1)})},
+      {"count", nlohmann::json::array({one("req-0", 5)})},
+      {"prioritized-list", nlohmann::json::array({{{"name", "req-0"}, {"firstAvailable", nlohmann::json::array({sub("subreq-0", 1)})}}})},
+      {"prioritized-list-multiple-subrequests",
+       nlohmann::json::array({{{"name", "req-0"}, {"firstAvailable", nlohmann::json::array({sub("subreq-0", 2), sub("subreq-1", 1)})}}})},
+  };
+  const std::map<std::string, std::int64_t> want = {
+      {"simple", 1}, {"many-requests", 5}, {"count", 5}, {"prioritized-list", 1}, {"prioritized-list-multiple-subrequests", 2}};
+  doc["dra"]["objects"] = nlohmann::json::array();
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const auto& [name, requests] : cases) {
+    doc["dra"]["objects"].push_back({{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceClaimTemplate"}, {"metadata", {{"name", name}}},
+                                     {"spec", {{"spec", {{"devices", {{"requests", requests}}}}}}}});
+    jobs.push_back({{"id", name}, {"submit_time", 0}, {"duration", 10}, {"claim_template", name}, {"requests", {{"cpu", "1"}}}});
+  }
+  doc["workload"]["jobs"] = jobs;
+  const auto sc = dra_scenario(doc);
+  auto resolved = sc.jobs;
+  prepare_claims(resolved, sc);
+  policies::quota::QuotaResources quota;
+  const auto gpu = quota.intern(policies::quota::QuotaResources::canonical("requests.nvidia.com/gpu", {}));
+  for (const auto& job : resolved) {
+    std::vector<std::int64_t> charged(quota.size(), 0);
+    quota.charge(nullptr, job, 1, charged);
+    INFO(job.name);
+    CHECK(charged[gpu] == want.at(job.name));
+  }
+  // "prioritized-list-multiple-subrequests-allocation-mode-all" (Kubernetes charges 32): gpusched
+  // refuses All inside firstAvailable before the run. ("...-different-device-classes": a job in a
+  // simulation takes one kind of device, refused too; test_dra_tpu.cpp.)
+  doc["dra"]["objects"][4]["spec"]["spec"]["devices"]["requests"][0]["firstAvailable"][1] =
+      nlohmann::json{{"name", "subreq-1"}, {"deviceClassName", "gpu.nvidia.com"}, {"allocationMode", "All"}};
+  CHECK(run_error(doc).find("a firstAvailable alternative with allocationMode All is not supported in simulations yet") != std::string::npos);
+}
+
+TEST_CASE("A shared claim in use, as kube-scheduler's DynamicResources Filter answers", "[dra][engine]") {
+  // kubernetes pkg/scheduler/framework/plugins/dynamicresources/dynamicresources_test.go,
+  // TestPlugin: "wrong-topology" (an allocated claim, another node: UnschedulableAndUnresolvable
+  // "resourceclaim not available on the node") and "good-topology" (its node: the pod fits and
+  // reserves the claim, no new allocation).
+  std::ifstream in(kRepo / "examples" / "dra" / "shared.json");
+  auto doc = nlohmann::json::parse(in);
+  doc["horizon_s"] = 500;
+  doc["workload"]["jobs"] = nlohmann::json::parse(R"([
+    {"id": "holder", "submit_time": 0, "duration": 1000, "resource_claim": "shared-pair", "requests": {"cpu": "8", "memory": "32Gi"}},
+    {"id": "cpuhog", "submit_time": 1, "duration": 1000, "requests": {"cpu": "50", "memory": "16Gi"}},
+    {"id": "fits", "submit_time": 2, "duration": 1000, "resource_claim": "shared-pair", "requests": {"cpu": "4", "memory": "16Gi"}},
+    {"id": "too-big", "submit_time": 3, "duration": 1000, "resource_claim": "shared-pair", "requests": {"cpu": "16", "memory": "16Gi"}}])");
+  const auto r = run(parse_scenario(doc.dump(), "shared.json", kRepo / "examples" / "dra"));
+  const auto got = starts(r);
+  CHECK(got.at("holder") == "pcie-0000[0,1]");
+  CHECK(got.at("fits") == "pcie-0000");   // good-topology: the claim's node, no device of its own
+  const auto rows = r.jobs();
+  REQUIRE(rows[3].job == "too-big");
+  CHECK(rows[3].state == "pending");
+  INFO(rows[3].reason);
+  // pcie-0001 has room, but the claim is allocated on pcie-0000 (wrong-topology); pcie-0000 has no CPU left.
+  CHECK(rows[3].reason.find("resourceclaim not available on the node") != std::string::npos);
+  CHECK(rows[3].reason.find("Insufficient cpu") != std::string::npos);
 }
 
 TEST_CASE("DRA claims of node-dependent size: the autoscaler and SRSF count what the claim takes", "[dra][engine][autoscaler]") {
@@ -756,7 +832,9 @@ TEST_CASE("A DRA ResourceClaim shared by several jobs: allocated by the first, k
   CHECK(got.at("late") == "pcie-0000");
   // At 650 s evaluator has ended too, and late still holds the claim: pcie-0000 has two GPUs free.
   CHECK(got.at("probe") == "pcie-0001[0,1,2,3]");
-  // At 800 s nobody uses it: the claim was deallocated, and is allocated afresh.
+  // At 800 s nobody uses it: the claim was deallocated (kubernetes pkg/controller/resourceclaim/
+  // controller.go syncClaim: no valid reservedFor entry left, the allocation is cleared), and is
+  // allocated afresh.
   CHECK(got.at("after") == "pcie-0000[0,1]");
   CHECK(r.summary().completed == 7);
   // claims.csv: the devices under each job that held them (the one that allocated the claim, and
