@@ -1326,27 +1326,29 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       // `firstAvailable` alternatives may ask for different counts ("8 A100s, else 4 H100s"): the
       // job then states the smallest total (gpus) and its tasks take what the alternative chosen
       // on their node takes, up to `most` (what quotas charge).
+      // A request with an `All` alternative (alone, or in firstAvailable: "all H100s of the node,
+      // else two A100s") takes a node-dependent count: the node's matching devices, counted
+      // below; the other requests' counts are the same on every node.
       std::int64_t gpus = 0, most = 0, devices = 0;
       bool all_mode = false, varies = false;
-      std::string sizes, all_request;   // for messages: the first request whose size varies, the All one
+      std::string sizes;   // for messages: the first request whose size varies
       const std::string in = what + " \"" + name + "\", request ";
-      for (const auto& req : t->second.requests) {
+      const auto& requests = t->second.requests;
+      std::vector<bool> has_all(requests.size(), false);
+      for (std::size_t q = 0; q < requests.size(); ++q) {
+        const auto& req = requests[q];
         const auto alts = alternatives(req);
         std::int64_t fewest = std::numeric_limits<std::int64_t>::max(), largest = 0, fewest_devices = fewest;
         for (const auto& a : alts) {
           if (empty_cluster->find_class(a.device_class) == nullptr) throw_error(ErrorCode::kTraceBadValue, where, in + req.name + ": no DeviceClass is named \"" + a.device_class + "\"");
-          if (alts.size() > 1 && a.mode == dra::AllocationMode::kAll) {
-            throw_error(ErrorCode::kTraceBadValue, where,
-                        in + req.name + ": a firstAvailable alternative with allocationMode All is not supported in simulations yet (docs/dra.md)");
-          }
+          if (a.mode == dra::AllocationMode::kAll) has_all[q] = true;
           const std::int64_t taken = a.admin_access ? 0 : a.count;
           fewest = std::min(fewest, taken);
           largest = std::max(largest, taken);
           fewest_devices = std::min<std::int64_t>(fewest_devices, a.count);
         }
-        if (alts.front().mode == dra::AllocationMode::kAll) {
+        if (has_all[q]) {
           all_mode = true;
-          all_request = req.name;
           continue;
         }
         if (fewest != largest && !varies) sizes = "request " + req.name + " asks for " + std::to_string(fewest) + " to " + std::to_string(largest) + " devices";
@@ -1355,10 +1357,10 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         gpus += fewest;
         most += largest;
       }
-      if (varies && all_mode) {
-        throw_error(ErrorCode::kTraceBadValue, where,
-                    what + " \"" + name + "\": " + sizes + " (firstAvailable alternatives) beside request " + all_request +
-                        " in allocationMode All: not supported in simulations yet (docs/dra.md)");
+      // Requests with an `All` alternative: per alternative, its devices matching on each node.
+      std::vector<std::vector<std::vector<std::int64_t>>> matching(requests.size());   // [request][alternative][node]
+      for (std::size_t q = 0; q < requests.size(); ++q) {
+        if (has_all[q]) matching[q].assign(alternatives(requests[q]).size(), std::vector<std::int64_t>(nodes.size(), 0));
       }
       if (devices > static_cast<std::int64_t>(dra::kMaxDevicesPerClaim)) {
         throw_error(ErrorCode::kTraceBadValue, where,
@@ -1368,8 +1370,10 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       // profile, or TPU chips, whichever the requests' classes and selectors can match on any
       // node; a job states one kind.
       std::set<std::pair<Kind, std::string>> kinds;   // (kind, MIG profile)
-      for (const auto& req : t->second.requests) {
-        for (const auto& a : alternatives(req)) {
+      for (std::size_t q = 0; q < requests.size(); ++q) {
+        const auto alts = alternatives(requests[q]);
+        for (std::size_t x = 0; x < alts.size(); ++x) {
+          const auto& a = alts[x];
           if (a.admin_access) continue;
           const dra::DeviceClass* cls = empty_cluster->find_class(a.device_class);
           for (std::size_t k = 0; k < empty_cluster->slices().size(); ++k) {
@@ -1383,6 +1387,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
                 });
               };
               if (!holds(cls->selectors) || !holds(a.selectors)) continue;
+              if (has_all[q]) ++matching[q][x][node_of_slice[k]];
               const auto& u = units[k][i];
               if (u.tpu_chip) kinds.emplace(Kind::kTpuChip, std::string());
               else if (u.mig_profile >= 0) {
@@ -1410,6 +1415,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       }
       // A claim no node could hold even with every GPU free would wait for ever: refuse it.
       const auto none = empty_cluster->no_devices_in_use();
+      const std::int64_t gpus_fixed = gpus, most_fixed = most;   // the requests without `All`
       const dra::ResourceClaim* claims[] = {&dc->claims.front()};
       // An error on one node (a CEL runtime error: an attribute only some nodes' devices have)
       // means "not there", as the plugin takes it during the run; it is reported if no node fits.
@@ -1435,14 +1441,32 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
           break;
         }
         // `All`: the count is the node's (every matching device, all free), so it may differ
-        // from node to node; the job states the smallest and may take up to the largest.
-        const std::int64_t taken = dra::devices_taken(*got);
-        if (!fits || taken < gpus) {
-          gpus = taken;
+        // from node to node; the job states the smallest it can take on any node and may take
+        // up to the largest. In firstAvailable, the alternative chosen depends on which devices
+        // are free when the job comes: every alternative the node could serve counts.
+        std::int64_t low = gpus_fixed, high = most_fixed;
+        for (std::size_t q = 0; q < requests.size(); ++q) {
+          if (!has_all[q]) continue;
+          const auto alts = alternatives(requests[q]);
+          std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0;
+          for (std::size_t x = 0; x < alts.size(); ++x) {
+            const auto& a = alts[x];
+            const std::int64_t on_node = matching[q][x][u];
+            if (a.mode == dra::AllocationMode::kAll ? on_node == 0 : on_node < a.count) continue;   // never chosen here
+            const std::int64_t taken = a.admin_access ? 0 : a.mode == dra::AllocationMode::kAll ? on_node : a.count;
+            lo = std::min(lo, taken);
+            hi = std::max(hi, taken);
+          }
+          if (hi == 0 && lo == std::numeric_limits<std::int64_t>::max()) lo = 0;   // (admin access only: matching is not counted)
+          low += lo;
+          high += hi;
+        }
+        if (!fits || low < gpus) {
+          gpus = low;
           counted_on = n.name;
         }
-        if (!fits || taken > most) {
-          most = taken;
+        if (!fits || high > most) {
+          most = high;
           most_on = n.name;
         }
         fits = true;
