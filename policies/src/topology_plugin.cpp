@@ -31,7 +31,7 @@ std::int64_t empty_units(const ClusterState& cluster, const NodeSpec& spec, std:
 }
 }  // namespace
 
-NumaAdmit TopologyManagerPlugin::admit(const ClusterState& cluster, const TaskRequest& r, NodeId node) const {
+NumaAdmit TopologyManagerPlugin::admit(const ClusterState& cluster, const TaskRequest& r, NodeId node, bool devices) const {
   const auto& spec = cluster.spec(node);
   const auto sockets = static_cast<std::size_t>(std::max<std::int16_t>(1, spec.sockets));
   std::vector<NumaResources> free(sockets), capacity(sockets);
@@ -46,26 +46,34 @@ NumaAdmit TopologyManagerPlugin::admit(const ClusterState& cluster, const TaskRe
     free[z].gpus += cluster.gpu_units(node, gpus[g], r);
     capacity[z].gpus += empty_units(cluster, spec, g, r);
   }
-  const NumaResources want{r.cpu_milli, r.memory_mib, r.gpu.mode == GpuMode::kNone ? 0 : r.gpu.count};
+  const NumaResources want{r.cpu_milli, r.memory_mib, !devices || r.gpu.mode == GpuMode::kNone ? 0 : r.gpu.count};
   return topology_admit(policy_, free, want, spec.numa.empty() ? std::span<const NumaResources>{} : capacity);
 }
 
+namespace {
+/// Whether the kubelet's TopologyManager sees the task's devices: not a DRA claim's. The DRA
+/// manager is no hint provider; claims are prepared after admission, so only CPU and memory
+/// are aligned (kubernetes/website#56232, "DRA-managed devices do not participate in
+/// TopologyManager decisions"; a claim aligns its devices with matchAttribute on numaNode).
+bool hinted_devices(const TaskContext& ctx) { return ctx.job.constraints.claims == nullptr; }
+}  // namespace
+
 Status TopologyManagerPlugin::filter(const ClusterState& cluster, const TaskContext& ctx, NodeId node) const {
   if (policy_ == TopologyPolicy::kNone) return Status::success();
-  if (admit(cluster, ctx.request(), node).admit) return Status::success();
+  if (admit(cluster, ctx.request(), node, hinted_devices(ctx)).admit) return Status::success();
   return Status::unschedulable(name(), policy_ == TopologyPolicy::kSingleNumaNode
                                            ? "cannot fit one NUMA node (single-numa-node)"
                                            : "no preferred NUMA affinity (restricted)");
 }
 
 double TopologyManagerPlugin::score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) {
-  const auto a = admit(cluster, ctx.request(), node);
+  const auto a = admit(cluster, ctx.request(), node, hinted_devices(ctx));
   return a.admit && a.preferred ? 100.0 : 0.0;
 }
 
 bool TopologyManagerPlugin::select(const ClusterState& cluster, const TaskContext& ctx, NodeId node, TaskPlacement& out) const {
   const auto& r = ctx.request();
-  const auto a = admit(cluster, r, node);
+  const auto a = admit(cluster, r, node, hinted_devices(ctx));
   const std::uint64_t mask = a.admit ? a.mask : ~std::uint64_t{0};
   const auto gpus = cluster.gpus(node);
   // GPU order: inside the affinity first; the best-connected subset of those leads.

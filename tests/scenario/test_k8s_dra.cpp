@@ -1297,6 +1297,42 @@ TEST_CASE("DRA in simulations: allocationMode All inside firstAvailable, and bes
   CHECK(sizes.size() >= 2);   // both alternatives were taken
 }
 
+TEST_CASE("topology-manager aligns a DRA claim job's CPU and memory, not its claim's devices, as the kubelet does", "[dra][engine][topology]") {
+  // The kubelet's DRA manager gives the TopologyManager no hints: claims are prepared after
+  // admission (kubernetes/website#56232, "DRA-managed devices do not participate in
+  // TopologyManager decisions"). A claim aligns its own devices with matchAttribute.
+  auto doc = dra_scenario_doc();
+  doc["cluster"] = nlohmann::json::parse(R"({"node_groups": [{"name": "n", "count": 1, "cpu": 32, "memory": "128Gi", "gpus": 4,
+      "gpu_model": "A100-80GB", "sockets": 2, "topology": {"nvlink": "none"}}]})");
+  doc["profile"] = nlohmann::json::parse(R"({"name": "dra-numa", "filter": ["node-resources-fit",
+      {"name": "topology-manager", "args": {"policy": "single-numa-node"}}, "dynamic-resources"],
+      "score": ["first-fit"], "device_select": {"name": "dynamic-resources"}})");
+  doc["dra"]["objects"].push_back(nlohmann::json::parse(R"({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "whole-node"},
+    "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}}]}}}})"));
+  doc["dra"]["objects"].push_back(nlohmann::json::parse(R"({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "two-one-numa"},
+    "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}],
+      "constraints": [{"matchAttribute": "resource.kubernetes.io/numaNode"}]}}}})"));
+  doc["workload"]["jobs"] = nlohmann::json::parse(R"([
+    {"id": "node", "submit_time": 0, "duration": 100, "claim_template": "whole-node", "requests": {"cpu": "2", "memory": "4Gi"}},
+    {"id": "pair", "submit_time": 200, "duration": 100, "claim_template": "two-one-numa", "requests": {"cpu": "2", "memory": "4Gi"}},
+    {"id": "pair-2", "submit_time": 200, "duration": 100, "claim_template": "two-one-numa", "requests": {"cpu": "2", "memory": "4Gi"}},
+    {"id": "plain", "submit_time": 400, "duration": 100, "requests": {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "4"}}])");
+  auto sc = dra_scenario(doc);
+  sc.keep_unplaceable = true;
+  const auto r = run(sc);
+  const auto got = starts(r);
+  // Four GPUs over two sockets: admitted, as the kubelet admits the pod (its CPUs fit one NUMA node).
+  CHECK(got.at("node") == "n-0000[0,1,2,3]");
+  // Two GPUs on one NUMA node, by the claim's constraint; the second pair on the other socket.
+  CHECK(got.at("pair") == "n-0000[0,1]");
+  CHECK(got.at("pair-2") == "n-0000[2,3]");
+  // The same four GPUs through the device plugin are hinted, and single-numa-node refuses them.
+  CHECK(got.count("plain") == 0);
+  CHECK(r.summary().completed == 3);
+}
+
 TEST_CASE("DRA in simulations: static MIG instances are devices; a claim takes GIs of one profile, named in claims.csv",
           "[dra][engine][mig]") {
   auto doc = dra_scenario_doc();

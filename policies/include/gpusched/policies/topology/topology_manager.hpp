@@ -28,8 +28,9 @@ class TopologyManagerPlugin final : public FilterPlugin, public ScorePlugin, pub
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
   [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node,
                             TaskPlacement& out) const override;
-  /// The admission decision for `r` on `node` now.
-  [[nodiscard]] NumaAdmit admit(const ClusterState& cluster, const TaskRequest& r, NodeId node) const;
+  /// The admission decision for `r` on `node` now; with `devices` false, for its CPU and memory
+  /// only (a DRA claim's devices give the kubelet's TopologyManager no hint).
+  [[nodiscard]] NumaAdmit admit(const ClusterState& cluster, const TaskRequest& r, NodeId node, bool devices = true) const;
 
  private:
   TopologyPolicy policy_;
