@@ -33,6 +33,10 @@
 //       by GPUSCHED_LATENCY_CSV (truncated at start; columns benchmark, profile, nodes, index,
 //       bucket_lo_ns, bucket_hi_ns, count), else to stderr (so --benchmark_format=json stays
 //       valid). GPUSCHED_LATENCY_NODES: a comma list of node counts instead of 5000.
+//       GPUSCHED_LATENCY_TAIL=1: after each run, the slowest 1 % of decisions grouped by how the
+//       node index answered (walk, tree, normalised, first feasible, scan; gave up; rebuilt a
+//       class), the request (GPU mode x count) and the node answers it recomputed, with each
+//       group's mean, on stderr: where the p99 goes.
 //       Run:  build/cpp/bench/bench_scheduler --benchmark_filter=DecisionLatency
 //
 // One filled cluster per size is built once (not timed) and copied for each benchmark, so all
@@ -292,6 +296,48 @@ void write_histogram(const std::string& bench_name, const std::string& profile, 
   std::fprintf(stderr, "\n");
 }
 
+/// One decision, for GPUSCHED_LATENCY_TAIL: its time and how the node index answered it.
+struct TailRecord {
+  std::int64_t ns = 0;
+  std::string group;
+};
+
+TailRecord tail_record(std::int64_t ns, const policies::Scheduler::IndexStats& a, const policies::Scheduler::IndexStats& b,
+                       const GpuRequest& gpu, bool placed) {
+  const char* path = b.ordered > a.ordered             ? "walk"
+                     : b.tree > a.tree                 ? "tree"
+                     : b.normalized > a.normalized     ? "normalized"
+                     : b.first_feasible > a.first_feasible ? "first-feasible"
+                     : b.fallbacks > a.fallbacks       ? "scan"
+                                                       : "none";
+  const auto updates = b.node_updates - a.node_updates;
+  static constexpr const char* kModes[] = {"none", "whole", "shared", "mig", "vgpu", "passthrough"};
+  const auto mode = static_cast<std::size_t>(gpu.mode);
+  std::string g = std::string(path) + (b.gave_up > a.gave_up ? "+gave-up" : "") + (b.rebuilds > a.rebuilds ? "+rebuild" : "") + " " +
+                  (mode < std::size(kModes) ? kModes[mode] : "other") + "x" + std::to_string(gpu.mode == GpuMode::kNone ? 0 : gpu.count) +
+                  (placed ? "" : " unplaced") + (updates > 50 ? " updates>50" : updates > 10 ? " updates>10" : " updates<=10");
+  return {ns, std::move(g)};
+}
+
+void print_tail(const std::string& profile, std::vector<TailRecord>& records) {
+  if (records.size() < 100) return;
+  const std::size_t top = records.size() / 100;
+  std::nth_element(records.begin(), records.begin() + static_cast<std::ptrdiff_t>(top), records.end(),
+                   [](const TailRecord& a, const TailRecord& b) { return a.ns > b.ns; });
+  std::map<std::string, std::pair<std::size_t, std::int64_t>> groups;   // group -> count, total ns
+  for (std::size_t i = 0; i < top; ++i) {
+    auto& [count, total] = groups[records[i].group];
+    ++count;
+    total += records[i].ns;
+  }
+  std::vector<std::pair<std::size_t, std::string>> rows;
+  for (const auto& [g, ct] : groups) rows.emplace_back(ct.first, g + "  mean " + std::to_string(ct.second / static_cast<std::int64_t>(ct.first) / 1000) + " us");
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  std::fprintf(stderr, "# %s: the slowest %zu decisions (from %.1f us), by path, request and node answers recomputed:\n", profile.c_str(), top,
+               static_cast<double>(records[top].ns) / 1000.0);
+  for (const auto& [count, line] : rows) std::fprintf(stderr, "#   %6zu  %s\n", count, line.c_str());
+}
+
 void BM_Scheduler_DecisionLatency(benchmark::State& state, const std::string& profile) {
   const auto nodes = static_cast<std::uint32_t>(state.range(0));
   const bool index = state.range(1) != 0;
@@ -312,6 +358,9 @@ void BM_Scheduler_DecisionLatency(benchmark::State& state, const std::string& pr
   }
   const double target = kFillTarget * static_cast<double>(cluster.totals().gpu_milli);
   bench::LatencyRecorder rec, placed;
+  const bool tail = std::getenv("GPUSCHED_LATENCY_TAIL") != nullptr;
+  std::vector<TailRecord> records;
+  if (tail) records.reserve(static_cast<std::size_t>(decisions));
   rec.reserve(static_cast<std::size_t>(decisions));
   placed.reserve(static_cast<std::size_t>(decisions));
   std::vector<TaskPlacement> out;
@@ -327,10 +376,12 @@ void BM_Scheduler_DecisionLatency(benchmark::State& state, const std::string& pr
     running.tick();
     const JobId id{static_cast<std::uint32_t>(next)};
     const JobSpec& job = s.jobs[next++];
+    const auto before = tail ? sched.index_stats() : policies::Scheduler::IndexStats{};
     const auto t0 = std::chrono::steady_clock::now();
     const Status st = sched.schedule(cluster, job, id, out);
     const auto t1 = std::chrono::steady_clock::now();
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+    if (tail) records.push_back(tail_record(ns, before, sched.index_stats(), job.request.gpu, st.ok()));
     rec.add(ns);
     state.SetIterationTime(static_cast<double>(ns) * 1e-9);
     if (st.ok()) {
@@ -341,6 +392,7 @@ void BM_Scheduler_DecisionLatency(benchmark::State& state, const std::string& pr
       ++failed;
     }
   }
+  if (tail) print_tail(profile, records);
   const auto n = static_cast<double>(std::max<std::size_t>(1, rec.count()));
   state.SetItemsProcessed(static_cast<std::int64_t>(rec.count()));
   state.counters["p50_ns"] = static_cast<double>(rec.percentile(0.50));
