@@ -1231,6 +1231,103 @@ namespace {
 std::span<const dra::DeviceSubRequest> alternatives(const dra::DeviceRequest& req) {
   return req.first_available.empty() ? std::span<const dra::DeviceSubRequest>(&req.exactly, 1) : std::span<const dra::DeviceSubRequest>(req.first_available);
 }
+
+/// How the jobs sharing `claim` share its devices, as NVIDIA's DRA driver sets them up
+/// (k8s-dra-driver-gpu api/nvidia.com/resource/v1beta1: gpuconfig.go DefaultGpuConfig and
+/// Normalize, sharing.go, validate.go). Per request, the last config of the driver that applies
+/// to it decides, the claim's (spec.devices.config) before its class's, as the driver walks the
+/// allocation's configs backwards; none: time-slicing. `mig`: the claim gets GIs, which take a
+/// MigDeviceConfig, else a GpuConfig. The requests must agree (a job shares one way).
+void read_claim_sharing(dra::DeviceClaims& dc, const dra::ResourceClaim& claim, const std::vector<dra::DeviceClass>& classes, bool mig,
+                        const Location& where) {
+  constexpr std::string_view kDriver = "gpu.nvidia.com";
+  const std::string who = "ResourceClaim \"" + claim.name + "\"";
+  using Sharing = dra::DeviceClaims::Sharing;
+  std::optional<std::pair<Sharing, std::int32_t>> agreed;
+  std::string agreed_by;
+  for (const auto& req : claim.requests) {
+    for (const auto& alt : alternatives(req)) {
+      if (alt.admin_access) continue;
+      const std::string full = req.first_available.empty() ? req.name : req.name + "/" + alt.name;
+      const dra::OpaqueConfig* chosen = nullptr;
+      std::string source;
+      for (std::size_t i = claim.config.size(); i-- > 0 && chosen == nullptr;) {
+        const auto& c = claim.config[i];
+        const bool applies = c.requests.empty() || std::find(c.requests.begin(), c.requests.end(), req.name) != c.requests.end() ||
+                             std::find(c.requests.begin(), c.requests.end(), full) != c.requests.end();
+        if (c.opaque.driver == kDriver && applies) {
+          chosen = &c.opaque;
+          source = who + " spec.devices.config[" + std::to_string(i) + "]";
+        }
+      }
+      if (chosen == nullptr) {
+        const auto cls = std::find_if(classes.begin(), classes.end(), [&](const dra::DeviceClass& c) { return c.name == alt.device_class; });
+        for (std::size_t i = cls == classes.end() ? 0 : cls->config.size(); i-- > 0 && chosen == nullptr;) {
+          if (cls->config[i].driver != kDriver) continue;
+          chosen = &cls->config[i];
+          source = "DeviceClass \"" + cls->name + "\" config[" + std::to_string(i) + "]";
+        }
+      }
+      std::pair<Sharing, std::int32_t> got{Sharing::kTimeSlicing, 100};
+      if (chosen != nullptr) {
+        const auto fail = [&](const std::string& why) {
+          throw_error(ErrorCode::kTraceBadValue, where, source + " (request " + full + "): " + why);
+        };
+        const auto params = nlohmann::json::parse(chosen->parameters, nullptr, false);
+        const std::string kind = params.is_object() && params.contains("kind") && params["kind"].is_string() ? params["kind"].get<std::string>() : "";
+        const char* want = mig ? "MigDeviceConfig" : "GpuConfig";
+        if (kind != want) {
+          fail(kind == "GpuConfig" || kind == "MigDeviceConfig"
+                   ? "a " + kind + " for " + (mig ? "MIG devices" : "whole GPUs") + ": NVIDIA's driver applies a " + want + " to them"
+                   : "NVIDIA's driver reads a " + std::string(want) + " here, not kind \"" + kind + "\"");
+        }
+        if (params.contains("sharing")) {
+          const auto& sh = params["sharing"];
+          const std::string strategy = sh.is_object() && sh.contains("strategy") && sh["strategy"].is_string() ? sh["strategy"].get<std::string>() : "";
+          const bool ts_config = sh.is_object() && sh.contains("timeSlicingConfig"), mps_config = sh.is_object() && sh.contains("mpsConfig");
+          if (strategy == "TimeSlicing") {
+            if (mps_config) fail("cannot use MpsConfig with the 'TimeSlicing' strategy");
+            if (ts_config) {
+              if (mig) fail("a MigDeviceConfig has no timeSlicingConfig");
+              const auto& t = sh["timeSlicingConfig"];
+              if (t.is_object() && t.contains("interval")) {
+                const auto& iv = t["interval"];
+                static const std::set<std::string> kIntervals{"Default", "Short", "Medium", "Long"};
+                if (!iv.is_string() || kIntervals.count(iv.get<std::string>()) == 0) fail("unknown time-slice interval: " + iv.dump());
+              }
+            }
+          } else if (strategy == "MPS") {
+            if (ts_config) fail("cannot use TimeSlicingConfig with the 'MPS' strategy");
+            got.first = Sharing::kMps;
+            if (mps_config && sh["mpsConfig"].is_object() && sh["mpsConfig"].contains("defaultActiveThreadPercentage")) {
+              const auto& pct = sh["mpsConfig"]["defaultActiveThreadPercentage"];
+              if (!pct.is_number_integer()) fail("defaultActiveThreadPercentage must be an integer, not " + pct.dump());
+              const auto v = pct.get<std::int64_t>();
+              if (v < 0) fail("active thread percentage must not be negative");
+              if (v > 100) fail("active thread percentage must not be greater than 100");
+              if (v == 0) fail("an active thread percentage of 0 gives the claim's jobs no SMs: they would never finish");
+              got.second = static_cast<std::int32_t>(v);
+            }
+          } else if (strategy == "Fabric") {
+            fail("fabric GPU sharing strategy is not enabled");
+          } else {
+            fail("unknown GPU sharing strategy: " + (sh.is_object() && sh.contains("strategy") ? sh["strategy"].dump() : std::string("(none)")));
+          }
+        }
+      }
+      if (agreed && *agreed != got) {
+        throw_error(ErrorCode::kTraceBadValue, where,
+                    who + ": requests " + agreed_by + " and " + full + " share their devices differently; a job of a shared claim shares one way");
+      }
+      agreed = got;
+      agreed_by = full;
+    }
+  }
+  if (agreed) {
+    dc.sharing = agreed->first;
+    dc.mps_active_thread_percent = agreed->second;
+  }
+}
 }  // namespace
 
 void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& source) {
@@ -1509,6 +1606,9 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         }
         dc->holder = gpu_request(m);
         dc->holder.count = m.units;
+        if (m.units > 0 && (m.kind == Kind::kWholeGpu || m.kind == Kind::kMig)) {
+          read_claim_sharing(*dc, t->second, *sc.dra_classes, m.kind == Kind::kMig, where);
+        }
         m.units = 0;
       }
       m.claims = std::move(dc);

@@ -7,6 +7,7 @@
 
 #include <gpusched/assert.hpp>
 #include <gpusched/constraints.hpp>
+#include <gpusched/dra/allocator.hpp>
 #include <gpusched/error.hpp>
 #include <gpusched/input_range.hpp>
 #include <gpusched/interrupt.hpp>
@@ -114,7 +115,48 @@ double Engine::job_rate(JobId j) const {
       }
     }
   }
+  if (uses_claim_devices(workload_[j.value]) && !rt.placements.empty()) {
+    // The jobs of a shared claim run on its node and use its devices together, as NVIDIA's DRA
+    // driver sets them up (dra::DeviceClaims::sharing): split in proportion to what each would
+    // use alone, as replicas of a time-sliced or MPS GPU are (above).
+    const auto& c = *workload_[j.value].constraints.claims;
+    const auto& claim = workload_[j.value].constraints.resource_claim;
+    double demand = 0.0;
+    int users = 0;
+    for (const JobId k : on_node_[rt.placements.front().node.value]) {
+      if (jobs_[k.value].state != JobState::kRunning || workload_[k.value].constraints.resource_claim != claim) continue;
+      demand += std::clamp(workload_[k.value].gpu_util, 1e-6, 1.0);
+      ++users;
+    }
+    double r = std::min(1.0, 1.0 / std::max(demand, 1e-12));
+    if (c.sharing == dra::DeviceClaims::Sharing::kTimeSlicing) {
+      if (users > 1) r /= 1.0 + cluster_->device_options().time_slicing_overhead;   // context switches
+    } else {
+      // An MPS client gets at most its active thread percentage of the SMs.
+      r = std::min(r, c.mps_active_thread_percent / 100.0 / std::clamp(workload_[j.value].gpu_util, 1e-6, 1.0));
+    }
+    share = std::min(share, r);
+  }
   return share / slowdown;
+}
+
+bool Engine::uses_claim_devices(const JobSpec& spec) {
+  const auto& c = spec.constraints.claims;
+  return c && c->shared && c->holder.count > 0 && !spec.constraints.resource_claim.empty();
+}
+
+void Engine::retime_claim_users(JobId j) {
+  const auto& spec = workload_[j.value];
+  const auto& rt = jobs_[j.value];
+  if (!uses_claim_devices(spec) || rt.placements.empty()) return;
+  std::vector<JobId> users;
+  for (const JobId k : on_node_[rt.placements.front().node.value]) {
+    if (k != j && jobs_[k.value].state == JobState::kRunning && workload_[k.value].constraints.resource_claim == spec.constraints.resource_claim) {
+      users.push_back(k);
+    }
+  }
+  std::sort(users.begin(), users.end());   // deterministic event order
+  for (const JobId k : users) retime(k);
 }
 
 void Engine::retime(JobId j) {
@@ -216,6 +258,7 @@ void Engine::start_job(JobId j, std::vector<TaskPlacement>& placements) {
   rt.rate = 1.0;
   retime(j);
   if (shares) retime_sharers(rt.placements, j);
+  retime_claim_users(j);
   hook_->job_started(spec, j, rt.placements);
   ++starts_;
   for (auto* o : observers_) o->on_job_start(now_, j, rt.placements, *this);
@@ -315,6 +358,7 @@ void Engine::stop_job(JobId j, bool release) {
       retime_sharers(rt.placements, j);
     }
   }
+  retime_claim_users(j);   // (j has left on_node_: the others share without it)
 }
 
 std::pair<double, double> Engine::progress(JobId j) const {

@@ -588,9 +588,9 @@ TEST_CASE("Shared DRA claims: retries, attained service, the 256-task limit, the
   const auto parse = [](const nlohmann::json& d) { return parse_scenario(d.dump(), "shared.json", kRepo / "examples" / "dra"); };
   auto shared_jobs = [](const char* a_duration) {
     return nlohmann::json::parse(std::string(R"([
-      {"id": "a", "submit_time": 0.5, "duration": )") + a_duration + R"(, "resource_claim": "shared-pair", "requests": {"cpu": "8", "memory": "32Gi"}},
+      {"id": "a", "submit_time": 0.5, "duration": )") + a_duration + R"(, "gpu_util": 0.5, "resource_claim": "shared-pair", "requests": {"cpu": "8", "memory": "32Gi"}},
       {"id": "cpuhog", "submit_time": 0.6, "duration": 1000, "requests": {"cpu": "52", "memory": "16Gi"}},
-      {"id": "b", "submit_time": 1.5, "duration": 500, "resource_claim": "shared-pair", "requests": {"cpu": "16", "memory": "16Gi"}}])");
+      {"id": "b", "submit_time": 1.5, "duration": 500, "gpu_util": 0.5, "resource_claim": "shared-pair", "requests": {"cpu": "16", "memory": "16Gi"}}])");
   };
   SECTION("a claim freed by its last job opens every node to its waiting jobs (no narrowed retry)") {
     // b cannot join a on pcie-0000 (CPU); once a ends the claim is free, and b allocates it on
@@ -616,9 +616,9 @@ TEST_CASE("Shared DRA claims: retries, attained service, the 256-task limit, the
     d["events"] = nlohmann::json::parse(R"([{"time_s": 100, "node": "pcie-0000", "type": "node_down"},
                                             {"time_s": 110, "node": "pcie-0000", "type": "node_up"}])");
     d["workload"]["jobs"] = nlohmann::json::parse(R"([
-      {"id": "A", "submit_time": 0, "duration": 300, "resource_claim": "shared-pair", "requests": {"cpu": "8", "memory": "16Gi"}},
-      {"id": "B", "submit_time": 0, "duration": 500, "resource_claim": "shared-pair", "requests": {"cpu": "8", "memory": "16Gi"}},
-      {"id": "C", "submit_time": 0, "duration": 500, "resource_claim": "shared-pair", "requests": {"cpu": "8", "memory": "16Gi"}}])");
+      {"id": "A", "submit_time": 0, "duration": 300, "gpu_util": 0.25, "resource_claim": "shared-pair", "requests": {"cpu": "8", "memory": "16Gi"}},
+      {"id": "B", "submit_time": 0, "duration": 500, "gpu_util": 0.25, "resource_claim": "shared-pair", "requests": {"cpu": "8", "memory": "16Gi"}},
+      {"id": "C", "submit_time": 0, "duration": 500, "gpu_util": 0.25, "resource_claim": "shared-pair", "requests": {"cpu": "8", "memory": "16Gi"}}])");
     const auto r = run(parse(d));
     const auto rows = r.jobs();
     CHECK(rows[0].lost_gpu_hours == Approx(200.0 / 3600));   // A held the 2 GPUs for the 100 s lost
@@ -633,9 +633,9 @@ TEST_CASE("Shared DRA claims: retries, attained service, the 256-task limit, the
     d["events"] = nlohmann::json::parse(R"([{"time_s": 50, "node": "pcie-0000", "type": "node_down"},
                                             {"time_s": 60, "node": "pcie-0000", "type": "node_up"}])");
     d["workload"]["jobs"] = nlohmann::json::parse(R"([
-      {"id": "A", "submit_time": 0, "duration": 200, "resource_claim": "shared-pair", "requests": {"cpu": "8", "memory": "16Gi"}},
+      {"id": "A", "submit_time": 0, "duration": 200, "gpu_util": 0.5, "resource_claim": "shared-pair", "requests": {"cpu": "8", "memory": "16Gi"}},
       {"id": "hog", "submit_time": 0.5, "duration": 120, "requests": {"cpu": "40", "memory": "16Gi"}},
-      {"id": "B", "submit_time": 1, "duration": 500, "resource_claim": "shared-pair", "requests": {"cpu": "16", "memory": "16Gi"}},
+      {"id": "B", "submit_time": 1, "duration": 500, "gpu_util": 0.5, "resource_claim": "shared-pair", "requests": {"cpu": "16", "memory": "16Gi"}},
       {"id": "filler", "submit_time": 55, "duration": 250, "priority": 100, "requests": {"cpu": "16", "memory": "16Gi"}}])");
     // A restores for 100 s on 2 GPUs (200 GPU-s); B receives them at 360 s, 20 s before its own
     // restore ends (40 GPU-s). Counting B's whole restore at 2 GPUs gave 400.
@@ -673,6 +673,103 @@ TEST_CASE("Shared DRA claims: retries, attained service, the 256-task limit, the
                               "\" queueing does not model yet") != std::string::npos);
     }
   }
+}
+
+TEST_CASE("Jobs sharing a DRA claim time-slice its GPUs, or share them by MPS as the claim's GpuConfig says", "[dra][engine]") {
+  // NVIDIA's DRA driver (k8s-dra-driver-gpu api/nvidia.com/resource/v1beta1): DefaultGpuConfig
+  // and Normalize give a claim without sharing config the TimeSlicing strategy; sharing.go and
+  // validate.go say what a GpuConfig / MigDeviceConfig may hold, and the messages for what not.
+  std::ifstream in(kRepo / "examples" / "dra" / "shared.json");
+  auto doc = nlohmann::json::parse(in);
+  const auto claim = [](const nlohmann::json& config) {
+    auto c = nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "pair", "namespace": "t"},
+        "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}]}}})");
+    if (!config.is_null()) c["spec"]["devices"]["config"] = config;
+    return c;
+  };
+  const auto gpu_config = [](const char* sharing) {
+    return nlohmann::json::array({{{"opaque", {{"driver", "gpu.nvidia.com"},
+                                              {"parameters", nlohmann::json::parse(std::string(R"({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig", "sharing": )") +
+                                                                                   sharing + "}")}}}}});
+  };
+  const auto ends = [&](const nlohmann::json& config, const char* jobs, double overhead = 0.0) {
+    auto d = doc;
+    d["dra"]["objects"] = nlohmann::json::array({claim(config)});
+    d["workload"]["jobs"] = nlohmann::json::parse(jobs);
+    if (overhead > 0) d["devices"] = {{"time_slicing_overhead", overhead}};
+    const auto r = run(parse_scenario(d.dump(), "shared.json", kRepo / "examples" / "dra"));
+    std::map<std::string, double> out;
+    for (const auto& row : r.jobs()) out[row.job] = row.end_s.value_or(-1.0);
+    return out;
+  };
+  const char* two_full = R"([
+      {"id": "x", "submit_time": 0, "duration": 100, "resource_claim": "pair", "requests": {"cpu": "4", "memory": "16Gi"}},
+      {"id": "y", "submit_time": 0, "duration": 300, "resource_claim": "pair", "requests": {"cpu": "4", "memory": "16Gi"}}])";
+  // No config: time-sliced. Each keeps a whole GPU busy alone, so each goes at half speed while
+  // both run: x's 100 s take 200 s; y has done 100 s of 300 by then and ends at 400 s alone.
+  auto e = ends(nullptr, two_full);
+  CHECK(e.at("x") == Approx(200.0));
+  CHECK(e.at("y") == Approx(400.0));
+  // The same written out, and with the cost of context switches (devices.time_slicing_overhead).
+  e = ends(gpu_config(R"({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}})"), two_full);
+  CHECK(e.at("x") == Approx(200.0));
+  e = ends(nullptr, two_full, 0.25);
+  CHECK(e.at("x") == Approx(250.0));     // 0.5 / 1.25 = 0.4 of full speed
+  CHECK(e.at("y") == Approx(450.0));     // 100 s done at 250 s, then 200 s alone
+  // MPS: no context switches; a client gets at most its active thread percentage of the SMs.
+  e = ends(gpu_config(R"({"strategy": "MPS"})"), two_full, 0.25);
+  CHECK(e.at("x") == Approx(200.0));
+  e = ends(gpu_config(R"({"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 25}})"), R"([
+      {"id": "x", "submit_time": 0, "duration": 100, "gpu_util": 0.5, "resource_claim": "pair", "requests": {"cpu": "4", "memory": "16Gi"}}])");
+  CHECK(e.at("x") == Approx(200.0));     // alone, but 25 % of the SMs for work that needs 50 %
+  // Jobs that keep half a GPU busy each share it without slowing each other.
+  e = ends(nullptr, R"([
+      {"id": "x", "submit_time": 0, "duration": 100, "gpu_util": 0.5, "resource_claim": "pair", "requests": {"cpu": "4", "memory": "16Gi"}},
+      {"id": "y", "submit_time": 0, "duration": 300, "gpu_util": 0.5, "resource_claim": "pair", "requests": {"cpu": "4", "memory": "16Gi"}}])");
+  CHECK(e.at("x") == Approx(100.0));
+  CHECK(e.at("y") == Approx(300.0));
+
+  // What the driver refuses is refused before the run, naming the config.
+  const auto error = [&](const nlohmann::json& config) {
+    auto d = doc;
+    d["dra"]["objects"] = nlohmann::json::array({claim(config)});
+    d["workload"]["jobs"] = nlohmann::json::parse(two_full);
+    return run_error(d);
+  };
+  CHECK(error(gpu_config(R"({"strategy": "MPS", "timeSlicingConfig": {"interval": "Short"}})"))
+            .find("ResourceClaim \"pair\" spec.devices.config[0] (request gpus): cannot use TimeSlicingConfig with the 'MPS' strategy") !=
+        std::string::npos);
+  CHECK(error(gpu_config(R"({"strategy": "TimeSlicing", "mpsConfig": {}})")).find("cannot use MpsConfig with the 'TimeSlicing' strategy") !=
+        std::string::npos);
+  CHECK(error(gpu_config(R"({"strategy": "Fabric"})")).find("fabric GPU sharing strategy is not enabled") != std::string::npos);
+  CHECK(error(gpu_config(R"({"strategy": "Spatial"})")).find("unknown GPU sharing strategy: \"Spatial\"") != std::string::npos);
+  CHECK(error(gpu_config(R"({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Tiny"}})")).find("unknown time-slice interval: \"Tiny\"") !=
+        std::string::npos);
+  CHECK(error(gpu_config(R"({"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 101}})"))
+            .find("active thread percentage must not be greater than 100") != std::string::npos);
+  CHECK(error(gpu_config(R"({"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": -1}})"))
+            .find("active thread percentage must not be negative") != std::string::npos);
+  CHECK(error(gpu_config(R"({"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 0}})")).find("no SMs") != std::string::npos);
+  auto mig_kind = gpu_config(R"({"strategy": "MPS"})");
+  mig_kind[0]["opaque"]["parameters"]["kind"] = "MigDeviceConfig";
+  CHECK(error(mig_kind).find("a MigDeviceConfig for whole GPUs: NVIDIA's driver applies a GpuConfig to them") != std::string::npos);
+  // Another driver's config is not NVIDIA's driver's business; a class's config applies when the
+  // claim has none, the claim's last one wins.
+  auto other = gpu_config(R"({"strategy": "Spatial"})");
+  other[0]["opaque"]["driver"] = "example.com";
+  CHECK(error(other).empty());
+  auto two = gpu_config(R"({"strategy": "Spatial"})");
+  two.push_back(gpu_config(R"({"strategy": "MPS"})")[0]);
+  CHECK(error(two).empty());
+  two[1]["requests"] = nlohmann::json::array({"watch"});   // not this request: the first (invalid) one applies
+  auto with_watch = claim(two);
+  with_watch["spec"]["devices"]["requests"].push_back(
+      nlohmann::json::parse(R"({"name": "watch", "exactly": {"deviceClassName": "gpu.nvidia.com", "adminAccess": true}})"));
+  auto d = doc;
+  d["dra"]["objects"] = nlohmann::json::array({with_watch});
+  d["workload"]["jobs"] = nlohmann::json::parse(two_full);
+  INFO(run_error(d));
+  CHECK(run_error(d).find("ResourceClaim \"pair\" spec.devices.config[0] (request gpus): unknown GPU sharing strategy") != std::string::npos);
 }
 
 TEST_CASE("ResourceQuota charges of DRA claims, as Kubernetes' quota evaluator counts them", "[dra][engine][quota]") {

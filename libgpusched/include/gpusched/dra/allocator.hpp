@@ -173,6 +173,13 @@ struct DeviceClaims {
   /// the others are placed on its node with none.
   bool shared = false;
   GpuRequest holder;
+  /// How the jobs of a shared claim share its devices at run time, as NVIDIA's driver sets them
+  /// up: time-sliced (its DefaultGpuConfig, and CUDA's default for processes on one GPU), or
+  /// MPS when the claim's GpuConfig / MigDeviceConfig says `sharing.strategy: MPS`, each client
+  /// then limited to `mps_active_thread_percent` of the SMs (mpsConfig.defaultActiveThreadPercentage).
+  enum class Sharing : std::uint8_t { kTimeSlicing, kMps };
+  Sharing sharing = Sharing::kTimeSlicing;
+  std::int32_t mps_active_thread_percent = 100;
 };
 
 /// One claim's allocation: the devices in the order they were chosen, and where the claim can

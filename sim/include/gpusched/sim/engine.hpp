@@ -272,6 +272,10 @@ class Engine final : public JobsView {
   /// Re-times the running jobs sharing GPUs with `placements` (after a sharer came or went).
   void retime_sharers(const std::vector<TaskPlacement>& placements, JobId except);
   void retime(JobId j);
+  /// Whether `spec` uses a shared DRA claim's devices (a ResourceClaim that takes GPUs or GIs).
+  static bool uses_claim_devices(const JobSpec& spec);
+  /// Re-times the other running jobs of `j`'s shared claim (after j came or went).
+  void retime_claim_users(JobId j);
   std::uint32_t flat_gpu(const TaskPlacement& p, const GpuGrant& g) const {
     return cluster_->node(p.node).gpu_begin + g.index;
   }
