@@ -216,10 +216,14 @@ void QuotaResources::charge(const ClusterState* cluster, const JobSpec& job, std
   // case, as Kubernetes' ResourceQuota charges it (dra::DeviceClaims::most_devices); the request
   // states the smallest.
   std::optional<TaskRequest> worst;
-  if (const auto* claims = job.constraints.claims.get(); claims != nullptr && claims->most_devices > job.request.gpu.count &&
-                                                          job.request.gpu.mode != GpuMode::kNone) {
-    worst = job.request;
-    worst->gpu.count = claims->most_devices;
+  if (const auto* claims = job.constraints.claims.get(); claims != nullptr) {
+    if (claims->most_devices > job.request.gpu.count && job.request.gpu.mode != GpuMode::kNone) {
+      worst = job.request;
+      worst->gpu.count = claims->most_devices;
+    } else if (claims->most_devices > job.request.tpu.chips && job.request.tpu.chips > 0) {   // TPU chips: google.com/tpu
+      worst = job.request;
+      worst->tpu.chips = claims->most_devices;
+    }
   }
   const auto& r = worst ? *worst : job.request;
   for (std::size_t i = 0; i < entries_.size(); ++i) {

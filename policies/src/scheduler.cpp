@@ -593,7 +593,8 @@ Status Scheduler::finish(const ClusterState& cluster, const TaskContext& ctx, No
     GPUSCHED_ASSERT(false, "device_select could not grant devices on a node the filters accepted");
   }
   out.node = chosen;
-  out.tpu_chips = ctx.request().tpu.chips;
+  // A DRA claim's TPU chips are what its allocation took there (its size may depend on the host).
+  if (!ctx.job.constraints.claims) out.tpu_chips = ctx.request().tpu.chips;
   out.slowdown = cluster.placement_slowdown(ctx.request(), out);
   return Status::success();
 }

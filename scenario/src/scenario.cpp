@@ -1428,7 +1428,6 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       // below; the other requests' counts are the same on every node.
       std::int64_t gpus = 0, most = 0, devices = 0;
       bool all_mode = false, varies = false;
-      std::string sizes;   // for messages: the first request whose size varies
       const std::string in = what + " \"" + name + "\", request ";
       const auto& requests = t->second.requests;
       std::vector<bool> has_all(requests.size(), false);
@@ -1448,7 +1447,6 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
           all_mode = true;
           continue;
         }
-        if (fewest != largest && !varies) sizes = "request " + req.name + " asks for " + std::to_string(fewest) + " to " + std::to_string(largest) + " devices";
         varies = varies || fewest != largest;   // (never 0: a subrequest has no adminAccess, and counts are positive)
         devices += fewest_devices;
         gpus += fewest;
@@ -1517,7 +1515,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       // An error on one node (a CEL runtime error: an attribute only some nodes' devices have)
       // means "not there", as the plugin takes it during the run; it is reported if no node fits.
       bool fits = false;
-      std::string first_error, counted_on, most_on, partial_tpu;
+      std::string first_error, partial_tpu;
       for (std::size_t u = 0; u < nodes.size(); ++u) {
         const auto& n = nodes[u];
         std::optional<std::vector<dra::Allocation>> got;
@@ -1558,25 +1556,11 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
           low += lo;
           high += hi;
         }
-        if (!fits || low < gpus) {
-          gpus = low;
-          counted_on = n.name;
-        }
-        if (!fits || high > most) {
-          most = high;
-          most_on = n.name;
-        }
+        gpus = fits ? std::min(gpus, low) : low;
+        most = fits ? std::max(most, high) : high;
         fits = true;
       }
-      if (all_mode && fits && most != gpus) {
-        varies = true;
-        if (!kinds.empty() && kinds.begin()->first == Kind::kTpuChip) {
-          throw_error(ErrorCode::kTraceBadValue, where,
-                      what + " \"" + name + "\" asks for all matching devices, which are " + std::to_string(gpus) +
-                          " TPU chips on node " + counted_on + " and " + std::to_string(most) + " on node " + most_on +
-                          ": different counts of TPU chips are not supported in simulations yet (narrow the selectors to one host size; docs/dra.md)");
-        }
-      }
+      if (all_mode && fits && most != gpus) varies = true;
       if (!fits && !sc.keep_unplaceable) {
         throw_error(ErrorCode::kTraceUnplaceable, where,
                     "job \"" + j.name + "\": no node can hold the claim of " + what + " \"" + name + "\", even with all its devices free" +
@@ -1584,11 +1568,6 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
                                                 "and the claim takes part of one: " + partial_tpu + ")"
                          : first_error.empty() ? std::string()
                                                : " (" + first_error + ")"));
-      }
-      if (varies && !kinds.empty() && kinds.begin()->first == Kind::kTpuChip) {
-        throw_error(ErrorCode::kTraceBadValue, where,
-                    what + " \"" + name + "\": " + sizes + " (firstAvailable alternatives): different counts of TPU chips are not "
-                    "supported in simulations yet (docs/dra.md)");
       }
       if (varies) dc->most_devices = static_cast<std::int32_t>(most);
       Made m{nullptr, static_cast<std::int32_t>(gpus), Kind::kWholeGpu, std::string()};

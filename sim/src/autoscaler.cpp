@@ -272,6 +272,13 @@ bool Autoscaler::place(JobId j, std::uint32_t g, std::span<const std::uint32_t> 
       sized.gpu.count = *taken;
       asked = &sized;
     }
+  } else if (claims && spec.request.tpu.chips > 0) {   // TPU chips: the whole host of the group's size
+    const auto& taken = claims_on(spec, g);
+    if (taken && *taken > spec.request.tpu.chips) {
+      sized = spec.request;
+      sized.tpu.chips = *taken;
+      asked = &sized;
+    }
   }
   const auto& r = *asked;
   auto& sc = scratch_[g];

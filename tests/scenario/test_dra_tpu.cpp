@@ -248,22 +248,92 @@ TEST_CASE("TPU claims that cannot work are refused before the run, naming the dr
       "pool": {"name": "gpu-0000", "resourceSliceCount": 1},
       "devices": [{"name": "0"}, {"name": "1"}, {"name": "2"}, {"name": "3"}]}})"));
   CHECK(run_error(pooled).empty());
-  // Different counts of chips (a host's chips come from the request, not the grant): refused, by name.
-  const auto all = run_error(with_dra(tpu_scenario(), {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
-                                                                                                       {"exactly", {{"deviceClassName", "tpu.google.com"}, {"allocationMode", "All"}}}}})}}}}));
-  CHECK(all.find("asks for all matching devices, which are 4 TPU chips on node v5e-a-0000 and 8 on node v6e-0000: different counts of TPU chips "
-                 "are not supported in simulations yet") != std::string::npos);
-  const auto alternatives = run_error(with_dra(tpu_scenario(), {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
-      {"firstAvailable", nlohmann::json::parse(R"([{"name": "v6e", "deviceClassName": "tpu.google.com", "count": 8},
-                                                   {"name": "v5e", "deviceClassName": "tpu.google.com", "count": 4}])")}}})}}}}));
-  CHECK(alternatives.find("ResourceClaimTemplate \"tpus\": request tpus asks for 4 to 8 devices (firstAvailable alternatives): different counts of "
-                          "TPU chips are not supported in simulations yet") != std::string::npos);
+  // (Different counts of chips for one claim are run: "TPU claims over hosts of different sizes".)
   // TPU chips asked both ways.
   auto both = with_dra(tpu_scenario(),
                        {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
                                                                            {"exactly", {{"deviceClassName", "tpu.google.com"}, {"count", 4}}}}})}}}});
   both["workload"]["jobs"][0]["requests"]["google.com/tpu"] = "4";
   CHECK(run_error(both).find("job \"a\" asks for TPU chips both in its requests and through claim_template \"tpus\"") != std::string::npos);
+}
+
+TEST_CASE("TPU claims over hosts of different sizes: all of a host's chips, or alternatives of different counts", "[dra][tpu][engine][quota]") {
+  // Google's driver prepares a claim only when it takes all of a host's chips, so over 4-chip v5e
+  // and 8-chip v6e hosts a claim's size depends on the host: `All`, or firstAvailable "eight,
+  // else four". The job states the fewest (google.com/tpu: 4) and takes what the host gives;
+  // quotas charge the most (8), as Kubernetes' ResourceQuota charges a claim's worst case.
+  const nlohmann::json all = {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
+                                                                                 {"exactly", {{"deviceClassName", "tpu.google.com"}, {"allocationMode", "All"}}}}})}}}};
+  const nlohmann::json alternatives = {{"devices", {{"requests", nlohmann::json::array({{{"name", "tpus"},
+      {"firstAvailable", nlohmann::json::parse(R"([{"name": "v6e", "deviceClassName": "tpu.google.com", "count": 8},
+                                                   {"name": "v5e", "deviceClassName": "tpu.google.com", "count": 4}])")}}})}}}};
+  for (const auto* spec : {&all, &alternatives}) {
+    const bool is_all = spec == &all;
+    INFO((is_all ? "All" : "firstAvailable"));
+    const auto doc = with_dra(tpu_scenario(), *spec);
+    const auto sc = parse_scenario(doc.dump(), "tpu.json", ".");
+    auto resolved = sc.jobs;
+    prepare_claims(resolved, sc);
+    CHECK(resolved[0].request.tpu.chips == 4);
+    REQUIRE(resolved[0].constraints.claims);
+    CHECK(resolved[0].constraints.claims->most_devices == 8);
+    const auto r = run(sc);
+    CHECK(r.summary().completed == 3);
+    std::map<std::string, std::string> node_of;
+    std::map<std::string, std::set<std::string>> request_of;
+    std::map<std::string, int> chips;
+    for (const auto& row : r.claims()) {
+      node_of[row.job] = row.node;
+      request_of[row.job].insert(row.request);
+      ++chips[row.job];
+    }
+    CHECK(node_of.at("a") == "v5e-a-0000");
+    CHECK(node_of.at("b") == "v5e-b-0000");
+    CHECK(node_of.at("c") == "v6e-0000");
+    CHECK(chips.at("a") == 4);
+    CHECK(chips.at("c") == 8);
+    if (!is_all) {
+      CHECK(request_of.at("a") == std::set<std::string>{"tpus/v5e"});
+      CHECK(request_of.at("c") == std::set<std::string>{"tpus/v6e"});
+    }
+    // The event log and jobs.csv name the chips each task took.
+    bool saw = false;
+    for (const auto& line : r.event_log()) {
+      if (line.find(",start,c,") == std::string::npos) continue;
+      saw = true;
+      CHECK(line.find("v6e-0000{tpu:8}") != std::string::npos);
+    }
+    CHECK(saw);
+
+    // ResourceQuota of 8 chips, Kubernetes' rule: each job is charged 8, so one runs at a time
+    // and the others are refused by the API server.
+    auto quota = doc;
+    quota["profile"]["pre_filter"] = nlohmann::json::parse(R"([{"name": "resource-quota", "args": {"quotas": {"default": {"requests.google.com/tpu": 8}}}}])");
+    for (auto& j : quota["workload"]["jobs"]) j["queue"] = "default";
+    const auto q = run(parse_scenario(quota.dump(), "tpu.json", "."));
+    CHECK(q.engine().reason(q.engine().job(JobId{1}).reason).find("requested: requests.google.com/tpu=8, used: requests.google.com/tpu=8") !=
+          std::string::npos);
+  }
+
+  // The autoscaler packs such a job onto a new host as the claim takes it there (8 chips of a
+  // v6e host, not the 4 it states). A 2x4 v6e pool is one host, so each job gets a group; the
+  // autoscaler opens one a scan. (A smoke test: with one node a scan, the old count of 4 planned
+  // two jobs per host but opened the same nodes.)
+  auto scaled = with_dra(tpu_scenario(), all);
+  scaled["cluster"]["node_groups"] = nlohmann::json::array();
+  for (const char* name : {"v6e-x", "v6e-y", "v6e-z"}) {   // (a 2x4 pool is one host: a group each)
+    auto g = nlohmann::json::parse(R"({"count": 1, "cpu": 180, "memory": "720Gi", "tpu": {"generation": "v6e", "topology": "2x4"},
+        "autoscale": {"min": 0, "provisioning_delay_s": 60, "scale_down_idle_s": 600}})");
+    g["name"] = name;
+    scaled["cluster"]["node_groups"].push_back(g);
+  }
+  scaled["autoscaler"] = {{"scan_interval_s", 10}};
+  const auto s = run(parse_scenario(scaled.dump(), "tpu.json", "."));
+  CHECK(s.summary().completed == 3);
+  std::set<std::string> hosts;
+  for (const auto& row : s.claims()) hosts.insert(row.node);
+  CHECK(hosts == std::set<std::string>{"v6e-x-0000", "v6e-y-0000", "v6e-z-0000"});
+  CHECK(s.claims().size() == 24);   // 8 chips each
 }
 
 TEST_CASE("A job waiting only because of the TPU driver's whole-host rule says so", "[dra][tpu][engine]") {

@@ -142,7 +142,9 @@ bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ct
   }
   const auto& r = holding ? *holding : ctx.request();
   if (r.tpu.chips > 0 || chips > 0) {
-    if (!order.empty() || !instances.empty() || chips != r.tpu.chips) return false;
+    // A host's chips: as many as the alternative chosen here takes (the whole host, by the TPU
+    // driver's rule), between what the job states and most_devices.
+    if (!order.empty() || !instances.empty() || chips < r.tpu.chips || chips > std::max(c.claims->most_devices, r.tpu.chips)) return false;
     out.node = node;
     out.gpus.clear();
     out.tpu_chips = chips;
