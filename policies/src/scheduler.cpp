@@ -595,6 +595,7 @@ Status Scheduler::finish(const ClusterState& cluster, const TaskContext& ctx, No
   out.node = chosen;
   // A DRA claim's TPU chips are what its allocation took there (its size may depend on the host).
   if (!ctx.job.constraints.claims) out.tpu_chips = ctx.request().tpu.chips;
+  for (const auto* f : filters_) f->complete(cluster, ctx, out);
   out.slowdown = cluster.placement_slowdown(ctx.request(), out);
   return Status::success();
 }

@@ -91,9 +91,27 @@ bool TopologyManagerPlugin::select(const ClusterState& cluster, const TaskContex
   for (int g : outside) order.push_back(static_cast<std::uint16_t>(g));
   if (!pick_devices(cluster, r, node, order, chooser_, out)) return false;
   if (policy_ == TopologyPolicy::kNone || cluster.spec(node).sockets <= 1) return true;
-  // Pin CPUs and memory to the affinity's sockets (the GPUs' sockets first), spilling over.
+  pin(cluster, r, node, mask, true, out);
+  return true;
+}
+
+void TopologyManagerPlugin::complete(const ClusterState& cluster, const TaskContext& ctx, TaskPlacement& out) const {
+  // Only claim jobs: dynamic-resources chose their devices and pins nothing (scenarios require it
+  // as their device_select). Other jobs were pinned by this plugin's select, or not at all.
+  if (ctx.job.constraints.claims == nullptr || policy_ == TopologyPolicy::kNone || cluster.spec(out.node).sockets <= 1) return;
+  out.numa.clear();
+  const auto a = admit(cluster, ctx.request(), out.node, hinted_devices(ctx));
+  pin(cluster, ctx.request(), out.node, a.admit ? a.mask : ~std::uint64_t{0}, false, out);
+}
+
+void TopologyManagerPlugin::pin(const ClusterState& cluster, const TaskRequest& r, NodeId node, std::uint64_t mask, bool gpus_first,
+                                TaskPlacement& out) {
+  // Pin CPUs and memory to the affinity's sockets (the GPUs' sockets first when they were
+  // hinted), spilling over.
+  const auto gpus = cluster.gpus(node);
   std::vector<int> sockets;
   for (const auto& grant : out.gpus) {
+    if (!gpus_first) break;
     const int z = gpus[grant.index].socket;
     if (std::find(sockets.begin(), sockets.end(), z) == sockets.end()) sockets.push_back(z);
   }
@@ -113,7 +131,6 @@ bool TopologyManagerPlugin::select(const ClusterState& cluster, const TaskContex
     mem -= m;
   }
   if (cpu > 0 || mem > 0) out.numa.clear();   // the shared pool has it, the NUMA nodes do not: stay unpinned
-  return true;
 }
 
 }  // namespace gpusched::policies

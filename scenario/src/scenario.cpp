@@ -1232,88 +1232,161 @@ std::span<const dra::DeviceSubRequest> alternatives(const dra::DeviceRequest& re
   return req.first_available.empty() ? std::span<const dra::DeviceSubRequest>(&req.exactly, 1) : std::span<const dra::DeviceSubRequest>(req.first_available);
 }
 
-/// How the jobs sharing `claim` share its devices, as NVIDIA's DRA driver sets them up
-/// (k8s-dra-driver-gpu api/nvidia.com/resource/v1beta1: gpuconfig.go DefaultGpuConfig and
-/// Normalize, sharing.go, validate.go). Per request, the last config of the driver that applies
-/// to it decides, the claim's (spec.devices.config) before its class's, as the driver walks the
-/// allocation's configs backwards; none: time-slicing. `mig`: the claim gets GIs, which take a
-/// MigDeviceConfig, else a GpuConfig. The requests must agree (a job shares one way).
+/// How the jobs sharing `claim` share its devices, as NVIDIA's DRA driver prepares them
+/// (k8s-dra-driver-gpu: cmd/gpu-kubelet-plugin/device_state.go prepareDevices;
+/// api/nvidia.com/resource/v1beta1 gpuconfig.go DefaultGpuConfig and Normalize, sharing.go,
+/// validate.go). The allocation carries the configs of the requests' classes, then the claim's;
+/// the driver decodes every one of its driver strictly, puts its defaults (a GpuConfig and a
+/// MigDeviceConfig, both TimeSlicing) first, and walks the list backwards per allocated device:
+/// a config naming the device's request (exactly: "req" or "req/sub") applies, or fails when it
+/// is of the wrong type; one naming no request applies when of the device's type, else is
+/// skipped. `mig`: the claim gets GIs (a MigDeviceConfig's type), else whole GPUs (GpuConfig).
+/// The requests must agree (a job shares one way). Errors quote the driver where it has words and
+/// name the claim as `who` ("ResourceClaim \"x\"", or the template it is made from).
 void read_claim_sharing(dra::DeviceClaims& dc, const dra::ResourceClaim& claim, const std::vector<dra::DeviceClass>& classes, bool mig,
-                        const Location& where) {
+                        const std::string& who, const Location& where) {
   constexpr std::string_view kDriver = "gpu.nvidia.com";
-  const std::string who = "ResourceClaim \"" + claim.name + "\"";
   using Sharing = dra::DeviceClaims::Sharing;
+  const char* want = mig ? "MigDeviceConfig" : "GpuConfig";
+  // One config of the driver as the allocation lists it.
+  struct Entry {
+    const dra::OpaqueConfig* config;
+    std::vector<std::string> requests;   // empty: every request
+    std::string source;
+  };
+  std::vector<Entry> entries;
+  for (const auto& req : claim.requests) {
+    for (const auto& alt : alternatives(req)) {
+      const auto cls = std::find_if(classes.begin(), classes.end(), [&](const dra::DeviceClass& c) { return c.name == alt.device_class; });
+      if (cls == classes.end()) continue;
+      const std::string full = req.first_available.empty() ? req.name : req.name + "/" + alt.name;
+      for (std::size_t i = 0; i < cls->config.size(); ++i) {
+        if (cls->config[i].driver != kDriver) continue;
+        entries.push_back({&cls->config[i], {full}, "DeviceClass \"" + cls->name + "\" config[" + std::to_string(i) + "]"});
+      }
+    }
+  }
+  for (std::size_t i = 0; i < claim.config.size(); ++i) {
+    const auto& c = claim.config[i];
+    if (c.opaque.driver == kDriver) entries.push_back({&c.opaque, c.requests, who + " spec.devices.config[" + std::to_string(i) + "]"});
+  }
+  // Decode each as the driver's StrictDecoder would: a known kind, known fields, right types.
+  struct Decoded {
+    std::string kind;
+    nlohmann::json params;   // its `sharing`, or null
+  };
+  std::vector<Decoded> decoded;
+  for (const auto& e : entries) {
+    const auto fail = [&](const std::string& why) { throw_error(ErrorCode::kTraceBadValue, where, e.source + ": " + why); };
+    const auto params = nlohmann::json::parse(e.config->parameters, nullptr, false);
+    if (!params.is_object()) fail("the parameters of NVIDIA's driver are an object");
+    Decoded d;
+    if (!params.contains("kind")) fail("no kind (NVIDIA's driver reads GpuConfig, MigDeviceConfig or VfioDeviceConfig)");
+    if (!params["kind"].is_string()) fail("kind must be a string, not " + params["kind"].dump());
+    d.kind = params["kind"].get<std::string>();
+    if (d.kind != "GpuConfig" && d.kind != "MigDeviceConfig" && d.kind != "VfioDeviceConfig") {
+      fail("kind \"" + d.kind + "\" is none NVIDIA's driver reads (GpuConfig, MigDeviceConfig, VfioDeviceConfig)");
+    }
+    for (const auto& [k, v] : params.items()) {
+      if (k != "apiVersion" && k != "kind" && !(k == "sharing" && d.kind != "VfioDeviceConfig")) fail("unknown field \"" + k + "\" in a " + d.kind);
+    }
+    if (params.contains("sharing") && !params["sharing"].is_null()) {
+      const auto& sh = params["sharing"];
+      if (!sh.is_object()) fail("sharing must be an object, not " + sh.dump());
+      for (const auto& [k, v] : sh.items()) {
+        if (k != "strategy" && k != "mpsConfig" && !(k == "timeSlicingConfig" && d.kind == "GpuConfig")) {
+          fail("unknown field \"sharing." + k + "\" in a " + d.kind);
+        }
+      }
+      const auto present = [&](const char* k) { return sh.contains(k) && !sh[k].is_null(); };
+      if (!sh.contains("strategy") || !sh["strategy"].is_string()) {
+        fail("sharing.strategy must be \"TimeSlicing\" or \"MPS\", not " + (sh.contains("strategy") ? sh["strategy"].dump() : std::string("missing")));
+      }
+      if (present("timeSlicingConfig")) {
+        const auto& t = sh["timeSlicingConfig"];
+        if (!t.is_object()) fail("timeSlicingConfig must be an object, not " + t.dump());
+        for (const auto& [k, v] : t.items()) {
+          if (k != "interval") fail("unknown field \"sharing.timeSlicingConfig." + k + "\"");
+        }
+      }
+      if (present("mpsConfig")) {
+        const auto& m = sh["mpsConfig"];
+        if (!m.is_object()) fail("mpsConfig must be an object, not " + m.dump());
+        for (const auto& [k, v] : m.items()) {
+          if (k != "defaultActiveThreadPercentage" && k != "defaultPinnedDeviceMemoryLimit" && k != "defaultPerDevicePinnedMemoryLimit") {
+            fail("unknown field \"sharing.mpsConfig." + k + "\"");
+          }
+        }
+      }
+      if (present("mpsConfig") && sh["mpsConfig"].contains("defaultActiveThreadPercentage")) {
+        const auto& pct = sh["mpsConfig"]["defaultActiveThreadPercentage"];
+        if (!pct.is_null() && !pct.is_number_integer()) fail("defaultActiveThreadPercentage must be an integer, not " + pct.dump());
+        if (pct.is_number_unsigned() && pct.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+          fail("defaultActiveThreadPercentage " + pct.dump() + " does not fit an int");   // (Go's int: 64 bits)
+        }
+      }
+      if (present("timeSlicingConfig") && sh["timeSlicingConfig"].contains("interval")) {
+        const auto& iv = sh["timeSlicingConfig"]["interval"];
+        if (!iv.is_null() && !iv.is_string()) fail("timeSlicingConfig.interval must be a string, not " + iv.dump());
+      }
+      d.params = sh;
+    }
+    decoded.push_back(std::move(d));
+  }
+  // What the driver makes of the config it applies (Normalize, Validate, and the sharing
+  // getters applyConfig calls), in its words.
+  const auto validate = [&](const Entry& e, const nlohmann::json& sh, const std::string& request) -> std::pair<Sharing, std::int32_t> {
+    const auto fail = [&](const std::string& why) {
+      throw_error(ErrorCode::kTraceBadValue, where, e.source + " (request " + request + "): " + why);
+    };
+    if (sh.is_null()) return {Sharing::kTimeSlicing, 100};   // Normalize: TimeSlicing
+    const auto present = [&](const char* k) { return sh.contains(k) && !sh[k].is_null(); };
+    const std::string strategy = sh["strategy"].get<std::string>();
+    if (strategy == "TimeSlicing") {
+      if (present("mpsConfig")) fail("cannot use MpsConfig with the 'TimeSlicing' strategy");
+      if (present("timeSlicingConfig") && sh["timeSlicingConfig"].contains("interval") && !sh["timeSlicingConfig"]["interval"].is_null()) {
+        static const std::set<std::string> kIntervals{"Default", "Short", "Medium", "Long"};
+        const auto iv = sh["timeSlicingConfig"]["interval"].get<std::string>();
+        if (kIntervals.count(iv) == 0) fail("unknown time-slice interval: " + iv);
+      }
+      return {Sharing::kTimeSlicing, 100};
+    }
+    if (strategy == "MPS") {
+      if (present("timeSlicingConfig")) fail("cannot use TimeSlicingConfig with the 'MPS' strategy");
+      std::int32_t pct = 100;
+      if (present("mpsConfig") && sh["mpsConfig"].contains("defaultActiveThreadPercentage") && !sh["mpsConfig"]["defaultActiveThreadPercentage"].is_null()) {
+        const auto v = sh["mpsConfig"]["defaultActiveThreadPercentage"].get<std::int64_t>();
+        if (v < 0) fail("active thread percentage must not be negative");
+        if (v > 100) fail("active thread percentage must not be greater than 100");
+        if (v == 0) fail("an active thread percentage of 0 gives the claim's jobs no SMs: they would never finish");
+        pct = static_cast<std::int32_t>(v);
+      }
+      return {Sharing::kMps, pct};
+    }
+    if (strategy == "Fabric") fail("fabric GPU sharing strategy is not enabled");
+    fail("unknown GPU sharing strategy: " + strategy);
+    return {};
+  };
+  // Per allocated request, the config the driver applies.
   std::optional<std::pair<Sharing, std::int32_t>> agreed;
   std::string agreed_by;
   for (const auto& req : claim.requests) {
     for (const auto& alt : alternatives(req)) {
       if (alt.admin_access) continue;
       const std::string full = req.first_available.empty() ? req.name : req.name + "/" + alt.name;
-      const dra::OpaqueConfig* chosen = nullptr;
-      std::string source;
-      for (std::size_t i = claim.config.size(); i-- > 0 && chosen == nullptr;) {
-        const auto& c = claim.config[i];
-        const bool applies = c.requests.empty() || std::find(c.requests.begin(), c.requests.end(), req.name) != c.requests.end() ||
-                             std::find(c.requests.begin(), c.requests.end(), full) != c.requests.end();
-        if (c.opaque.driver == kDriver && applies) {
-          chosen = &c.opaque;
-          source = who + " spec.devices.config[" + std::to_string(i) + "]";
+      std::pair<Sharing, std::int32_t> got{Sharing::kTimeSlicing, 100};   // the driver's default
+      for (std::size_t i = entries.size(); i-- > 0;) {
+        const auto& e = entries[i];
+        const bool named = std::find(e.requests.begin(), e.requests.end(), full) != e.requests.end();
+        if (!named && !e.requests.empty()) continue;
+        if (decoded[i].kind != want) {
+          if (!named) continue;   // a config for every request, of another device type
+          throw_error(ErrorCode::kTraceBadValue, where,
+                      e.source + ": cannot apply " + decoded[i].kind + " to the " + (mig ? "MIG devices" : "GPUs") + " of request " + full +
+                          " (NVIDIA's driver applies a " + want + " to them)");
         }
-      }
-      if (chosen == nullptr) {
-        const auto cls = std::find_if(classes.begin(), classes.end(), [&](const dra::DeviceClass& c) { return c.name == alt.device_class; });
-        for (std::size_t i = cls == classes.end() ? 0 : cls->config.size(); i-- > 0 && chosen == nullptr;) {
-          if (cls->config[i].driver != kDriver) continue;
-          chosen = &cls->config[i];
-          source = "DeviceClass \"" + cls->name + "\" config[" + std::to_string(i) + "]";
-        }
-      }
-      std::pair<Sharing, std::int32_t> got{Sharing::kTimeSlicing, 100};
-      if (chosen != nullptr) {
-        const auto fail = [&](const std::string& why) {
-          throw_error(ErrorCode::kTraceBadValue, where, source + " (request " + full + "): " + why);
-        };
-        const auto params = nlohmann::json::parse(chosen->parameters, nullptr, false);
-        const std::string kind = params.is_object() && params.contains("kind") && params["kind"].is_string() ? params["kind"].get<std::string>() : "";
-        const char* want = mig ? "MigDeviceConfig" : "GpuConfig";
-        if (kind != want) {
-          fail(kind == "GpuConfig" || kind == "MigDeviceConfig"
-                   ? "a " + kind + " for " + (mig ? "MIG devices" : "whole GPUs") + ": NVIDIA's driver applies a " + want + " to them"
-                   : "NVIDIA's driver reads a " + std::string(want) + " here, not kind \"" + kind + "\"");
-        }
-        if (params.contains("sharing")) {
-          const auto& sh = params["sharing"];
-          const std::string strategy = sh.is_object() && sh.contains("strategy") && sh["strategy"].is_string() ? sh["strategy"].get<std::string>() : "";
-          const bool ts_config = sh.is_object() && sh.contains("timeSlicingConfig"), mps_config = sh.is_object() && sh.contains("mpsConfig");
-          if (strategy == "TimeSlicing") {
-            if (mps_config) fail("cannot use MpsConfig with the 'TimeSlicing' strategy");
-            if (ts_config) {
-              if (mig) fail("a MigDeviceConfig has no timeSlicingConfig");
-              const auto& t = sh["timeSlicingConfig"];
-              if (t.is_object() && t.contains("interval")) {
-                const auto& iv = t["interval"];
-                static const std::set<std::string> kIntervals{"Default", "Short", "Medium", "Long"};
-                if (!iv.is_string() || kIntervals.count(iv.get<std::string>()) == 0) fail("unknown time-slice interval: " + iv.dump());
-              }
-            }
-          } else if (strategy == "MPS") {
-            if (ts_config) fail("cannot use TimeSlicingConfig with the 'MPS' strategy");
-            got.first = Sharing::kMps;
-            if (mps_config && sh["mpsConfig"].is_object() && sh["mpsConfig"].contains("defaultActiveThreadPercentage")) {
-              const auto& pct = sh["mpsConfig"]["defaultActiveThreadPercentage"];
-              if (!pct.is_number_integer()) fail("defaultActiveThreadPercentage must be an integer, not " + pct.dump());
-              const auto v = pct.get<std::int64_t>();
-              if (v < 0) fail("active thread percentage must not be negative");
-              if (v > 100) fail("active thread percentage must not be greater than 100");
-              if (v == 0) fail("an active thread percentage of 0 gives the claim's jobs no SMs: they would never finish");
-              got.second = static_cast<std::int32_t>(v);
-            }
-          } else if (strategy == "Fabric") {
-            fail("fabric GPU sharing strategy is not enabled");
-          } else {
-            fail("unknown GPU sharing strategy: " + (sh.is_object() && sh.contains("strategy") ? sh["strategy"].dump() : std::string("(none)")));
-          }
-        }
+        got = validate(e, decoded[i].params, full);
+        break;
       }
       if (agreed && *agreed != got) {
         throw_error(ErrorCode::kTraceBadValue, where,
@@ -1547,7 +1620,11 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
           for (std::size_t x = 0; x < alts.size(); ++x) {
             const auto& a = alts[x];
             const std::int64_t on_node = matching[q][x][u];
-            if (a.mode == dra::AllocationMode::kAll ? on_node == 0 : on_node < a.count) continue;   // never chosen here
+            const std::int64_t devices_here = a.mode == dra::AllocationMode::kAll ? on_node : a.count;
+            // Never chosen here: nothing matches, too few match, or more than a claim may hold
+            // (the allocator fails such an alternative: AllocationResultsMaxSize, 32).
+            if (a.mode == dra::AllocationMode::kAll ? on_node == 0 : on_node < a.count) continue;
+            if (devices_here > static_cast<std::int64_t>(dra::kMaxDevicesPerClaim)) continue;
             const std::int64_t taken = a.admin_access ? 0 : a.mode == dra::AllocationMode::kAll ? on_node : a.count;
             lo = std::min(lo, taken);
             hi = std::max(hi, taken);
@@ -1556,6 +1633,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
           low += lo;
           high += hi;
         }
+        high = std::min<std::int64_t>(high, dra::kMaxDevicesPerClaim);   // a claim holds 32 devices at most
         gpus = fits ? std::min(gpus, low) : low;
         most = fits ? std::max(most, high) : high;
         fits = true;
@@ -1575,6 +1653,11 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         m.kind = kinds.begin()->first;
         m.mig_profile = kinds.begin()->second;
       }
+      // NVIDIA's driver reads its config when it prepares the claim: what it would refuse (the
+      // pod would never start) is refused here. A shared claim's jobs share by it.
+      if (m.units > 0 && (m.kind == Kind::kWholeGpu || m.kind == Kind::kMig)) {
+        read_claim_sharing(*dc, t->second, *sc.dra_classes, m.kind == Kind::kMig, what + " \"" + name + "\"", where);
+      }
       if (shared) {
         // The job that allocates a shared claim takes its devices; the others take none. So the
         // jobs state no device, and the plugin grants the first one what this request says.
@@ -1585,9 +1668,6 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         }
         dc->holder = gpu_request(m);
         dc->holder.count = m.units;
-        if (m.units > 0 && (m.kind == Kind::kWholeGpu || m.kind == Kind::kMig)) {
-          read_claim_sharing(*dc, t->second, *sc.dra_classes, m.kind == Kind::kMig, where);
-        }
         m.units = 0;
       }
       m.claims = std::move(dc);

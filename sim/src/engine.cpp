@@ -121,12 +121,16 @@ double Engine::job_rate(JobId j) const {
     // use alone, as replicas of a time-sliced or MPS GPU are (above).
     const auto& c = *workload_[j.value].constraints.claims;
     const auto& claim = workload_[j.value].constraints.resource_claim;
+    // Each task is a pod using the claim: a job's tasks share it with one another too.
+    const NodeId node = rt.placements.front().node;
     double demand = 0.0;
-    int users = 0;
-    for (const JobId k : on_node_[rt.placements.front().node.value]) {
+    std::size_t users = 0;
+    for (const JobId k : on_node_[node.value]) {
       if (jobs_[k.value].state != JobState::kRunning || workload_[k.value].constraints.resource_claim != claim) continue;
-      demand += std::clamp(workload_[k.value].gpu_util, 1e-6, 1.0);
-      ++users;
+      const auto& ps = jobs_[k.value].placements;
+      const auto tasks = static_cast<std::size_t>(std::count_if(ps.begin(), ps.end(), [&](const TaskPlacement& p) { return p.node == node; }));
+      demand += static_cast<double>(tasks) * std::clamp(workload_[k.value].gpu_util, 1e-6, 1.0);
+      users += tasks;
     }
     double r = std::min(1.0, 1.0 / std::max(demand, 1e-12));
     if (c.sharing == dra::DeviceClaims::Sharing::kTimeSlicing) {
@@ -1357,6 +1361,7 @@ void Engine::grow_elastic() {
     // Tasks run in lockstep: the job goes at its slowest task's pace.
     if (job_rate(j) != rt.rate) retime(j);
     if (shares) retime_sharers(added, j);
+    retime_claim_users(j);   // more of its pods on a shared claim
     for (auto* o : observers_) o->on_job_grow(now_, j, added, *this);
   }
 }

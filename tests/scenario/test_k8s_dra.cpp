@@ -742,26 +742,45 @@ TEST_CASE("Jobs sharing a DRA claim time-slice its GPUs, or share them by MPS as
   CHECK(error(gpu_config(R"({"strategy": "TimeSlicing", "mpsConfig": {}})")).find("cannot use MpsConfig with the 'TimeSlicing' strategy") !=
         std::string::npos);
   CHECK(error(gpu_config(R"({"strategy": "Fabric"})")).find("fabric GPU sharing strategy is not enabled") != std::string::npos);
-  CHECK(error(gpu_config(R"({"strategy": "Spatial"})")).find("unknown GPU sharing strategy: \"Spatial\"") != std::string::npos);
-  CHECK(error(gpu_config(R"({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Tiny"}})")).find("unknown time-slice interval: \"Tiny\"") !=
+  CHECK(error(gpu_config(R"({"strategy": "Spatial"})")).find("unknown GPU sharing strategy: Spatial") != std::string::npos);
+  CHECK(error(gpu_config(R"({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Tiny"}})")).find("unknown time-slice interval: Tiny") !=
         std::string::npos);
   CHECK(error(gpu_config(R"({"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 101}})"))
             .find("active thread percentage must not be greater than 100") != std::string::npos);
   CHECK(error(gpu_config(R"({"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": -1}})"))
             .find("active thread percentage must not be negative") != std::string::npos);
   CHECK(error(gpu_config(R"({"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 0}})")).find("no SMs") != std::string::npos);
+  // Decoding is strict for every config of the driver (StrictDecoder), applied or not.
+  CHECK(error(gpu_config(R"({"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 18446744073709551615}})"))
+            .find("defaultActiveThreadPercentage 18446744073709551615 does not fit an int") != std::string::npos);
+  CHECK(error(gpu_config(R"({"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 9223372036854775807}})"))
+            .find("active thread percentage must not be greater than 100") != std::string::npos);
+  CHECK(error(gpu_config(R"("MPS")")).find("sharing must be an object, not \"MPS\"") != std::string::npos);
+  CHECK(error(gpu_config(R"({})")).find("sharing.strategy must be \"TimeSlicing\" or \"MPS\", not missing") != std::string::npos);
+  CHECK(error(gpu_config(R"({"strategy": "MPS", "mpsConfig": "x"})")).find("mpsConfig must be an object, not \"x\"") != std::string::npos);
+  CHECK(error(gpu_config(R"({"strategy": "MPS", "colour": 1})")).find("unknown field \"sharing.colour\" in a GpuConfig") != std::string::npos);
+  auto no_kind = gpu_config(R"({"strategy": "MPS"})");
+  no_kind[0]["opaque"]["parameters"].erase("kind");
+  CHECK(error(no_kind).find("no kind (NVIDIA's driver reads GpuConfig, MigDeviceConfig or VfioDeviceConfig)") != std::string::npos);
+  // Nulls are Go's nil pointers: no sharing is the default, time-slicing.
+  CHECK(error(gpu_config("null")).empty());
+  CHECK(error(gpu_config(R"({"strategy": "TimeSlicing", "mpsConfig": null})")).empty());
+  // A config of another device type: skipped when it names no request, refused when it names this one.
   auto mig_kind = gpu_config(R"({"strategy": "MPS"})");
   mig_kind[0]["opaque"]["parameters"]["kind"] = "MigDeviceConfig";
-  CHECK(error(mig_kind).find("a MigDeviceConfig for whole GPUs: NVIDIA's driver applies a GpuConfig to them") != std::string::npos);
-  // Another driver's config is not NVIDIA's driver's business; a class's config applies when the
-  // claim has none, the claim's last one wins.
+  CHECK(error(mig_kind).empty());
+  mig_kind[0]["requests"] = nlohmann::json::array({"gpus"});
+  CHECK(error(mig_kind).find("ResourceClaim \"pair\" spec.devices.config[0]: cannot apply MigDeviceConfig to the GPUs of request gpus (NVIDIA's "
+                             "driver applies a GpuConfig to them)") != std::string::npos);
+  // Another driver's config is not NVIDIA's driver's business. The claim's last config that
+  // applies wins, and only it is validated (Validate runs on the configs applied).
   auto other = gpu_config(R"({"strategy": "Spatial"})");
   other[0]["opaque"]["driver"] = "example.com";
   CHECK(error(other).empty());
   auto two = gpu_config(R"({"strategy": "Spatial"})");
   two.push_back(gpu_config(R"({"strategy": "MPS"})")[0]);
   CHECK(error(two).empty());
-  two[1]["requests"] = nlohmann::json::array({"watch"});   // not this request: the first (invalid) one applies
+  two[1]["requests"] = nlohmann::json::array({"watch"});   // not this request: the first one applies, and its strategy is refused
   auto with_watch = claim(two);
   with_watch["spec"]["devices"]["requests"].push_back(
       nlohmann::json::parse(R"({"name": "watch", "exactly": {"deviceClassName": "gpu.nvidia.com", "adminAccess": true}})"));
@@ -769,7 +788,85 @@ TEST_CASE("Jobs sharing a DRA claim time-slice its GPUs, or share them by MPS as
   d["dra"]["objects"] = nlohmann::json::array({with_watch});
   d["workload"]["jobs"] = nlohmann::json::parse(two_full);
   INFO(run_error(d));
-  CHECK(run_error(d).find("ResourceClaim \"pair\" spec.devices.config[0] (request gpus): unknown GPU sharing strategy") != std::string::npos);
+  CHECK(run_error(d).find("ResourceClaim \"pair\" spec.devices.config[0] (request gpus): unknown GPU sharing strategy: Spatial") != std::string::npos);
+}
+
+TEST_CASE("Review of the All, topology-manager and sharing changes: 32 devices at most, NUMA pinning, pods of one job, template configs",
+          "[dra][engine]") {
+  // A helper's repros (/tmp/rv4 at the time), one section each.
+  SECTION("an All alternative over more than 32 devices is never chosen, so quotas do not charge it") {
+    // 8 A100s of seven 1g.10gb GIs: 56 match "all", more than a claim may hold
+    // (AllocationResultsMaxSize); the claim takes two. A quota of 40 GIs admits it.
+    const auto doc = nlohmann::json::parse(R"({"schema_version": 1, "name": "c1", "seed": 1,
+      "cluster": {"node_groups": [{"name": "mig", "count": 1, "cpu": 64, "memory": "512Gi", "gpus": 8, "gpu_model": "A100-80GB",
+        "gpu_partition": {"mode": "mig", "layout": ["1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb"]}}]},
+      "dra": {"objects": [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "all-else-two"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "g", "firstAvailable": [
+          {"name": "all", "deviceClassName": "mig.nvidia.com", "allocationMode": "All"},
+          {"name": "two", "deviceClassName": "mig.nvidia.com", "count": 2}]}]}}}}]},
+      "profile": {"name": "q", "pre_filter": [{"name": "resource-quota", "args": {"quotas": {"default": {"requests.nvidia.com/mig-1g.10gb": 40}}}}],
+        "filter": [{"name": "node-resources-fit"}, {"name": "dynamic-resources"}], "score": [{"name": "first-fit"}],
+        "device_select": {"name": "dynamic-resources"}},
+      "workload": {"jobs": [{"id": "a", "submit_time": 0, "duration": 100, "claim_template": "all-else-two", "queue": "default",
+        "requests": {"cpu": "1", "memory": "1Gi"}}]},
+      "outputs": {"event_log": true}})");
+    const auto sc = parse_scenario(doc.dump(), "c1.json", ".");
+    auto resolved = sc.jobs;
+    prepare_claims(resolved, sc);
+    CHECK(resolved[0].request.gpu.count == 2);
+    CHECK(resolved[0].constraints.claims->most_devices == 0);   // two on every node: no node-dependent size
+    const auto r = run(sc);
+    CHECK(r.summary().completed == 1);
+  }
+  SECTION("single-numa-node pins a claim job's CPUs, so the third 10-CPU pod waits on 2 x 16 CPUs") {
+    auto doc = dra_scenario_doc();
+    doc["cluster"] = nlohmann::json::parse(R"({"node_groups": [{"name": "n", "count": 1, "cpu": 32, "memory": "128Gi", "gpus": 4,
+        "gpu_model": "A100-80GB", "sockets": 2, "topology": {"nvlink": "none"}}]})");
+    doc["profile"] = nlohmann::json::parse(R"({"name": "dra-numa", "filter": ["node-resources-fit",
+        {"name": "topology-manager", "args": {"policy": "single-numa-node"}}, "dynamic-resources"],
+        "score": ["first-fit"], "device_select": {"name": "dynamic-resources"}})");
+    doc["dra"]["objects"].push_back(nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one"}, "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}})"));
+    doc["workload"]["jobs"] = nlohmann::json::array();
+    for (int i = 0; i < 3; ++i) {
+      doc["workload"]["jobs"].push_back({{"id", "c" + std::to_string(i)}, {"submit_time", i}, {"duration", 100}, {"claim_template", "one"},
+                                         {"requests", {{"cpu", "10"}, {"memory", "4Gi"}}}});
+    }
+    const auto r = run(dra_scenario(doc));
+    const auto rows = r.jobs();
+    CHECK(rows[0].start_s == 0.0);
+    CHECK(rows[1].start_s == 1.0);
+    CHECK(rows[2].start_s == 100.0);   // was 2: the claim jobs' CPUs were never taken from a NUMA node
+    // Each was pinned to one NUMA node, not the one its GPU is on (the GPU gave no hint).
+    for (const auto& id : {JobId{0}, JobId{1}}) {
+      const auto& p = r.engine().job(id).placements;
+      REQUIRE(p.size() == 1);
+      REQUIRE(p[0].numa.size() == 1);
+      CHECK(p[0].numa[0].cpu_milli == 10000);
+    }
+  }
+  SECTION("the pods of one job time-slice a shared claim's GPU with one another") {
+    auto doc = dra_scenario_doc();
+    doc["dra"]["objects"].push_back(nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "sc", "namespace": "ns"}, "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}})"));
+    doc["devices"] = {{"time_slicing_overhead", 0.1}};
+    doc["workload"]["jobs"] = nlohmann::json::parse(R"([{"id": "A", "submit_time": 0, "duration": 100, "tasks": 2, "resource_claim": "sc",
+        "requests": {"cpu": "1", "memory": "1Gi"}}])");
+    const auto r = run(dra_scenario(doc));
+    // Two pods of a whole GPU's demand each: half speed, less 10 % for context switches, as the
+    // same job on a time-sliced GPU of the device plugin.
+    CHECK(r.jobs()[0].end_s.value_or(-1.0) == Approx(220.0));
+  }
+  SECTION("a template claim's config is checked as the driver checks it, though no two pods share it") {
+    auto doc = dra_scenario_doc();
+    doc["dra"]["objects"] = nlohmann::json::array({nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "two-gpus-one-pcie-root"}, "spec": {"spec": {"devices": {
+          "requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}],
+          "config": [{"opaque": {"driver": "gpu.nvidia.com",
+            "parameters": {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig", "sharing": {"strategy": "Fabric"}}}}]}}}})")});
+    CHECK(run_error(doc).find("ResourceClaimTemplate \"two-gpus-one-pcie-root\" spec.devices.config[0] (request gpus): fabric GPU sharing "
+                              "strategy is not enabled") != std::string::npos);
+  }
 }
 
 TEST_CASE("ResourceQuota charges of DRA claims, as Kubernetes' quota evaluator counts them", "[dra][engine][quota]") {

@@ -191,6 +191,10 @@ class FilterPlugin : public virtual Plugin {
   /// success: a bound that is too high changes decisions (the node-index property tests compare
   /// against the plain scan). Default: none.
   virtual void capacity_need(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/, CapacityNeed& /*need*/) const {}
+  /// After the device_select plugin chose the task's devices on `out.node`: a filter that also
+  /// owns part of the placement (the topology-manager's CPU and memory pinning, when another
+  /// plugin chose the devices) completes `out`. It must not change the devices. Default: nothing.
+  virtual void complete(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/, TaskPlacement& /*out*/) const {}
 };
 
 /// Per task, over every candidate node at once: for plugins that pay a price per call (written

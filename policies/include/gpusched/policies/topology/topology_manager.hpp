@@ -28,11 +28,17 @@ class TopologyManagerPlugin final : public FilterPlugin, public ScorePlugin, pub
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
   [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node,
                             TaskPlacement& out) const override;
+  /// A DRA claim job (its devices chosen by dynamic-resources): pins its CPUs and memory to the
+  /// NUMA nodes admitted for them, as the kubelet's CPU and memory managers do for such a pod.
+  void complete(const ClusterState& cluster, const TaskContext& ctx, TaskPlacement& out) const override;
   /// The admission decision for `r` on `node` now; with `devices` false, for its CPU and memory
   /// only (a DRA claim's devices give the kubelet's TopologyManager no hint).
   [[nodiscard]] NumaAdmit admit(const ClusterState& cluster, const TaskRequest& r, NodeId node, bool devices = true) const;
 
  private:
+  /// Pins the task's CPUs and memory to the sockets of `mask` (with `gpus_first`, those of its
+  /// GPUs first), spilling over; leaves `out.numa` empty when the NUMA nodes cannot hold them.
+  static void pin(const ClusterState& cluster, const TaskRequest& r, NodeId node, std::uint64_t mask, bool gpus_first, TaskPlacement& out);
   TopologyPolicy policy_;
 };
 
