@@ -139,6 +139,7 @@ nlohmann::json nvidia_dra_objects(const std::vector<NodeSpec>& nodes, const GpuC
   for (const auto& n : nodes) {
     if (auto s = dra::nvidia_slice(n, catalog)) items.push_back(dra::to_kubernetes(*s));
     else if (auto t = dra::tpu_slice(n)) items.push_back(dra::to_kubernetes(*t));
+    if (auto nics = dra::dranet_slice(n)) items.push_back(dra::to_kubernetes(*nics));
   }
   return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
 }

@@ -502,6 +502,53 @@ void parse_tpu_host(const Parser& p, const nlohmann::json& j, const std::string&
 }
 
 /// One node (or the template of a node group).
+/// `nics` of a node: a count, or {"count": 8, "rdma": true}. The NICs are spread over the PCIe
+/// switches of the node's GPUs in turn (NIC i behind the switch of GPU group i mod switches, as
+/// DGX/HGX boards pair each switch's GPUs with NICs for GPUDirect RDMA), else over its sockets,
+/// each on a PCIe root of its own.
+void parse_node_nics(const Parser& p, const nlohmann::json& j, const std::string& path, NodeSpec& n) {
+  std::int64_t count = 0;
+  bool rdma = true;
+  if (j.is_number()) {
+    count = p.integer(j, path, 0, 64);
+  } else {
+    p.expect_object(j, path);
+    bool has_count = false;
+    for (const auto& [k, v] : j.items()) {
+      const std::string f = path + "/" + k;
+      if (k == "count") {
+        count = p.integer(v, f, 0, 64);
+        has_count = true;
+      } else if (k == "rdma") {
+        if (!v.is_boolean()) p.fail(ErrorCode::kScenarioBadValue, f, "expected true or false");
+        rdma = v.get<bool>();
+      } else {
+        p.unknown(f, "count, rdma");
+      }
+    }
+    if (!has_count) p.fail(ErrorCode::kScenarioMissingField, path + "/count", "missing field 'count'");
+  }
+  std::vector<std::pair<std::int16_t, std::int16_t>> switches;   // (socket, switch), in GPU order
+  for (const auto& g : n.gpus) {
+    if (g.pcie_switch < 0) continue;
+    const std::pair<std::int16_t, std::int16_t> at{g.socket, g.pcie_switch};
+    if (std::find(switches.begin(), switches.end(), at) == switches.end()) switches.push_back(at);
+  }
+  n.nics.clear();
+  for (std::int64_t i = 0; i < count; ++i) {
+    NicSpec nic;
+    nic.rdma = rdma;
+    if (!switches.empty()) {
+      const auto& [socket, sw] = switches[static_cast<std::size_t>(i) % switches.size()];
+      nic.socket = socket;
+      nic.pcie_switch = sw;
+    } else {
+      nic.socket = static_cast<std::int16_t>(i * n.sockets / count);
+    }
+    n.nics.push_back(nic);
+  }
+}
+
 NodeSpec parse_node(const Parser& p, const nlohmann::json& j, const std::string& path, const GpuCatalog& catalog,
                     ResourceTable& resources, bool group, std::int64_t& count) {
   p.expect_object(j, path);
@@ -512,6 +559,7 @@ NodeSpec parse_node(const Parser& p, const nlohmann::json& j, const std::string&
   const nlohmann::json* partition = nullptr;
   const nlohmann::json* topology = nullptr;
   const nlohmann::json* tpu = nullptr;
+  const nlohmann::json* nics = nullptr;
   bool has_count = false;
   count = 1;
   for (const auto& [k, v] : j.items()) {
@@ -526,6 +574,7 @@ NodeSpec parse_node(const Parser& p, const nlohmann::json& j, const std::string&
     else if (k == "gpu_partition") partition = &v;
     else if (k == "tpu") tpu = &v;
     else if (k == "topology") topology = &v;
+    else if (k == "nics") nics = &v;
     else if (k == "labels") {
       p.expect_object(v, f);
       for (const auto& [lk, lv] : v.items()) n.labels[lk] = p.str(lv, f + "/" + lk);
@@ -555,8 +604,8 @@ NodeSpec parse_node(const Parser& p, const nlohmann::json& j, const std::string&
         n.extended.emplace_back(resources.intern(ek), units);
       }
     } else {
-      p.unknown(f, group ? "name, count, cpu, memory, gpus, gpu_model, sockets, topology, gpu_partition, tpu, labels, taints, extended"
-                         : "name, cpu, memory, gpus, gpu_model, sockets, topology, gpu_partition, tpu, labels, taints, extended");
+      p.unknown(f, group ? "name, count, cpu, memory, gpus, gpu_model, sockets, topology, gpu_partition, tpu, nics, labels, taints, extended"
+                         : "name, cpu, memory, gpus, gpu_model, sockets, topology, gpu_partition, tpu, nics, labels, taints, extended");
     }
   }
   if (n.name.empty()) p.fail(ErrorCode::kScenarioMissingField, path + "/name", "missing field 'name'");
@@ -587,6 +636,7 @@ NodeSpec parse_node(const Parser& p, const nlohmann::json& j, const std::string&
     parse_tpu_host(p, *tpu, path + "/tpu", n, group, has_count, count);
   }
   if (const auto bad = normalize_numa(n); !bad.empty()) p.fail(ErrorCode::kScenarioBadDevices, path + "/topology", bad);
+  if (nics) parse_node_nics(p, *nics, path + "/nics", n);
   return n;
 }
 
@@ -1562,6 +1612,32 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
                 kinds.emplace(Kind::kMig, sc.catalog[spec.gpus[u.gpu].model].mig->profiles[static_cast<std::size_t>(u.mig_profile)].name);
               } else {
                 kinds.emplace(spec.gpus[u.gpu].partition == GpuPartition::kPassthrough ? Kind::kVfio : Kind::kWholeGpu, std::string());
+              }
+            }
+          }
+        }
+      }
+      // NICs (dranet) are published by `gpusched dra slices` but not handed out in simulations:
+      // a request that could only get NICs is refused by name rather than as unplaceable.
+      if (kinds.empty()) {
+        for (const auto& req : t->second.requests) {
+          for (const auto& a : alternatives(req)) {
+            const dra::DeviceClass* cls = empty_cluster->find_class(a.device_class);
+            for (const auto& spec : sc.nodes) {
+              const auto nics = dra::dranet_slice(spec);
+              if (!nics) continue;
+              for (const auto& dev : nics->devices) {
+                const auto holds = [&](const std::vector<dra::CelExpression>& sels) {
+                  return std::all_of(sels.begin(), sels.end(), [&](const dra::CelExpression& e) {
+                    const auto res = e.evaluate(dev, nics->driver);
+                    return res.error.empty() && res.value;
+                  });
+                };
+                if (holds(cls->selectors) && holds(a.selectors)) {
+                  throw_error(ErrorCode::kTraceBadValue, where,
+                              in + req.name + " selects NICs (driver dra.net, e.g. " + dev.name + " of node " + spec.name +
+                                  "): simulations do not hand out NICs yet; `gpusched dra allocate` on `gpusched dra slices` does (docs/dra.md)");
+                }
               }
             }
           }

@@ -66,6 +66,15 @@ struct NumaSpec {
   bool operator==(const NumaSpec&) const = default;
 };
 
+/// A network interface card, as the node model knows it: where it sits on the PCIe tree, and
+/// whether it does RDMA (InfiniBand or RoCE). Published as a DRA device in the vocabulary of
+/// kubernetes-sigs/dranet (dra::dranet_slice). Simulations do not hand NICs out yet.
+struct NicSpec {
+  std::int16_t socket = 0;          ///< NUMA node whose PCIe root it hangs off
+  std::int16_t pcie_switch = -1;    ///< behind the PCIe switch of the GPUs with this id; -1: a root of its own
+  bool rdma = true;
+};
+
 /// TPU host data: which pool it belongs to and where it sits in the pool's host grid.
 struct TpuHostSpec {
   std::string generation;            ///< "v4", "v5e", "v5p"; empty = not a TPU host
@@ -99,6 +108,7 @@ struct NodeSpec {
   std::vector<NumaSpec> numa;               ///< per NUMA node; empty = split cpu/memory evenly
   std::vector<GpuSpec> gpus;
   std::vector<NvLink> nvlinks;              ///< point-to-point NVLink (besides nvlink_domain)
+  std::vector<NicSpec> nics;                ///< network interfaces (DRA devices of dranet)
   MigStrategy mig_strategy = MigStrategy::kMixed;
   bool mig_dynamic = false;                 ///< GIs may be created/destroyed while running
   DevicePluginSharing sharing;              ///< time-slicing / MPS: the device plugin's settings

@@ -256,6 +256,44 @@ std::optional<ResourceSlice> make_tpu_slice(const NodeSpec& node, std::vector<De
 
 std::optional<ResourceSlice> tpu_slice(const NodeSpec& node) { return make_tpu_slice(node, nullptr); }
 
+std::string nic_pcie_root(const NodeSpec& node, std::size_t k) {
+  const auto& nic = node.nics[k];
+  char root[32];
+  // Behind a GPU switch: that switch's root, as make_slice() names it for the GPUs. Else a root
+  // of its own, in a PCI domain no GPU root uses.
+  if (nic.pcie_switch >= 0) std::snprintf(root, sizeof root, "pci%04x:%02x", static_cast<unsigned>(nic.socket), static_cast<unsigned>(0x80 + nic.pcie_switch));
+  else std::snprintf(root, sizeof root, "pci%04x:%02x", static_cast<unsigned>(0x10 + nic.socket), static_cast<unsigned>(k));
+  return root;
+}
+
+std::optional<ResourceSlice> dranet_slice(const NodeSpec& node) {
+  if (node.nics.empty()) return std::nullopt;
+  ResourceSlice s = node_slice(node, kDranetDriver);
+  const std::string d = std::string(kDranetDriver) + "/";
+  for (std::size_t k = 0; k < node.nics.size(); ++k) {
+    const auto& nic = node.nics[k];
+    // A PCI address per NIC (synthetic: the model has none); dranet names the device after it
+    // (inventory NormalizePCIAddress: "net1-" and the address with ':' and '.' as '-').
+    char address[32];
+    std::snprintf(address, sizeof address, "%04x:%02x:00.0", static_cast<unsigned>(nic.socket), static_cast<unsigned>(0x10 + k));
+    Device dev;
+    dev.name = "net1-" + std::string(address);
+    std::replace(dev.name.begin(), dev.name.end(), ':', '-');
+    std::replace(dev.name.begin(), dev.name.end(), '.', '-');
+    dev.attributes.emplace_back(d + "pciAddress", std::string(address));
+    dev.attributes.emplace_back(d + "numaNode", std::int64_t{nic.socket});
+    dev.attributes.emplace_back("resource.kubernetes.io/pcieRoot", nic_pcie_root(node, k));
+    dev.attributes.emplace_back(d + "ifName", "eth" + std::to_string(k + 1));   // eth0: the uplink, which dranet leaves out
+    dev.attributes.emplace_back(d + "type", std::string("device"));
+    dev.attributes.emplace_back(d + "virtual", false);
+    dev.attributes.emplace_back(d + "rdma", nic.rdma);
+    if (nic.rdma) dev.attributes.emplace_back(d + "rdmaDevice", "mlx5_" + std::to_string(k));
+    dev.sort();
+    s.devices.push_back(std::move(dev));
+  }
+  return s;
+}
+
 bool takes_whole_tpu_host(std::span<const Allocation> claims, const NodeSpec& node) {
   for (const auto& a : claims) {
     const auto chips = std::count_if(a.devices.begin(), a.devices.end(), [](const DeviceResult& r) { return r.driver == kTpuDriver; });

@@ -33,6 +33,7 @@ namespace gpusched::dra {
 
 inline constexpr std::string_view kNvidiaDriver = "gpu.nvidia.com";
 inline constexpr std::string_view kTpuDriver = "tpu.google.com";
+inline constexpr std::string_view kDranetDriver = "dra.net";
 
 /// The node's slice; nullopt when it has no NVIDIA GPU. `simulated`: only the devices
 /// simulations hand out (docs/dra.md): GPUs handed out whole (no MIG, vGPU, time-slicing or MPS
@@ -51,6 +52,18 @@ inline constexpr std::string_view kTpuDriver = "tpu.google.com";
 /// and topology come from the node's GKE labels (cloud.google.com/gke-tpu-accelerator,
 /// cloud.google.com/gke-tpu-topology), else from its TPU spec; chipCount is the host's chips.
 [[nodiscard]] std::optional<ResourceSlice> tpu_slice(const NodeSpec& node);
+/// The node's NICs (NodeSpec::nics) as kubernetes-sigs/dranet publishes network interfaces
+/// (driver `dra.net`; pkg/inventory db.go discoverPCIDevices and addLinkAttributes, pkg/apis
+/// attributes.go): one slice per node (pool = node name), a device per NIC named after its PCI
+/// address ("net1-0000-10-00-0", inventory NormalizePCIAddress), with the attributes the model
+/// knows: pciAddress (synthetic), numaNode (its socket), resource.kubernetes.io/pcieRoot (shared
+/// with the GPUs behind the same PCIe switch, as the GPUs' own), ifName (eth1, eth2, ...), type
+/// ("device"), virtual (false), rdma, and rdmaDevice (mlx5_<k>) for RDMA NICs. nullopt: no NIC.
+/// Not published: mac, mtu, addresses, PCI vendor and device names, SR-IOV, eBPF and cloud
+/// attributes (the model does not know them).
+[[nodiscard]] std::optional<ResourceSlice> dranet_slice(const NodeSpec& node);
+/// The PCIe root of the node's NIC `k`, as its dranet device states it.
+[[nodiscard]] std::string nic_pcie_root(const NodeSpec& node, std::size_t k);
 /// Whether claims allocated on `node` take its TPU chips as Google's driver prepares them: all of
 /// them or none. The driver counts each claim's results of driver tpu.google.com and refuses a
 /// claim with fewer than the host's chips (cmd/tpu-dra-kubeletplugin: state.go prepareDevices,
