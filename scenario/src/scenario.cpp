@@ -1282,6 +1282,71 @@ std::span<const dra::DeviceSubRequest> alternatives(const dra::DeviceRequest& re
   return req.first_available.empty() ? std::span<const dra::DeviceSubRequest>(&req.exactly, 1) : std::span<const dra::DeviceSubRequest>(req.first_available);
 }
 
+/// Whether the class's and the alternative's selectors all hold for `device`. A CEL runtime error
+/// means "not this device", as the dynamic-resources plugin takes it during the run.
+bool selects(const dra::DeviceClass& cls, const dra::DeviceSubRequest& alt, const dra::Device& device, const std::string& driver) {
+  const auto holds = [&](const std::vector<dra::CelExpression>& sels) {
+    return std::all_of(sels.begin(), sels.end(), [&](const dra::CelExpression& e) {
+      const auto res = e.evaluate(device, driver);
+      return res.error.empty() && res.value;
+    });
+  };
+  return holds(cls.selectors) && holds(alt.selectors);
+}
+
+/// NICs (dranet) are published by `gpusched dra slices` but not handed out in simulations: a
+/// request that can only get NICs is refused by name rather than waiting as unplaceable.
+void refuse_nic_requests(const dra::ResourceClaim& claim, const dra::Allocator& devices, std::span<const NodeSpec> nodes,
+                         const std::string& in, const Location& where) {
+  std::vector<std::pair<const NodeSpec*, dra::ResourceSlice>> nics;
+  for (const auto& spec : nodes) {
+    if (auto s = dra::dranet_slice(spec)) nics.emplace_back(&spec, std::move(*s));
+  }
+  for (const auto& req : claim.requests) {
+    for (const auto& a : alternatives(req)) {
+      const dra::DeviceClass* cls = devices.find_class(a.device_class);
+      for (const auto& [spec, slice] : nics) {
+        for (const auto& dev : slice.devices) {
+          if (!selects(*cls, a, dev, slice.driver)) continue;
+          throw_error(ErrorCode::kTraceBadValue, where,
+                      in + req.name + " selects NICs (driver dra.net, e.g. " + dev.name + " of node " + spec->name +
+                          "): simulations do not hand out NICs yet; `gpusched dra allocate` on `gpusched dra slices` does (docs/dra.md)");
+        }
+      }
+    }
+  }
+}
+
+/// What a claim with `All` requests takes on one node: the fewest and the most devices, over
+/// every alternative the node could serve (an `All` one: its `matching` devices there; a
+/// counted one: its count), added over the `All` requests, to `fixed` (the other requests'
+/// fewest and most). An alternative of more than 32 devices is never chosen (the allocator
+/// fails it: AllocationResultsMaxSize), and a claim holds 32 at most.
+std::pair<std::int64_t, std::int64_t> sizes_on_node(const std::vector<dra::DeviceRequest>& requests, const std::vector<bool>& has_all,
+                                                    const std::vector<std::vector<std::vector<std::int64_t>>>& matching, std::size_t node,
+                                                    std::pair<std::int64_t, std::int64_t> fixed) {
+  auto [low, high] = fixed;
+  for (std::size_t q = 0; q < requests.size(); ++q) {
+    if (!has_all[q]) continue;
+    const auto alts = alternatives(requests[q]);
+    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0;
+    for (std::size_t x = 0; x < alts.size(); ++x) {
+      const auto& a = alts[x];
+      const std::int64_t on_node = matching[q][x][node];
+      const std::int64_t devices_here = a.mode == dra::AllocationMode::kAll ? on_node : a.count;
+      if (a.mode == dra::AllocationMode::kAll ? on_node == 0 : on_node < a.count) continue;   // nothing, or too few, match
+      if (devices_here > static_cast<std::int64_t>(dra::kMaxDevicesPerClaim)) continue;
+      const std::int64_t taken = a.admin_access ? 0 : devices_here;
+      lo = std::min(lo, taken);
+      hi = std::max(hi, taken);
+    }
+    if (hi == 0 && lo == std::numeric_limits<std::int64_t>::max()) lo = 0;   // (admin access only: matching is not counted)
+    low += lo;
+    high += hi;
+  }
+  return {low, std::min<std::int64_t>(high, dra::kMaxDevicesPerClaim)};
+}
+
 /// How the jobs sharing `claim` share its devices, as NVIDIA's DRA driver prepares them
 /// (k8s-dra-driver-gpu: cmd/gpu-kubelet-plugin/device_state.go prepareDevices;
 /// api/nvidia.com/resource/v1beta1 gpuconfig.go DefaultGpuConfig and Normalize, sharing.go,
@@ -1598,13 +1663,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
             const auto& sl = empty_cluster->slices()[k];
             const auto& spec = sc.nodes[node_of_slice[k]];
             for (std::size_t i = 0; i < sl.devices.size(); ++i) {
-              const auto holds = [&](const std::vector<dra::CelExpression>& sels) {
-                return std::all_of(sels.begin(), sels.end(), [&](const dra::CelExpression& e) {
-                  const auto res = e.evaluate(sl.devices[i], sl.driver);
-                  return res.error.empty() && res.value;   // an error: not this device (the plugin's view)
-                });
-              };
-              if (!holds(cls->selectors) || !holds(a.selectors)) continue;
+              if (!selects(*cls, a, sl.devices[i], sl.driver)) continue;
               if (has_all[q]) ++matching[q][x][node_of_slice[k]];
               const auto& u = units[k][i];
               if (u.tpu_chip) kinds.emplace(Kind::kTpuChip, std::string());
@@ -1617,32 +1676,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
           }
         }
       }
-      // NICs (dranet) are published by `gpusched dra slices` but not handed out in simulations:
-      // a request that could only get NICs is refused by name rather than as unplaceable.
-      if (kinds.empty()) {
-        for (const auto& req : t->second.requests) {
-          for (const auto& a : alternatives(req)) {
-            const dra::DeviceClass* cls = empty_cluster->find_class(a.device_class);
-            for (const auto& spec : sc.nodes) {
-              const auto nics = dra::dranet_slice(spec);
-              if (!nics) continue;
-              for (const auto& dev : nics->devices) {
-                const auto holds = [&](const std::vector<dra::CelExpression>& sels) {
-                  return std::all_of(sels.begin(), sels.end(), [&](const dra::CelExpression& e) {
-                    const auto res = e.evaluate(dev, nics->driver);
-                    return res.error.empty() && res.value;
-                  });
-                };
-                if (holds(cls->selectors) && holds(a.selectors)) {
-                  throw_error(ErrorCode::kTraceBadValue, where,
-                              in + req.name + " selects NICs (driver dra.net, e.g. " + dev.name + " of node " + spec.name +
-                                  "): simulations do not hand out NICs yet; `gpusched dra allocate` on `gpusched dra slices` does (docs/dra.md)");
-                }
-              }
-            }
-          }
-        }
-      }
+      if (kinds.empty()) refuse_nic_requests(t->second, *empty_cluster, sc.nodes, in, where);
       if (kinds.size() > 1) {
         std::string list;
         for (const auto& [kind, profile] : kinds) {
@@ -1688,28 +1722,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         // from node to node; the job states the smallest it can take on any node and may take
         // up to the largest. In firstAvailable, the alternative chosen depends on which devices
         // are free when the job comes: every alternative the node could serve counts.
-        std::int64_t low = gpus_fixed, high = most_fixed;
-        for (std::size_t q = 0; q < requests.size(); ++q) {
-          if (!has_all[q]) continue;
-          const auto alts = alternatives(requests[q]);
-          std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0;
-          for (std::size_t x = 0; x < alts.size(); ++x) {
-            const auto& a = alts[x];
-            const std::int64_t on_node = matching[q][x][u];
-            const std::int64_t devices_here = a.mode == dra::AllocationMode::kAll ? on_node : a.count;
-            // Never chosen here: nothing matches, too few match, or more than a claim may hold
-            // (the allocator fails such an alternative: AllocationResultsMaxSize, 32).
-            if (a.mode == dra::AllocationMode::kAll ? on_node == 0 : on_node < a.count) continue;
-            if (devices_here > static_cast<std::int64_t>(dra::kMaxDevicesPerClaim)) continue;
-            const std::int64_t taken = a.admin_access ? 0 : a.mode == dra::AllocationMode::kAll ? on_node : a.count;
-            lo = std::min(lo, taken);
-            hi = std::max(hi, taken);
-          }
-          if (hi == 0 && lo == std::numeric_limits<std::int64_t>::max()) lo = 0;   // (admin access only: matching is not counted)
-          low += lo;
-          high += hi;
-        }
-        high = std::min<std::int64_t>(high, dra::kMaxDevicesPerClaim);   // a claim holds 32 devices at most
+        const auto [low, high] = sizes_on_node(requests, has_all, matching, u, {gpus_fixed, most_fixed});
         gpus = fits ? std::min(gpus, low) : low;
         most = fits ? std::max(most, high) : high;
         fits = true;
