@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -410,6 +411,41 @@ struct StartOrFinish {
   std::vector<std::pair<std::string, std::vector<int>>> tasks;
 };
 
+/// The DRA example scenario on one 2-socket node of 4 A100s (32 CPUs, 16 per NUMA node), under
+/// topology-manager's single-numa-node with dynamic-resources choosing the devices.
+nlohmann::json numa_claim_doc() {
+  auto doc = dra_scenario_doc();
+  doc["cluster"] = nlohmann::json::parse(R"({"node_groups": [{"name": "n", "count": 1, "cpu": 32, "memory": "128Gi", "gpus": 4,
+      "gpu_model": "A100-80GB", "sockets": 2, "topology": {"nvlink": "none"}}]})");
+  doc["profile"] = nlohmann::json::parse(R"({"name": "dra-numa", "filter": ["node-resources-fit",
+      {"name": "topology-manager", "args": {"policy": "single-numa-node"}}, "dynamic-resources"],
+      "score": ["first-fit"], "device_select": {"name": "dynamic-resources"}})");
+  return doc;
+}
+
+/// Per job, from claims.csv: the requests (or "request/alternative") its devices served, and how
+/// many devices it held.
+struct ClaimRows {
+  std::map<std::string, std::set<std::string>> requests;
+  std::map<std::string, int> devices;
+};
+ClaimRows claim_rows(const RunResult& r) {
+  ClaimRows out;
+  for (const auto& row : r.claims()) {
+    out.requests[row.job].insert(row.request);
+    ++out.devices[row.job];
+  }
+  return out;
+}
+
+/// `doc` with every job in queue "default" under a ResourceQuota of `amount` of `resource`
+/// (Kubernetes' rule: the API server refuses what exceeds it).
+nlohmann::json with_quota(nlohmann::json doc, const std::string& resource, int amount) {
+  doc["profile"]["pre_filter"] = nlohmann::json::array({{{"name", "resource-quota"}, {"args", {{"quotas", {{"default", {{resource, amount}}}}}}}}});
+  for (auto& j : doc["workload"]["jobs"]) j["queue"] = "default";
+  return doc;
+}
+
 std::vector<StartOrFinish> starts_and_finishes(const RunResult& r) {
   std::vector<StartOrFinish> out;
   for (const auto& line : r.event_log()) {
@@ -435,6 +471,39 @@ std::vector<StartOrFinish> starts_and_finishes(const RunResult& r) {
   }
   return out;
 }
+
+/// Runs `mix` (a doc whose jobs came from random_jobs) with the node index and with the plain
+/// scan: the event logs must match, every job completes, and no GPU is granted twice (replayed
+/// from the event log). Returns, for each start of a job naming a claim template, the job, its
+/// node and how many GPUs it took.
+struct ClaimStart {
+  std::string job, node;
+  std::size_t gpus;
+};
+std::vector<ClaimStart> claim_starts_of_random_mix(const nlohmann::json& mix, const std::function<Scenario(const nlohmann::json&)>& parse) {
+  auto indexed = parse(mix);
+  auto scanned = parse(mix);
+  scanned.exact_scan = true;
+  const auto a = run(indexed), b = run(scanned);
+  CHECK(a.event_log() == b.event_log());
+  CHECK(a.summary().completed == mix["workload"]["jobs"].size());
+  GpuLedger ledger;
+  std::vector<ClaimStart> out;
+  for (const auto& e : starts_and_finishes(a)) {
+    if (!e.start) {
+      ledger.give_back(e.job);
+      continue;
+    }
+    REQUIRE(e.tasks.size() == 1);
+    const auto& [node_name, idx] = e.tasks.front();
+    ledger.take(e.job, node_name, idx);
+    if (mix["workload"]["jobs"][static_cast<std::size_t>(std::stoi(e.job.substr(1)))].contains("claim_template")) {
+      out.push_back({e.job, node_name, idx.size()});
+    }
+  }
+  return out;
+}
+
 
 /// job -> its start detail in the event log ("pcie-0000[2,3]").
 std::map<std::string, std::string> starts(const RunResult& r) {
@@ -525,22 +594,15 @@ TEST_CASE("DRA firstAvailable alternatives of different sizes: four H100s, else 
   CHECK(got.at("train-5") == "h100-0000[0,1,2,3]");   // the first H100s free again at 600 s
   CHECK(r.summary().completed == 5);
   // claims.csv says which alternative each task got.
-  std::map<std::string, std::set<std::string>> alternative;
-  std::map<std::string, int> devices;
-  for (const auto& row : r.claims()) {
-    alternative[row.job].insert(row.request);
-    ++devices[row.job];
-  }
-  CHECK(alternative.at("train-1") == std::set<std::string>{"gpus/h100"});
-  CHECK(alternative.at("train-3") == std::set<std::string>{"gpus/a100"});
-  CHECK(devices.at("train-1") == 4);
-  CHECK(devices.at("train-3") == 8);
+  const auto rows = claim_rows(r);
+  CHECK(rows.requests.at("train-1") == std::set<std::string>{"gpus/h100"});
+  CHECK(rows.requests.at("train-3") == std::set<std::string>{"gpus/a100"});
+  CHECK(rows.devices.at("train-1") == 4);
+  CHECK(rows.devices.at("train-3") == 8);
 
   // Quotas charge the worst case: with 8 GPUs of quota, one job at a time, even on 4 H100s.
   // Kubernetes' rule ("created"): the API server refuses the second pod, naming the charge.
-  auto quota = doc;
-  quota["profile"]["pre_filter"] = nlohmann::json::parse(R"([{"name": "resource-quota", "args": {"quotas": {"default": {"requests.nvidia.com/gpu": 8}}}}])");
-  for (auto& j : quota["workload"]["jobs"]) j["queue"] = "default";
+  auto quota = with_quota(doc, "requests.nvidia.com/gpu", 8);
   const auto refused = run(parse(quota));
   CHECK(starts(refused).size() == 1);
   CHECK(refused.engine().reason(refused.engine().job(JobId{1}).reason).find("requested: requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=8") !=
@@ -559,25 +621,9 @@ TEST_CASE("DRA firstAvailable alternatives of different sizes: four H100s, else 
   auto mix = doc;
   mix["workload"]["jobs"] = random_jobs(next, 120, 7, 400, "4", "16Gi", "claim_template", "four-h100-else-eight-a100", 4);
   mix["profile"]["score"] = nlohmann::json::parse(R"([{"name": "most-allocated"}])");
-  auto indexed = parse(mix);
-  auto scanned = parse(mix);
-  scanned.exact_scan = true;
-  const auto a = run(indexed), b = run(scanned);
-  CHECK(a.event_log() == b.event_log());
-  CHECK(a.summary().completed == 120);
-  GpuLedger ledger;
-  for (const auto& e : starts_and_finishes(a)) {
-    if (!e.start) {
-      ledger.give_back(e.job);
-      continue;
-    }
-    REQUIRE(e.tasks.size() == 1);
-    const auto& [node_name, idx] = e.tasks.front();
-    ledger.take(e.job, node_name, idx);
-    if (mix["workload"]["jobs"][static_cast<std::size_t>(std::stoi(e.job.substr(1)))].contains("claim_template")) {
-      INFO(e.job << " on " << node_name);
-      CHECK(idx.size() == (node_name.rfind("h100", 0) == 0 ? 4u : 8u));
-    }
+  for (const auto& c : claim_starts_of_random_mix(mix, parse)) {
+    INFO(c.job << " on " << c.node);
+    CHECK(c.gpus == (c.node.rfind("h100", 0) == 0 ? 4u : 8u));
   }
 }
 
@@ -819,12 +865,7 @@ TEST_CASE("Review of the All, topology-manager and sharing changes: 32 devices a
     CHECK(r.summary().completed == 1);
   }
   SECTION("single-numa-node pins a claim job's CPUs, so the third 10-CPU pod waits on 2 x 16 CPUs") {
-    auto doc = dra_scenario_doc();
-    doc["cluster"] = nlohmann::json::parse(R"({"node_groups": [{"name": "n", "count": 1, "cpu": 32, "memory": "128Gi", "gpus": 4,
-        "gpu_model": "A100-80GB", "sockets": 2, "topology": {"nvlink": "none"}}]})");
-    doc["profile"] = nlohmann::json::parse(R"({"name": "dra-numa", "filter": ["node-resources-fit",
-        {"name": "topology-manager", "args": {"policy": "single-numa-node"}}, "dynamic-resources"],
-        "score": ["first-fit"], "device_select": {"name": "dynamic-resources"}})");
+    auto doc = numa_claim_doc();
     doc["dra"]["objects"].push_back(nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
         "metadata": {"name": "one"}, "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}})"));
     doc["workload"]["jobs"] = nlohmann::json::array();
@@ -1417,22 +1458,14 @@ TEST_CASE("DRA in simulations: allocationMode All inside firstAvailable, and bes
   CHECK(got.at("c") == "big-0000[0,1,2,3,4,5,6,7]");
   CHECK(got.at("d") == "pcie-0000[1,2]");                 // at 51 s, when "a" ends ("one" still runs)
   CHECK(r.summary().completed == 5);
-  std::map<std::string, std::set<std::string>> chosen;
-  std::map<std::string, int> rows;
-  for (const auto& row : r.claims()) {
-    chosen[row.job].insert(row.request);
-    ++rows[row.job];
-  }
-  CHECK(chosen.at("a") == std::set<std::string>{"gpus/two"});
-  CHECK(chosen.at("b") == std::set<std::string>{"gpus/all"});
-  CHECK(chosen.at("c") == std::set<std::string>{"gpus/all"});
-  CHECK(rows.at("b") == 4);
-  CHECK(rows.at("c") == 8);
+  const auto rows = claim_rows(r);
+  CHECK(rows.requests.at("a") == std::set<std::string>{"gpus/two"});
+  CHECK(rows.requests.at("b") == std::set<std::string>{"gpus/all"});
+  CHECK(rows.requests.at("c") == std::set<std::string>{"gpus/all"});
+  CHECK(rows.devices.at("b") == 4);
+  CHECK(rows.devices.at("c") == 8);
   // Quotas charge the most (8): under Kubernetes' rule the second claim job is refused.
-  auto quota = doc;
-  quota["profile"]["pre_filter"] = nlohmann::json::parse(R"([{"name": "resource-quota", "args": {"quotas": {"default": {"requests.nvidia.com/gpu": 9}}}}])");
-  for (auto& j : quota["workload"]["jobs"]) j["queue"] = "default";
-  const auto refused = run(dra_scenario(quota));
+  const auto refused = run(dra_scenario(with_quota(doc, "requests.nvidia.com/gpu", 9)));
   CHECK(starts(refused).size() == 2);   // "one" (1) and "a" (8)
   CHECK(refused.engine().reason(refused.engine().job(JobId{2}).reason).find("requested: requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=9") !=
         std::string::npos);
@@ -1467,26 +1500,11 @@ TEST_CASE("DRA in simulations: allocationMode All inside firstAvailable, and bes
   auto mix = doc;
   mix["workload"]["jobs"] = random_jobs(next, 120, 5, 300, "2", "8Gi", "claim_template", "node-else-two", 4);
   mix["profile"]["score"] = nlohmann::json::parse(R"([{"name": "most-allocated"}])");
-  auto indexed = dra_scenario(mix);
-  auto scanned = dra_scenario(mix);
-  scanned.exact_scan = true;
-  const auto ra = run(indexed), rs = run(scanned);
-  CHECK(ra.event_log() == rs.event_log());
-  CHECK(ra.summary().completed == 120);
-  GpuLedger ledger;
   std::set<std::size_t> sizes;
-  for (const auto& e : starts_and_finishes(ra)) {
-    if (!e.start) {
-      ledger.give_back(e.job);
-      continue;
-    }
-    REQUIRE(e.tasks.size() == 1);
-    const auto& [node_name, idx] = e.tasks.front();
-    ledger.take(e.job, node_name, idx);
-    if (!mix["workload"]["jobs"][static_cast<std::size_t>(std::stoi(e.job.substr(1)))].contains("claim_template")) continue;
-    INFO(e.job << " on " << node_name);
-    CHECK((idx.size() == 2 || idx.size() == (node_name.rfind("big", 0) == 0 ? 8u : 4u)));
-    sizes.insert(idx.size());
+  for (const auto& c : claim_starts_of_random_mix(mix, dra_scenario)) {
+    INFO(c.job << " on " << c.node);
+    CHECK((c.gpus == 2 || c.gpus == (c.node.rfind("big", 0) == 0 ? 8u : 4u)));
+    sizes.insert(c.gpus);
   }
   CHECK(sizes.size() >= 2);   // both alternatives were taken
 }
@@ -1495,12 +1513,7 @@ TEST_CASE("topology-manager aligns a DRA claim job's CPU and memory, not its cla
   // The kubelet's DRA manager gives the TopologyManager no hints: claims are prepared after
   // admission (kubernetes/website#56232, "DRA-managed devices do not participate in
   // TopologyManager decisions"). A claim aligns its own devices with matchAttribute.
-  auto doc = dra_scenario_doc();
-  doc["cluster"] = nlohmann::json::parse(R"({"node_groups": [{"name": "n", "count": 1, "cpu": 32, "memory": "128Gi", "gpus": 4,
-      "gpu_model": "A100-80GB", "sockets": 2, "topology": {"nvlink": "none"}}]})");
-  doc["profile"] = nlohmann::json::parse(R"({"name": "dra-numa", "filter": ["node-resources-fit",
-      {"name": "topology-manager", "args": {"policy": "single-numa-node"}}, "dynamic-resources"],
-      "score": ["first-fit"], "device_select": {"name": "dynamic-resources"}})");
+  auto doc = numa_claim_doc();
   doc["dra"]["objects"].push_back(nlohmann::json::parse(R"({
     "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "whole-node"},
     "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}}]}}}})"));
