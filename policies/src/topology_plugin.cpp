@@ -96,10 +96,13 @@ bool TopologyManagerPlugin::select(const ClusterState& cluster, const TaskContex
 }
 
 void TopologyManagerPlugin::complete(const ClusterState& cluster, const TaskContext& ctx, TaskPlacement& out) const {
-  // Only claim jobs: dynamic-resources chose their devices and pins nothing (scenarios require it
-  // as their device_select). Other jobs were pinned by this plugin's select, or not at all.
-  if (ctx.job.constraints.claims == nullptr || policy_ == TopologyPolicy::kNone || cluster.spec(out.node).sockets <= 1) return;
-  out.numa.clear();
+  // The kubelet's CPU and memory managers pin every pod the TopologyManager admits, whichever
+  // plugin chose its devices (dynamic-resources for claim jobs, and for the other pods of a DRA
+  // profile; gpu-first-fit and the like). The CPUs follow the admitted NUMA nodes, as the CPU
+  // manager allocates from the hint, not the sockets of GPUs another plugin chose. A placement
+  // this plugin's select pinned is kept; one it left unpinned (the NUMA nodes cannot hold the
+  // task, in any order) comes out unpinned again.
+  if (policy_ == TopologyPolicy::kNone || !out.numa.empty() || cluster.spec(out.node).sockets <= 1) return;
   const auto a = admit(cluster, ctx.request(), out.node, hinted_devices(ctx));
   pin(cluster, ctx.request(), out.node, a.admit ? a.mask : ~std::uint64_t{0}, false, out);
 }

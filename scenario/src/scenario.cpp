@@ -502,17 +502,54 @@ void parse_tpu_host(const Parser& p, const nlohmann::json& j, const std::string&
 }
 
 /// One node (or the template of a node group).
-/// `nics` of a node: a count, or {"count": 8, "rdma": true}. The NICs are spread over the PCIe
-/// switches of the node's GPUs in turn (NIC i behind the switch of GPU group i mod switches, as
-/// DGX/HGX boards pair each switch's GPUs with NICs for GPUDirect RDMA), else over its sockets,
-/// each on a PCIe root of its own.
+/// `nics` of a node: a count, {"count": 8, "rdma": true}, or a list, one entry per NIC:
+/// {"gpu": 0} (on GPU 0's PCIe root, behind its switch if it has one) or {"socket": 1} (a root of
+/// its own), each with "rdma" (default true). A count spreads the NICs over the PCIe switches of
+/// the node's GPUs in turn (NIC i behind the switch of GPU group i mod switches, as DGX/HGX
+/// boards pair each switch's GPUs with NICs for GPUDirect RDMA), else over its sockets, each on a
+/// root of its own.
 void parse_node_nics(const Parser& p, const nlohmann::json& j, const std::string& path, NodeSpec& n) {
+  const auto rdma_of = [&](const nlohmann::json& v, const std::string& f) {
+    if (!v.is_boolean()) p.fail(ErrorCode::kScenarioBadValue, f, "expected true or false");
+    return v.get<bool>();
+  };
+  n.nics.clear();
+  if (j.is_array()) {
+    if (j.size() > 64) p.fail(ErrorCode::kScenarioOutOfRange, path, std::to_string(j.size()) + " NICs is out of range: at most 64");
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      const std::string ef = path + "/" + std::to_string(i);
+      p.expect_object(j[i], ef);
+      NicSpec nic;
+      bool placed = false;
+      for (const auto& [k, v] : j[i].items()) {
+        const std::string f = ef + "/" + k;
+        if (k == "gpu") {
+          if (n.gpus.empty()) p.fail(ErrorCode::kScenarioBadValue, f, "the node has no GPU to share a PCIe root with");
+          nic.root_gpu = static_cast<std::int16_t>(p.integer(v, f, 0, static_cast<std::int64_t>(n.gpus.size()) - 1));
+          nic.socket = n.gpus[static_cast<std::size_t>(nic.root_gpu)].socket;
+        } else if (k == "socket") {
+          nic.socket = static_cast<std::int16_t>(p.integer(v, f, 0, n.sockets - 1));
+        } else if (k == "rdma") {
+          nic.rdma = rdma_of(v, f);
+        } else {
+          p.unknown(f, "gpu, socket, rdma");
+        }
+        placed = placed || k == "gpu" || k == "socket";
+      }
+      if (j[i].contains("gpu") && j[i].contains("socket")) {
+        p.fail(ErrorCode::kScenarioBadValue, ef, "a NIC on a GPU's root is on that GPU's socket: give gpu or socket, not both");
+      }
+      if (!placed) p.fail(ErrorCode::kScenarioMissingField, ef + "/gpu", "missing field 'gpu' (the GPU whose PCIe root it is on) or 'socket'");
+      n.nics.push_back(nic);
+    }
+    return;
+  }
   std::int64_t count = 0;
   bool rdma = true;
   if (j.is_number()) {
     count = p.integer(j, path, 0, 64);
   } else {
-    p.expect_object(j, path);
+    if (!j.is_object()) p.fail(ErrorCode::kScenarioBadValue, path, "expected a count, {count, rdma}, or a list of {gpu | socket, rdma}");
     bool has_count = false;
     for (const auto& [k, v] : j.items()) {
       const std::string f = path + "/" + k;
@@ -520,28 +557,27 @@ void parse_node_nics(const Parser& p, const nlohmann::json& j, const std::string
         count = p.integer(v, f, 0, 64);
         has_count = true;
       } else if (k == "rdma") {
-        if (!v.is_boolean()) p.fail(ErrorCode::kScenarioBadValue, f, "expected true or false");
-        rdma = v.get<bool>();
+        rdma = rdma_of(v, f);
       } else {
         p.unknown(f, "count, rdma");
       }
     }
     if (!has_count) p.fail(ErrorCode::kScenarioMissingField, path + "/count", "missing field 'count'");
   }
-  std::vector<std::pair<std::int16_t, std::int16_t>> switches;   // (socket, switch), in GPU order
-  for (const auto& g : n.gpus) {
-    if (g.pcie_switch < 0) continue;
-    const std::pair<std::int16_t, std::int16_t> at{g.socket, g.pcie_switch};
-    if (std::find(switches.begin(), switches.end(), at) == switches.end()) switches.push_back(at);
+  std::vector<std::size_t> switches;   // the first GPU of each PCIe switch, in GPU order
+  for (std::size_t g = 0; g < n.gpus.size(); ++g) {
+    if (n.gpus[g].pcie_switch < 0) continue;
+    const bool seen = std::any_of(switches.begin(), switches.end(), [&](std::size_t f) {
+      return n.gpus[f].socket == n.gpus[g].socket && n.gpus[f].pcie_switch == n.gpus[g].pcie_switch;
+    });
+    if (!seen) switches.push_back(g);
   }
-  n.nics.clear();
   for (std::int64_t i = 0; i < count; ++i) {
     NicSpec nic;
     nic.rdma = rdma;
     if (!switches.empty()) {
-      const auto& [socket, sw] = switches[static_cast<std::size_t>(i) % switches.size()];
-      nic.socket = socket;
-      nic.pcie_switch = sw;
+      nic.root_gpu = static_cast<std::int16_t>(switches[static_cast<std::size_t>(i) % switches.size()]);
+      nic.socket = n.gpus[static_cast<std::size_t>(nic.root_gpu)].socket;
     } else {
       nic.socket = static_cast<std::int16_t>(i * n.sockets / count);
     }
@@ -1295,13 +1331,11 @@ bool selects(const dra::DeviceClass& cls, const dra::DeviceSubRequest& alt, cons
 }
 
 /// NICs (dranet) are published by `gpusched dra slices` but not handed out in simulations: a
-/// request that can only get NICs is refused by name rather than waiting as unplaceable.
-void refuse_nic_requests(const dra::ResourceClaim& claim, const dra::Allocator& devices, std::span<const NodeSpec> nodes,
-                         const std::string& in, const Location& where) {
-  std::vector<std::pair<const NodeSpec*, dra::ResourceSlice>> nics;
-  for (const auto& spec : nodes) {
-    if (auto s = dra::dranet_slice(spec)) nics.emplace_back(&spec, std::move(*s));
-  }
+/// claim with a request, or a firstAvailable alternative, that can get NICs is refused by name,
+/// rather than waiting as unplaceable or, for an alternative, being skipped where Kubernetes
+/// would allocate it. `nics`: each node with NICs and its dranet slice.
+void refuse_nic_requests(const dra::ResourceClaim& claim, const dra::Allocator& devices,
+                         std::span<const std::pair<const NodeSpec*, dra::ResourceSlice>> nics, const std::string& in, const Location& where) {
   for (const auto& req : claim.requests) {
     for (const auto& a : alternatives(req)) {
       const dra::DeviceClass* cls = devices.find_class(a.device_class);
@@ -1553,6 +1587,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
     return g;
   };
   std::optional<dra::Allocator> empty_cluster;   // every node's devices, none in use
+  std::optional<std::vector<std::pair<const NodeSpec*, dra::ResourceSlice>>> nic_slices;
   std::vector<dra::NodeInfo> nodes;
   std::vector<std::vector<dra::DeviceUnit>> units;   // slice -> its devices' GPUs and GIs
   std::vector<std::size_t> node_of_slice;
@@ -1676,7 +1711,13 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
           }
         }
       }
-      if (kinds.empty()) refuse_nic_requests(t->second, *empty_cluster, sc.nodes, in, where);
+      if (!nic_slices) {   // once per run: the nodes' NICs, as `gpusched dra slices` publishes them
+        nic_slices.emplace();
+        for (const auto& spec : sc.nodes) {
+          if (auto s = dra::dranet_slice(spec)) nic_slices->emplace_back(&spec, std::move(*s));
+        }
+      }
+      refuse_nic_requests(t->second, *empty_cluster, *nic_slices, in, where);
       if (kinds.size() > 1) {
         std::string list;
         for (const auto& [kind, profile] : kinds) {

@@ -48,13 +48,13 @@ TEST_CASE("NICs of the node model: spread over the GPUs' PCIe switches, else ove
   // Four switches of two GPUs (gpus_per_pcie_switch 2): NIC i behind the switch of GPUs 2(i mod 4).
   for (std::size_t i = 0; i < 8; ++i) {
     INFO("NIC " << i);
-    CHECK(hgx.nics[i].pcie_switch == hgx.gpus[2 * (i % 4)].pcie_switch);
+    CHECK(hgx.nics[i].root_gpu == static_cast<std::int16_t>(2 * (i % 4)));
     CHECK(hgx.nics[i].socket == hgx.gpus[2 * (i % 4)].socket);
     CHECK(hgx.nics[i].rdma);
   }
   const auto& pcie = sc.nodes[2];
   REQUIRE(pcie.nics.size() == 1);
-  CHECK(pcie.nics[0].pcie_switch == -1);   // no GPU switch: a root of its own
+  CHECK(pcie.nics[0].root_gpu == -1);   // no GPU switch: a root of its own
   CHECK_FALSE(pcie.nics[0].rdma);
 
   // Mistakes name the field.
@@ -74,6 +74,26 @@ TEST_CASE("NICs of the node model: spread over the GPUs' PCIe switches, else ove
   CHECK(error({{"count", 2}, {"rdma", "yes"}}).find("field '/cluster/node_groups/0/nics/rdma': expected true or false") != std::string::npos);
   CHECK(error({{"count", 2}, {"speed", 400}}).find("nics/speed") != std::string::npos);
   CHECK(error(4).empty());
+  // A list places each NIC: on a GPU's root, or on a socket's root of its own.
+  CHECK(error(nlohmann::json::parse(R"([{"gpu": 0}, {"gpu": 9}])")).find("nics/1/gpu': 9 is out of range") != std::string::npos);
+  CHECK(error(nlohmann::json::parse(R"([{"rdma": false}])")).find("nics/0/gpu': missing field 'gpu'") != std::string::npos);
+  CHECK(error(nlohmann::json::parse(R"([{"gpu": 0, "socket": 1}])")).find("give gpu or socket, not both") != std::string::npos);
+  CHECK(error(nlohmann::json::parse(R"([{"socket": 2}])")).find("nics/0/socket'") != std::string::npos);
+  CHECK(error("many").find("expected a count, {count, rdma}, or a list") != std::string::npos);
+  auto listed = doc;
+  // A DGX H100's four NICs of nvidia-smi topo -m (NIC0 PIX to GPU0-1, NIC1 to GPU2-3, ...), and a
+  // storage NIC on socket 1 of its own.
+  listed["cluster"]["node_groups"][0]["nics"] = nlohmann::json::parse(R"([{"gpu": 0}, {"gpu": 2}, {"gpu": 4}, {"gpu": 6},
+      {"socket": 1, "rdma": false}])");
+  const auto ls = parse_scenario(listed.dump(), "nics.json", t::source_dir() / "examples" / "dra");
+  const auto& l = ls.nodes[0];
+  REQUIRE(l.nics.size() == 5);
+  CHECK(l.nics[2].root_gpu == 4);
+  CHECK(l.nics[2].socket == 1);
+  CHECK(dra::nic_pcie_root(l, 2) == dra::gpu_pcie_root(l, 5));   // GPU 4's switch holds GPU 5 too
+  CHECK(l.nics[4].root_gpu == -1);
+  CHECK(l.nics[4].socket == 1);
+  for (std::size_t g = 0; g < l.gpus.size(); ++g) CHECK(dra::nic_pcie_root(l, 4) != dra::gpu_pcie_root(l, g));
 }
 
 TEST_CASE("NICs are published as dranet publishes them and read back as written", "[dra][nics]") {
@@ -141,6 +161,17 @@ TEST_CASE("Simulations refuse a claim for NICs by name, not as unplaceable", "[d
       "requests": {"cpu": "1", "memory": "1Gi"}})");
   CHECK(run_error(doc).find("ResourceClaimTemplate \"nic\", request nic selects NICs (driver dra.net, e.g. net1-0000-10-00-0 of node hgx-0000): "
                             "simulations do not hand out NICs yet") != std::string::npos);
+  // A claim for a GPU and a NIC (gpu-nic.yaml's first claim, as a template), and one whose first
+  // alternative is a NIC, are refused too (review: the first was refused as unplaceable, the
+  // second ran on a GPU where Kubernetes would allocate the NIC).
+  auto mixed = doc;
+  mixed["dra"]["objects"][1]["spec"]["spec"]["devices"] = nlohmann::json::parse(R"({"requests": [
+      {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}, {"name": "nic", "exactly": {"deviceClassName": "dranet"}}],
+      "constraints": [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}]})");
+  CHECK(run_error(mixed).find("request nic selects NICs") != std::string::npos);
+  mixed["dra"]["objects"][1]["spec"]["spec"]["devices"] = nlohmann::json::parse(R"({"requests": [{"name": "x", "firstAvailable": [
+      {"name": "nic", "deviceClassName": "dranet"}, {"name": "gpu", "deviceClassName": "gpu.nvidia.com"}]}]})");
+  CHECK(run_error(mixed).find("request x selects NICs") != std::string::npos);
   // A claim for GPUs beside the NICs runs as before.
   doc["dra"]["objects"][1]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "gpu.nvidia.com";
   CHECK(run_error(doc).empty());

@@ -885,6 +885,17 @@ TEST_CASE("Review of the All, topology-manager and sharing changes: 32 devices a
       REQUIRE(p[0].numa.size() == 1);
       CHECK(p[0].numa[0].cpu_milli == 10000);
     }
+    // The device-plugin pods of the same profile are pinned too (dynamic-resources chose their
+    // GPUs as well): the third waits, as under topology-manager's own device select (review).
+    for (auto& j : doc["workload"]["jobs"]) {
+      j.erase("claim_template");
+      j["requests"]["nvidia.com/gpu"] = "1";
+    }
+    const auto plain = run(dra_scenario(doc)).jobs();
+    CHECK(plain[2].start_s == 100.0);
+    auto own_select = doc;
+    own_select["profile"]["device_select"] = {{"name", "topology-manager"}, {"args", {{"policy", "single-numa-node"}}}};
+    CHECK(run(dra_scenario(own_select)).jobs()[2].start_s == 100.0);
   }
   SECTION("the pods of one job time-slice a shared claim's GPU with one another") {
     auto doc = dra_scenario_doc();

@@ -71,7 +71,7 @@ struct NumaSpec {
 /// kubernetes-sigs/dranet (dra::dranet_slice). Simulations do not hand NICs out yet.
 struct NicSpec {
   std::int16_t socket = 0;          ///< NUMA node whose PCIe root it hangs off
-  std::int16_t pcie_switch = -1;    ///< behind the PCIe switch of the GPUs with this id; -1: a root of its own
+  std::int16_t root_gpu = -1;       ///< on the PCIe root of this GPU (behind its switch, if it has one); -1: a root of its own
   bool rdma = true;
 };
 

@@ -60,6 +60,18 @@ std::string mib(std::int64_t v) { return std::to_string(v) + "Mi"; }
 
 }  // namespace
 
+std::string gpu_pcie_root(const NodeSpec& node, std::size_t i) {
+  // GPUs behind one PCIe switch share a root; a GPU without one has a root of its own.
+  const auto& g = node.gpus[i];
+  char root[32];
+  if (g.pcie_switch >= 0) {
+    std::snprintf(root, sizeof root, "pci%04x:%02x", static_cast<unsigned>(g.socket), static_cast<unsigned>(0x80 + g.pcie_switch));
+  } else {
+    std::snprintf(root, sizeof root, "pci%04x:%02x", static_cast<unsigned>(g.socket), static_cast<unsigned>(i));
+  }
+  return root;
+}
+
 namespace {
 /// A node's one slice of `driver`, as both drivers publish theirs: pool = node name, one slice.
 ResourceSlice node_slice(const NodeSpec& node, std::string_view driver) {
@@ -97,13 +109,7 @@ std::optional<ResourceSlice> make_slice(const NodeSpec& node, const GpuCatalog& 
       common.emplace_back(d + "cudaComputeCapability", *Semver::parse(a->compute_capability));
     }
     common.emplace_back("resource.kubernetes.io/numaNode", std::int64_t{g.socket});
-    char root[32];
-    if (g.pcie_switch >= 0) {
-      std::snprintf(root, sizeof root, "pci%04x:%02x", static_cast<unsigned>(g.socket), static_cast<unsigned>(0x80 + g.pcie_switch));
-    } else {
-      std::snprintf(root, sizeof root, "pci%04x:%02x", static_cast<unsigned>(g.socket), static_cast<unsigned>(i));
-    }
-    common.emplace_back("resource.kubernetes.io/pcieRoot", std::string(root));
+    common.emplace_back("resource.kubernetes.io/pcieRoot", gpu_pcie_root(node, i));
     if (!g.bus_id.empty()) common.emplace_back("resource.kubernetes.io/pciBusID", g.bus_id);
     if (g.nvlink_domain >= 0) common.emplace_back("gpusched.io/nvlinkDomain", std::int64_t{g.nvlink_domain});
     const std::string uuid = synthetic_uuid("GPU", node.name, i);
@@ -258,11 +264,11 @@ std::optional<ResourceSlice> tpu_slice(const NodeSpec& node) { return make_tpu_s
 
 std::string nic_pcie_root(const NodeSpec& node, std::size_t k) {
   const auto& nic = node.nics[k];
+  // On a GPU's root: that GPU's, as its device states it. Else a root of its own, in a PCI
+  // domain no GPU root uses.
+  if (nic.root_gpu >= 0 && static_cast<std::size_t>(nic.root_gpu) < node.gpus.size()) return gpu_pcie_root(node, static_cast<std::size_t>(nic.root_gpu));
   char root[32];
-  // Behind a GPU switch: that switch's root, as make_slice() names it for the GPUs. Else a root
-  // of its own, in a PCI domain no GPU root uses.
-  if (nic.pcie_switch >= 0) std::snprintf(root, sizeof root, "pci%04x:%02x", static_cast<unsigned>(nic.socket), static_cast<unsigned>(0x80 + nic.pcie_switch));
-  else std::snprintf(root, sizeof root, "pci%04x:%02x", static_cast<unsigned>(0x10 + nic.socket), static_cast<unsigned>(k));
+  std::snprintf(root, sizeof root, "pci%04x:%02x", static_cast<unsigned>(0x10 + nic.socket), static_cast<unsigned>(k));
   return root;
 }
 

@@ -56,14 +56,17 @@ inline constexpr std::string_view kDranetDriver = "dra.net";
 /// (driver `dra.net`; pkg/inventory db.go discoverPCIDevices and addLinkAttributes, pkg/apis
 /// attributes.go): one slice per node (pool = node name), a device per NIC named after its PCI
 /// address ("net1-0000-10-00-0", inventory NormalizePCIAddress), with the attributes the model
-/// knows: pciAddress (synthetic), numaNode (its socket), resource.kubernetes.io/pcieRoot (shared
-/// with the GPUs behind the same PCIe switch, as the GPUs' own), ifName (eth1, eth2, ...), type
+/// knows: pciAddress (synthetic), numaNode (its socket), resource.kubernetes.io/pcieRoot (that of
+/// the GPU it shares a root with, NicSpec::root_gpu, else its own), ifName (eth1, eth2, ...), type
 /// ("device"), virtual (false), rdma, and rdmaDevice (mlx5_<k>) for RDMA NICs. nullopt: no NIC.
 /// Not published: mac, mtu, addresses, PCI vendor and device names, SR-IOV, eBPF and cloud
 /// attributes (the model does not know them).
 [[nodiscard]] std::optional<ResourceSlice> dranet_slice(const NodeSpec& node);
 /// The PCIe root of the node's NIC `k`, as its dranet device states it.
 [[nodiscard]] std::string nic_pcie_root(const NodeSpec& node, std::size_t k);
+/// The PCIe root of the node's GPU `i` (resource.kubernetes.io/pcieRoot, derived: GPUs behind one
+/// PCIe switch share one, as `pci<socket>:<0x80 + switch>`; a GPU without a switch has its own).
+[[nodiscard]] std::string gpu_pcie_root(const NodeSpec& node, std::size_t i);
 /// Whether claims allocated on `node` take its TPU chips as Google's driver prepares them: all of
 /// them or none. The driver counts each claim's results of driver tpu.google.com and refuses a
 /// claim with fewer than the host's chips (cmd/tpu-dra-kubeletplugin: state.go prepareDevices,
