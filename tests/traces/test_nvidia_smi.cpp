@@ -88,8 +88,17 @@ TEST_CASE("The DGX H100 sample becomes 8 NVSwitch-linked H100s on two NUMA nodes
     CHECK(n.gpus[g].model == h100);
     CHECK(n.gpus[g].socket == (g < 4 ? 0 : 1));
     CHECK(n.gpus[g].nvlink_domain == 0);
-    CHECK(n.gpus[g].pcie_switch == -1);
+    // GPU pairs show NV18 to each other, but both reach one NIC by PIX (NIC0 for GPU0-1, ...):
+    // they share its PCIe switch.
+    CHECK(n.gpus[g].pcie_switch == static_cast<std::int16_t>(g / 2));
     CHECK(n.gpus[g].partition == GpuPartition::kWhole);
+  }
+  // The four NICs (mlx5_0..3 in the NIC Legend), each behind the switch of its GPU pair.
+  REQUIRE(n.nics.size() == 4);
+  for (std::size_t k = 0; k < 4; ++k) {
+    INFO("NIC" << k);
+    CHECK(n.nics[k].root_gpu == static_cast<std::int16_t>(2 * k));
+    CHECK(n.nics[k].socket == (k < 2 ? 0 : 1));
   }
   CHECK(n.gpus[0].bus_id == "00000000:18:00.0");
   CHECK(n.gpus[7].bus_id == "00000000:DB:00.0");
@@ -120,7 +129,7 @@ TEST_CASE("The PCIe sample becomes two PIX pairs on two sockets with no NVLink",
   CHECK(n.gpus[2].bus_id == "00000000:B1:00.0");
 }
 
-TEST_CASE("NIC rows and columns are ignored and an N/A NUMA affinity means socket 0", "[traces][nvidia_smi]") {
+TEST_CASE("NIC rows give the NICs and where they sit; an N/A NUMA affinity means socket 0", "[traces][nvidia_smi]") {
   const NodeSpec n = load("small-a30x2-nic", {.name = "small", .memory_mib = 128 * 1024});
   REQUIRE(n.gpus.size() == 2);
   CHECK(n.sockets == 1);
@@ -130,6 +139,24 @@ TEST_CASE("NIC rows and columns are ignored and an N/A NUMA affinity means socke
   CHECK(n.gpus[0].pcie_switch == -1);  // NODE: same socket, different host bridges
   CHECK(n.nvlinks.empty());
   CHECK(n.gpus[0].model == *catalog().find("A30"));
+  // Columns named mlx5_0 and mlx5_1 (no NIC Legend): each on its GPU's root (PIX).
+  REQUIRE(n.nics.size() == 2);
+  CHECK(n.nics[0].root_gpu == 0);
+  CHECK(n.nics[1].root_gpu == 1);
+  const auto t = parse_nvidia_smi_topo(slurp("small-a30x2-nic-topo.txt"), "topo.txt");
+  REQUIRE(t.nics.size() == 2);
+  CHECK(t.nics[1].name == "mlx5_1");
+  CHECK(t.nics[1].to_gpu[0].link == NvidiaSmiLink::kNode);
+  CHECK(parse_nvidia_smi_topo(slurp("dgx-h100-topo.txt"), "topo.txt").nics[3].name == "mlx5_3");   // from the NIC Legend
+  // A NIC cell that is no PCIe link is an error naming the line and column.
+  std::string bad = slurp("small-a30x2-nic-topo.txt");
+  bad.replace(bad.find("mlx5_0\tPIX"), 10, "mlx5_0\tNV4");
+  try {
+    (void)parse_nvidia_smi_topo(bad, "topo.txt");
+    FAIL("an NVLink from a NIC was accepted");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("topo.txt:4") && Catch::Contains("\"NV4\" is not a PCIe link between a NIC and a GPU"));
+  }
 }
 
 TEST_CASE("MIG mode enabled in the XML marks that GPU as MIG-partitioned", "[traces][nvidia_smi]") {

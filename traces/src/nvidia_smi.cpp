@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <sstream>
@@ -425,7 +426,26 @@ NvidiaSmiTopo parse_nvidia_smi_topo(std::string_view text, const std::string& so
     if (tok.empty() || tok[0].rfind("Legend", 0) == 0) break;
     const auto line = static_cast<std::int64_t>(i + 1);
     const int g = gpu_label(tok[0]);
-    if (g < 0) continue;  // a NIC row
+    if (g < 0) {   // a NIC's row: its links to the GPUs
+      const auto col = std::find(devices.begin() + static_cast<std::ptrdiff_t>(n), devices.end(), tok[0]);
+      if (col == devices.end()) continue;   // a device with no column
+      if (tok.size() < 1 + n) {
+        fail(ErrorCode::kTraceBadValue, source, line, tok[0],
+             "malformed row: " + std::to_string(tok.size() - 1) + " value(s) for " + std::to_string(n) + " GPU column(s)");
+      }
+      NvidiaSmiTopoNic nic;
+      nic.name = tok[0];
+      for (std::size_t c = 0; c < n; ++c) {
+        NvidiaSmiTopoEntry e;
+        if (!parse_cell(tok[1 + c], e) || e.link == NvidiaSmiLink::kSelf || e.link == NvidiaSmiLink::kNvlink) {
+          fail(ErrorCode::kTraceBadValue, source, line, devices[c],
+               "\"" + tok[1 + c] + "\" is not a PCIe link between a NIC and a GPU (expected PIX, PXB, PHB, NODE or SYS)");
+        }
+        nic.to_gpu.push_back(e);
+      }
+      topo.nics.push_back(std::move(nic));
+      continue;
+    }
     const auto r = static_cast<std::size_t>(g);
     if (r >= n) fail(ErrorCode::kTraceBadValue, source, line, tok[0], "a row for a GPU that has no column");
     if (row_line[r] != 0) {
@@ -482,6 +502,21 @@ NvidiaSmiTopo parse_nvidia_smi_topo(std::string_view text, const std::string& so
   }
   for (std::size_t r = 0; r < n; ++r) {
     if (row_line[r] == 0) fail(ErrorCode::kTraceBadValue, source, topo.header_line, devices[r], "no row for this GPU");
+  }
+  // "NIC Legend:" names the NIC columns ("  NIC0: mlx5_0").
+  bool in_nic_legend = false;
+  for (; i < lines.size(); ++i) {
+    const std::string l = trim(lines[i]);
+    if (l == "NIC Legend:") {
+      in_nic_legend = true;
+      continue;
+    }
+    const auto colon = l.find(':');
+    if (!in_nic_legend || colon == std::string::npos) continue;
+    const std::string label = trim(l.substr(0, colon)), name = trim(l.substr(colon + 1));
+    for (auto& nic : topo.nics) {
+      if (nic.name == label && !name.empty()) nic.name = name;
+    }
   }
   for (std::size_t a = 0; a < n; ++a) {
     for (std::size_t b = a + 1; b < n; ++b) {
@@ -868,8 +903,18 @@ NodeSpec node_from_nvidia_smi(std::string_view query_xml, std::string_view topo_
   }
   node.sockets = static_cast<std::int16_t>(std::max<int>({1, defaults.sockets, max_numa + 1}));
 
-  // PCIe switches: groups joined by PIX. NVLink: every NV# pair; domains: NV groups that are cliques.
+  // PCIe switches: groups joined by PIX, between GPUs or through a NIC both reach by PIX (NVLinked
+  // GPUs show NV# to each other, not the switch they share: DGX H100's GPU0-GPU1 and NIC0).
+  // NVLink: every NV# pair; domains: NV groups that are cliques.
   UnionFind pix(n), nv(n);
+  for (const auto& nic : topo.nics) {
+    std::optional<std::size_t> first;
+    for (std::size_t g = 0; g < n; ++g) {
+      if (nic.to_gpu[g].link != NvidiaSmiLink::kPix) continue;
+      if (!first) first = g;
+      else if (node.gpus[*first].socket == node.gpus[g].socket) pix.join(*first, g);
+    }
+  }
   for (std::size_t a = 0; a < n; ++a) {
     for (std::size_t b = a + 1; b < n; ++b) {
       const auto& e = topo.matrix[a][b];
@@ -912,6 +957,25 @@ NodeSpec node_from_nvidia_smi(std::string_view query_xml, std::string_view topo_
     if (group_size[root] < 2 || !clique[root]) continue;
     if (id[root] < 0) id[root] = next++;
     node.gpus[g].nvlink_domain = id[root];
+  }
+
+  // NICs: on the root of the first GPU they reach by PIX (behind its switch), else by PXB; else on
+  // a root of their own, on the NUMA node of a GPU they reach without crossing sockets.
+  for (const auto& nic : topo.nics) {
+    NicSpec spec;
+    const auto reach = [&](NvidiaSmiLink link) -> std::optional<std::size_t> {
+      for (std::size_t g = 0; g < n; ++g) {
+        if (nic.to_gpu[g].link == link) return g;
+      }
+      return std::nullopt;
+    };
+    if (auto g = reach(NvidiaSmiLink::kPix); g || (g = reach(NvidiaSmiLink::kPxb))) {
+      spec.root_gpu = static_cast<std::int16_t>(*g);
+      spec.socket = node.gpus[*g].socket;
+    } else if (auto h = reach(NvidiaSmiLink::kPhb); h || (h = reach(NvidiaSmiLink::kNode))) {
+      spec.socket = node.gpus[*h].socket;
+    }
+    node.nics.push_back(spec);
   }
 
   // CPUs per NUMA node from the CPU Affinity column, unless given.
@@ -1040,6 +1104,15 @@ nlohmann::json node_to_json(const NodeSpec& node, const GpuCatalog& catalog, con
     if (dropped) dropped->push_back("PCI bus ids");
   }
   j["topology"] = topo;
+  if (!node.nics.empty()) {
+    nlohmann::json nics = nlohmann::json::array();
+    for (const auto& nic : node.nics) {
+      nlohmann::json e = nic.root_gpu >= 0 ? nlohmann::json{{"gpu", nic.root_gpu}} : nlohmann::json{{"socket", nic.socket}};
+      if (!nic.rdma) e["rdma"] = false;
+      nics.push_back(e);
+    }
+    j["nics"] = nics;
+  }
   if (!node.gpus.empty() && node.gpus.front().partition == GpuPartition::kMig) {
     nlohmann::json part = {{"mode", "mig"}};
     nlohmann::json layouts = nlohmann::json::array();

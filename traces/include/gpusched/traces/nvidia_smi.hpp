@@ -98,18 +98,28 @@ struct NvidiaSmiTopoEntry {
   bool operator==(const NvidiaSmiTopoEntry&) const = default;
 };
 
-/// The GPU part of `nvidia-smi topo -m`; NIC rows and columns and the legends are dropped.
+/// A NIC of `nvidia-smi topo -m`: its name (the "NIC Legend" name, e.g. mlx5_0, else its column
+/// label) and how it reaches each GPU (its row's GPU cells).
+struct NvidiaSmiTopoNic {
+  std::string name;
+  std::vector<NvidiaSmiTopoEntry> to_gpu;   ///< [gpu]
+};
+
+/// `nvidia-smi topo -m`: the GPU matrix and the NICs' links to the GPUs; NIC-to-NIC cells and the
+/// link legend are dropped.
 struct NvidiaSmiTopo {
   std::vector<std::vector<NvidiaSmiTopoEntry>> matrix;  ///< [gpu][gpu], symmetric
   std::vector<std::string> cpu_affinity;                ///< per GPU, e.g. "0-55,112-167"; "" = N/A or no column
   std::vector<int> numa_affinity;                       ///< per GPU; -1 = N/A or no column
+  std::vector<NvidiaSmiTopoNic> nics;                   ///< in column order (NICs without a row are left out)
   std::int64_t header_line = 0;                         ///< line of the column header
 };
 
 /// Parses `nvidia-smi topo -m` output: the first non-blank line is the column header (ANSI
 /// underline codes are stripped); columns GPU0..GPUn-1, then device columns that are not GPUs
-/// (NIC0, mlx5_0, ... ignored), then "CPU Affinity", "NUMA Affinity", "GPU NUMA ID" (each
-/// optional). Rows follow until a blank line or "Legend:"; rows of non-GPU devices are skipped.
+/// (NIC0, mlx5_0, ...: NICs), then "CPU Affinity", "NUMA Affinity", "GPU NUMA ID" (each
+/// optional). Rows follow until a blank line or "Legend:"; a NIC's row gives its links to the
+/// GPUs. A "NIC Legend:" section ("NIC0: mlx5_0") names the NICs.
 /// Errors name `source`, the line and the column.
 NvidiaSmiTopo parse_nvidia_smi_topo(std::string_view text, const std::string& source);
 
