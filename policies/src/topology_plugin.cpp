@@ -96,14 +96,17 @@ bool TopologyManagerPlugin::select(const ClusterState& cluster, const TaskContex
 }
 
 void TopologyManagerPlugin::complete(const ClusterState& cluster, const TaskContext& ctx, TaskPlacement& out) const {
-  // The kubelet's CPU and memory managers pin every pod the TopologyManager admits, whichever
-  // plugin chose its devices (dynamic-resources for claim jobs, and for the other pods of a DRA
-  // profile; gpu-first-fit and the like). The CPUs follow the admitted NUMA nodes, as the CPU
-  // manager allocates from the hint, not the sockets of GPUs another plugin chose. A placement
-  // this plugin's select pinned is kept; one it left unpinned (the NUMA nodes cannot hold the
-  // task, in any order) comes out unpinned again.
-  if (policy_ == TopologyPolicy::kNone || !out.numa.empty() || cluster.spec(out.node).sockets <= 1) return;
-  const auto a = admit(cluster, ctx.request(), out.node, hinted_devices(ctx));
+  // Claim jobs only: dynamic-resources chose their devices (scenarios require it as their
+  // device_select), and a claim's devices give the TopologyManager no hint, so the kubelet's CPU
+  // and memory managers pin the pod's CPUs to the NUMA nodes admitted for its CPU and memory
+  // alone. Other tasks are pinned by this plugin's select, or not at all: a device select that
+  // ignores the hint (gpu-first-fit, or dynamic-resources for nvidia.com/gpu pods) can put a GPU
+  // where the kubelet would not, and pinning the CPUs apart from it would add a cross-socket
+  // slowdown the kubelet never causes (docs/dra.md).
+  if (ctx.job.constraints.claims == nullptr || policy_ == TopologyPolicy::kNone || !out.numa.empty() || cluster.spec(out.node).sockets <= 1) {
+    return;
+  }
+  const auto a = admit(cluster, ctx.request(), out.node, false);
   pin(cluster, ctx.request(), out.node, a.admit ? a.mask : ~std::uint64_t{0}, false, out);
 }
 

@@ -148,6 +148,36 @@ TEST_CASE("NIC rows give the NICs and where they sit; an N/A NUMA affinity means
   CHECK(t.nics[1].name == "mlx5_1");
   CHECK(t.nics[1].to_gpu[0].link == NvidiaSmiLink::kNode);
   CHECK(parse_nvidia_smi_topo(slurp("dgx-h100-topo.txt"), "topo.txt").nics[3].name == "mlx5_3");   // from the NIC Legend
+  const auto topo_error = [](const std::string& text) {
+    try {
+      (void)parse_nvidia_smi_topo(text, "topo.txt");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string base = slurp("small-a30x2-nic-topo.txt");
+  const auto edited = [&](const std::string& from, const std::string& to) {
+    std::string t = base;
+    const auto at = t.find(from);
+    REQUIRE(at != std::string::npos);
+    return t.replace(at, from.size(), to);
+  };
+  // Review (a helper's repros): a NIC row twice, and a NIC row the GPU rows contradict.
+  CHECK(topo_error(edited("mlx5_1\tNODE\tPIX\tNODE\t X \t\t\n", "mlx5_1\tNODE\tPIX\tNODE\t X \t\t\nmlx5_1\tNODE\tPIX\tNODE\t X \t\t\n"))
+            .find("second row for this NIC") != std::string::npos);
+  CHECK(topo_error(edited("GPU0\t X \tNODE\tPIX", "GPU0\t X \tNODE\tSYS"))
+            .find("the matrix is not symmetric: GPU0-mlx5_0 is \"SYS\" in GPU0's row but differs in mlx5_0's row") != std::string::npos);
+  // A NIC PIX to both GPUs whose own cell says NODE does not put them behind one switch: the
+  // GPUs' cell wins where it is a PCIe link (only NV# hides the switch).
+  const std::string both = edited("GPU1\tNODE\t X \tNODE", "GPU1\tNODE\t X \tPIX");
+  const std::string shared = both.substr(0, both.find("mlx5_0\tPIX\tNODE")) + "mlx5_0\tPIX\tPIX" +
+                             both.substr(both.find("mlx5_0\tPIX\tNODE") + std::string("mlx5_0\tPIX\tNODE").size());
+  REQUIRE(topo_error(shared).empty());
+  const NodeSpec joined = node_from_nvidia_smi(slurp("small-a30x2-nic-query.xml"), shared, catalog(), "q.xml", "t.txt", {.name = "j", .memory_mib = 1024});
+  CHECK(joined.gpus[0].pcie_switch == -1);
+  CHECK(joined.gpus[1].pcie_switch == -1);
+  CHECK(joined.nics[0].root_gpu == 0);
   // A NIC cell that is no PCIe link is an error naming the line and column.
   std::string bad = slurp("small-a30x2-nic-topo.txt");
   bad.replace(bad.find("mlx5_0\tPIX"), 10, "mlx5_0\tNV4");

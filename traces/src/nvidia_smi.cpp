@@ -418,6 +418,7 @@ NvidiaSmiTopo parse_nvidia_smi_topo(std::string_view text, const std::string& so
   }
 
   topo.matrix.assign(n, std::vector<NvidiaSmiTopoEntry>(n));
+  std::vector<std::vector<std::string>> gpu_nic_cells(n);   // per GPU row: its cells under the NIC columns
   topo.cpu_affinity.assign(n, "");
   topo.numa_affinity.assign(n, -1);
   std::vector<std::int64_t> row_line(n, 0);
@@ -433,8 +434,13 @@ NvidiaSmiTopo parse_nvidia_smi_topo(std::string_view text, const std::string& so
         fail(ErrorCode::kTraceBadValue, source, line, tok[0],
              "malformed row: " + std::to_string(tok.size() - 1) + " value(s) for " + std::to_string(n) + " GPU column(s)");
       }
+      if (std::any_of(topo.nics.begin(), topo.nics.end(), [&](const NvidiaSmiTopoNic& e) { return e.name == tok[0]; })) {
+        fail(ErrorCode::kTraceBadValue, source, line, tok[0], "second row for this NIC");
+      }
       NvidiaSmiTopoNic nic;
       nic.name = tok[0];
+      nic.column = static_cast<std::size_t>(col - devices.begin());
+      nic.line = line;
       for (std::size_t c = 0; c < n; ++c) {
         NvidiaSmiTopoEntry e;
         if (!parse_cell(tok[1 + c], e) || e.link == NvidiaSmiLink::kSelf || e.link == NvidiaSmiLink::kNvlink) {
@@ -463,6 +469,7 @@ NvidiaSmiTopo parse_nvidia_smi_topo(std::string_view text, const std::string& so
            "malformed row: " + std::to_string(tok.size() - 1) + " values, the header has " +
                std::to_string(devices.size() + trailing.size()) + " columns");
     }
+    gpu_nic_cells[r].assign(tok.begin() + 1 + static_cast<std::ptrdiff_t>(n), tok.begin() + 1 + static_cast<std::ptrdiff_t>(devices.size()));
     for (std::size_t c = 0; c < n; ++c) {
       auto& e = topo.matrix[r][c];
       if (!parse_cell(tok[1 + c], e) || ((e.link == NvidiaSmiLink::kSelf) != (r == c))) {
@@ -502,6 +509,18 @@ NvidiaSmiTopo parse_nvidia_smi_topo(std::string_view text, const std::string& so
   }
   for (std::size_t r = 0; r < n; ++r) {
     if (row_line[r] == 0) fail(ErrorCode::kTraceBadValue, source, topo.header_line, devices[r], "no row for this GPU");
+  }
+  // A NIC's row and the GPU rows' cells under its column say the same.
+  for (const auto& nic : topo.nics) {
+    for (std::size_t g = 0; g < n; ++g) {
+      const std::string& cell = gpu_nic_cells[g][nic.column - n];
+      NvidiaSmiTopoEntry e;
+      if (!parse_cell(cell, e) || !(e == nic.to_gpu[g])) {
+        fail(ErrorCode::kTraceBadValue, source, nic.line, devices[g],
+             "the matrix is not symmetric: " + devices[g] + "-" + nic.name + " is \"" + cell + "\" in " + devices[g] + "'s row but differs in " +
+                 nic.name + "'s row");
+      }
+    }
   }
   // "NIC Legend:" names the NIC columns ("  NIC0: mlx5_0").
   bool in_nic_legend = false;
@@ -907,12 +926,23 @@ NodeSpec node_from_nvidia_smi(std::string_view query_xml, std::string_view topo_
   // GPUs show NV# to each other, not the switch they share: DGX H100's GPU0-GPU1 and NIC0).
   // NVLink: every NV# pair; domains: NV groups that are cliques.
   UnionFind pix(n), nv(n);
-  for (const auto& nic : topo.nics) {
+  for (std::size_t k = 0; k < topo.nics.size(); ++k) {
+    const auto& nic = topo.nics[k];
     std::optional<std::size_t> first;
     for (std::size_t g = 0; g < n; ++g) {
       if (nic.to_gpu[g].link != NvidiaSmiLink::kPix) continue;
-      if (!first) first = g;
-      else if (node.gpus[*first].socket == node.gpus[g].socket) pix.join(*first, g);
+      if (!first) {
+        first = g;
+        continue;
+      }
+      if (node.gpus[*first].socket != node.gpus[g].socket) {
+        fail(ErrorCode::kTraceBadValue, topo_source, topo.header_line, nic.name,
+             "NIC " + nic.name + " shares a PCIe switch (PIX) with GPU" + std::to_string(*first) + " and GPU" + std::to_string(g) +
+                 ", which sit on NUMA nodes " + std::to_string(node.gpus[*first].socket) + " and " + std::to_string(node.gpus[g].socket));
+      }
+      // Only where the GPUs' own cell hides the switch behind NVLink: a PCIe cell (NODE, PHB,
+      // ...) says where they are, and wins.
+      if (topo.matrix[*first][g].link == NvidiaSmiLink::kNvlink) pix.join(*first, g);
     }
   }
   for (std::size_t a = 0; a < n; ++a) {

@@ -103,6 +103,8 @@ struct NvidiaSmiTopoEntry {
 struct NvidiaSmiTopoNic {
   std::string name;
   std::vector<NvidiaSmiTopoEntry> to_gpu;   ///< [gpu]
+  std::size_t column = 0;                   ///< its device column
+  std::int64_t line = 0;                    ///< its row's line
 };
 
 /// `nvidia-smi topo -m`: the GPU matrix and the NICs' links to the GPUs; NIC-to-NIC cells and the

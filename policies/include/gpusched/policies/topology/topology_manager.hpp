@@ -28,9 +28,8 @@ class TopologyManagerPlugin final : public FilterPlugin, public ScorePlugin, pub
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
   [[nodiscard]] bool select(const ClusterState& cluster, const TaskContext& ctx, NodeId node,
                             TaskPlacement& out) const override;
-  /// A task whose devices another plugin chose (dynamic-resources, gpu-first-fit, ...): pins its
-  /// CPUs and memory to the NUMA nodes admitted for it, as the kubelet's CPU and memory managers
-  /// do (a claim job's devices give no hint, so its own sockets come first).
+  /// A DRA claim job (its devices chosen by dynamic-resources): pins its CPUs and memory to the
+  /// NUMA nodes admitted for them, as the kubelet's CPU and memory managers do for such a pod.
   void complete(const ClusterState& cluster, const TaskContext& ctx, TaskPlacement& out) const override;
   /// The admission decision for `r` on `node` now; with `devices` false, for its CPU and memory
   /// only (a DRA claim's devices give the kubelet's TopologyManager no hint).
