@@ -146,8 +146,13 @@ struct NodeSpecDefaults {
 ///     catalog's (names and memory), a mismatch is an error naming the lgip line;
 ///   - nvlinks: one per NV# pair (links = #); nvlink_domain: a connected group of NVLinked GPUs
 ///     in which every pair is NV# (e.g. all 8 GPUs of an NVSwitch board) gets one domain id;
-///   - pcie_switch: GPUs joined by PIX share a switch id (connected groups); PXB, PHB and NODE
-///     pairs are modelled as "same socket, different switch";
+///   - pcie_switch: GPUs joined by PIX share a switch id (connected groups), and so do NVLinked
+///     GPUs that reach one NIC by PIX (their NV# cell hides the switch); PXB, PHB and NODE pairs
+///     are modelled as "same socket, different switch";
+///   - nics: one per NIC row, on the root of the first GPU it reaches by PIX, else PXB; else on a
+///     root of its own on the socket of the first GPU it reaches by PHB or NODE, else socket 0
+///     (a NIC that is SYS to every GPU: its socket is not known); rdma (nvidia-smi lists RDMA
+///     devices);
 ///   - sockets and numa: max(defaults.sockets, highest NUMA affinity + 1); with
 ///     defaults.cpu_milli == 0 each NUMA node gets 1000m per logical CPU listed in the CPU
 ///     Affinity of its GPUs (every NUMA node then needs a GPU with a CPU Affinity); memory is
