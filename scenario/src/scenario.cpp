@@ -519,8 +519,10 @@ void parse_node_nics(const Parser& p, const nlohmann::json& j, const std::string
     for (std::size_t i = 0; i < j.size(); ++i) {
       const std::string ef = path + "/" + std::to_string(i);
       p.expect_object(j[i], ef);
+      const bool on_gpu = j[i].contains("gpu"), on_socket = j[i].contains("socket");
+      if (on_gpu && on_socket) p.fail(ErrorCode::kScenarioBadValue, ef, "a NIC on a GPU's root is on that GPU's socket: give gpu or socket, not both");
+      if (!on_gpu && !on_socket) p.fail(ErrorCode::kScenarioMissingField, ef + "/gpu", "missing field 'gpu' (the GPU whose PCIe root it is on) or 'socket'");
       NicSpec nic;
-      bool placed = false;
       for (const auto& [k, v] : j[i].items()) {
         const std::string f = ef + "/" + k;
         if (k == "gpu") {
@@ -534,12 +536,7 @@ void parse_node_nics(const Parser& p, const nlohmann::json& j, const std::string
         } else {
           p.unknown(f, "gpu, socket, rdma");
         }
-        placed = placed || k == "gpu" || k == "socket";
       }
-      if (j[i].contains("gpu") && j[i].contains("socket")) {
-        p.fail(ErrorCode::kScenarioBadValue, ef, "a NIC on a GPU's root is on that GPU's socket: give gpu or socket, not both");
-      }
-      if (!placed) p.fail(ErrorCode::kScenarioMissingField, ef + "/gpu", "missing field 'gpu' (the GPU whose PCIe root it is on) or 'socket'");
       n.nics.push_back(nic);
     }
     return;
@@ -1318,6 +1315,11 @@ std::span<const dra::DeviceSubRequest> alternatives(const dra::DeviceRequest& re
   return req.first_available.empty() ? std::span<const dra::DeviceSubRequest>(&req.exactly, 1) : std::span<const dra::DeviceSubRequest>(req.first_available);
 }
 
+/// The name an allocation result gives a request's alternative: "req", or "req/sub" in firstAvailable.
+std::string result_request(const dra::DeviceRequest& req, const dra::DeviceSubRequest& alt) {
+  return req.first_available.empty() ? req.name : req.name + "/" + alt.name;
+}
+
 /// Whether the class's and the alternative's selectors all hold for `device`. A CEL runtime error
 /// means "not this device", as the dynamic-resources plugin takes it during the run.
 bool selects(const dra::DeviceClass& cls, const dra::DeviceSubRequest& alt, const dra::Device& device, const std::string& driver) {
@@ -1408,7 +1410,7 @@ void read_claim_sharing(dra::DeviceClaims& dc, const dra::ResourceClaim& claim, 
     for (const auto& alt : alternatives(req)) {
       const auto cls = std::find_if(classes.begin(), classes.end(), [&](const dra::DeviceClass& c) { return c.name == alt.device_class; });
       if (cls == classes.end()) continue;
-      const std::string full = req.first_available.empty() ? req.name : req.name + "/" + alt.name;
+      const std::string full = result_request(req, alt);
       for (std::size_t i = 0; i < cls->config.size(); ++i) {
         if (cls->config[i].driver != kDriver) continue;
         entries.push_back({&cls->config[i], {full}, "DeviceClass \"" + cls->name + "\" config[" + std::to_string(i) + "]"});
@@ -1456,6 +1458,7 @@ void read_claim_sharing(dra::DeviceClaims& dc, const dra::ResourceClaim& claim, 
         if (!t.is_object()) fail("timeSlicingConfig must be an object, not " + t.dump());
         for (const auto& [k, v] : t.items()) {
           if (k != "interval") fail("unknown field \"sharing.timeSlicingConfig." + k + "\"");
+          if (!v.is_null() && !v.is_string()) fail("timeSlicingConfig.interval must be a string, not " + v.dump());
         }
       }
       if (present("mpsConfig")) {
@@ -1465,18 +1468,12 @@ void read_claim_sharing(dra::DeviceClaims& dc, const dra::ResourceClaim& claim, 
           if (k != "defaultActiveThreadPercentage" && k != "defaultPinnedDeviceMemoryLimit" && k != "defaultPerDevicePinnedMemoryLimit") {
             fail("unknown field \"sharing.mpsConfig." + k + "\"");
           }
+          if (k != "defaultActiveThreadPercentage" || v.is_null()) continue;
+          if (!v.is_number_integer()) fail("defaultActiveThreadPercentage must be an integer, not " + v.dump());
+          if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+            fail("defaultActiveThreadPercentage " + v.dump() + " does not fit an int");   // (Go's int: 64 bits)
+          }
         }
-      }
-      if (present("mpsConfig") && sh["mpsConfig"].contains("defaultActiveThreadPercentage")) {
-        const auto& pct = sh["mpsConfig"]["defaultActiveThreadPercentage"];
-        if (!pct.is_null() && !pct.is_number_integer()) fail("defaultActiveThreadPercentage must be an integer, not " + pct.dump());
-        if (pct.is_number_unsigned() && pct.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-          fail("defaultActiveThreadPercentage " + pct.dump() + " does not fit an int");   // (Go's int: 64 bits)
-        }
-      }
-      if (present("timeSlicingConfig") && sh["timeSlicingConfig"].contains("interval")) {
-        const auto& iv = sh["timeSlicingConfig"]["interval"];
-        if (!iv.is_null() && !iv.is_string()) fail("timeSlicingConfig.interval must be a string, not " + iv.dump());
       }
       d.params = sh;
     }
@@ -1522,7 +1519,7 @@ void read_claim_sharing(dra::DeviceClaims& dc, const dra::ResourceClaim& claim, 
   for (const auto& req : claim.requests) {
     for (const auto& alt : alternatives(req)) {
       if (alt.admin_access) continue;
-      const std::string full = req.first_available.empty() ? req.name : req.name + "/" + alt.name;
+      const std::string full = result_request(req, alt);
       std::pair<Sharing, std::int32_t> got{Sharing::kTimeSlicing, 100};   // the driver's default
       for (std::size_t i = entries.size(); i-- > 0;) {
         const auto& e = entries[i];

@@ -126,7 +126,7 @@ double Engine::job_rate(JobId j) const {
     double demand = 0.0;
     std::size_t users = 0;
     for (const JobId k : on_node_[node.value]) {
-      if (jobs_[k.value].state != JobState::kRunning || workload_[k.value].constraints.resource_claim != claim) continue;
+      if (!runs_with_claim(k, claim)) continue;
       const auto& ps = jobs_[k.value].placements;
       const auto tasks = static_cast<std::size_t>(std::count_if(ps.begin(), ps.end(), [&](const TaskPlacement& p) { return p.node == node; }));
       demand += static_cast<double>(tasks) * std::clamp(workload_[k.value].gpu_util, 1e-6, 1.0);
@@ -146,7 +146,11 @@ double Engine::job_rate(JobId j) const {
 
 bool Engine::uses_claim_devices(const JobSpec& spec) {
   const auto& c = spec.constraints.claims;
-  return c && c->shared && c->holder.count > 0 && !spec.constraints.resource_claim.empty();
+  return c && c->shared && c->holder.count > 0;   // (shared: the job names a resource_claim)
+}
+
+bool Engine::runs_with_claim(JobId k, const CompactString& claim) const {
+  return jobs_[k.value].state == JobState::kRunning && workload_[k.value].constraints.resource_claim == claim;
 }
 
 void Engine::retime_claim_users(JobId j) {
@@ -155,9 +159,7 @@ void Engine::retime_claim_users(JobId j) {
   if (!uses_claim_devices(spec) || rt.placements.empty()) return;
   std::vector<JobId> users;
   for (const JobId k : on_node_[rt.placements.front().node.value]) {
-    if (k != j && jobs_[k.value].state == JobState::kRunning && workload_[k.value].constraints.resource_claim == spec.constraints.resource_claim) {
-      users.push_back(k);
-    }
+    if (k != j && runs_with_claim(k, spec.constraints.resource_claim)) users.push_back(k);
   }
   std::sort(users.begin(), users.end());   // deterministic event order
   for (const JobId k : users) retime(k);
@@ -281,7 +283,7 @@ bool Engine::hand_over_claim(JobId j, std::vector<TaskPlacement>& released) {
   for (auto& p : released) {
     if (p.gpus.empty()) continue;
     for (const JobId k : on_node_[p.node.value]) {
-      if (k == j || jobs_[k.value].state != JobState::kRunning || workload_[k.value].constraints.resource_claim != claim) continue;
+      if (k == j || !runs_with_claim(k, claim)) continue;
       auto& to = jobs_[k.value];
       for (auto& q : to.placements) {
         if (q.node != p.node) continue;

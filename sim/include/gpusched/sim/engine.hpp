@@ -274,6 +274,8 @@ class Engine final : public JobsView {
   void retime(JobId j);
   /// Whether `spec` uses a shared DRA claim's devices (a ResourceClaim that takes GPUs or GIs).
   static bool uses_claim_devices(const JobSpec& spec);
+  /// Whether job k runs and names the shared ResourceClaim `claim`.
+  bool runs_with_claim(JobId k, const CompactString& claim) const;
   /// Re-times the other running jobs of `j`'s shared claim (after j came or went).
   void retime_claim_users(JobId j);
   std::uint32_t flat_gpu(const TaskPlacement& p, const GpuGrant& g) const {
