@@ -176,13 +176,21 @@ class CapacityTree : public PerCluster {
   std::vector<CapacityNeed> tree_;
 };
 
-/// Items (nodes, or GPUs) in a score order: per group, a treap ordered by key (highest first),
-/// then fingerprint, then item index, whose subtrees keep the largest free capacity of each kind
-/// (Cap), so a walk in score order skips every subtree whose items all fall below a task's
-/// bounds. The owner (ScoreOrder, GpuOrder) keeps it up to date.
-class OrderTreap {
+/// Items (nodes, or GPUs) in a score order: per group, one sorted sequence, by key (highest
+/// first), then fingerprint, then item index, cut into blocks of at most kBlock items in order.
+/// Each block keeps the largest free capacity of each kind over its items (Cap), and each span of
+/// kSpan consecutive blocks the largest over its blocks, so a walk in score order skips every
+/// block (and span) whose items all fall below a task's bounds, and steps through a block's items
+/// one after the other in memory. Moving an item (remove, place) shifts the entries of its blocks
+/// (at most kBlock) and recomputes their maxima: a few hundred bytes read in order, where a
+/// balanced tree descends and rebalances through ~2 log2(items) scattered items. The owner
+/// (ScoreOrder, GpuOrder) keeps it up to date.
+class OrderBlocks {
  public:
   static constexpr std::uint32_t kNil = std::numeric_limits<std::uint32_t>::max();
+  static constexpr std::size_t kBlock = 64;   ///< most items a block holds (split in halves beyond)
+  static constexpr std::size_t kSpan = 16;    ///< blocks per span
+  static constexpr std::size_t kFill = 48;    ///< items per block after build()
 
   /// Free capacity in eight 32-bit lanes, saturated at 0 and 2^31-1 (for nodes: CapacityNeed's
   /// schedulable, CPU, memory, GPU memory, whole units, GPU compute, TPU chips; unused), so the
@@ -198,6 +206,12 @@ class OrderTreap {
       return Cap{{c.schedulable ? 1 : 0, sat(c.cpu_milli), sat(c.memory_mib), sat(c.gpu_memory_mib), sat(c.whole_units),
                   sat(c.gpu_milli), sat(c.tpu_chips), 0}};
     }
+    /// Meets no bound: the largest over nothing.
+    static Cap none() {
+      Cap c;
+      c.v.fill(-1);
+      return c;
+    }
     void merge(const Cap& o) {
       for (std::size_t i = 0; i < 8; ++i) v[i] = std::max(v[i], o.v[i]);
     }
@@ -209,18 +223,42 @@ class OrderTreap {
     bool operator==(const Cap&) const = default;
   };
 
-  /// Forgets everything: n items, none placed.
+  /// Forgets everything: n items, none placed. The places that follow, up to build(), are
+  /// gathered and sorted once (a rebuild of 400,000 GPUs placed one by one splits blocks, and
+  /// renumbers the blocks after each split, thousands of times).
   void reset(std::size_t n) {
     items_.assign(n, Item{});
     caps_.assign(n, Cap{});
-    group_ids_.clear();
-    roots_.clear();
-    for (std::uint32_t u = 0; u < n; ++u) {
-      std::uint64_t z = u + 0x9e3779b97f4a7c15ULL;   // splitmix64: a fixed shape for a given count
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-      items_[u].priority = static_cast<std::uint32_t>(z ^ (z >> 31));
+    groups_.clear();
+    blocks_.clear();
+    free_blocks_.clear();
+    pending_.clear();
+    building_ = true;
+  }
+  /// Ends the places after reset(): every group's items sorted and cut into blocks of kFill.
+  void build() {
+    GPUSCHED_ASSERT(building_, "score order: build() without reset()");
+    building_ = false;
+    std::sort(pending_.begin(), pending_.end(), [&](std::uint32_t a, std::uint32_t b) {
+      if (items_[a].slot != items_[b].slot) return items_[a].slot < items_[b].slot;
+      return before(entry(a), entry(b));
+    });
+    for (std::size_t at = 0; at < pending_.size();) {
+      const std::uint32_t slot = items_[pending_[at]].slot;
+      Group& g = groups_[slot];
+      const std::uint32_t b = new_block(slot);
+      Block& blk = blocks_[b];
+      for (; at < pending_.size() && items_[pending_[at]].slot == slot && blk.entries.size() < kFill; ++at) {
+        const std::uint32_t u = pending_[at];
+        blk.entries.push_back(entry(u));
+        blk.caps.push_back(caps_[u]);
+        items_[u].block = b;
+      }
+      recompute(blk);
+      g.order.push_back(b);
     }
+    for (auto& g : groups_) renumber(g, 0);
+    pending_.clear();
   }
   [[nodiscard]] std::size_t size() const { return items_.size(); }
   [[nodiscard]] bool placed(std::uint32_t u) const { return items_[u].slot != kNil; }
@@ -230,191 +268,281 @@ class OrderTreap {
     it.key = key;
     it.fingerprint = fingerprint;
     caps_[u] = cap;
-    it.agg = cap;
-    it.left = it.right = kNil;
     std::size_t slot = 0;
-    while (slot < group_ids_.size() && group_ids_[slot] != group) ++slot;
-    if (slot == group_ids_.size()) {
-      group_ids_.push_back(group);
-      roots_.push_back(kNil);
-    }
+    while (slot < groups_.size() && groups_[slot].id != group) ++slot;
+    if (slot == groups_.size()) groups_.push_back(Group{group, {}, {}});
     it.slot = static_cast<std::uint32_t>(slot);
-    roots_[slot] = insert(roots_[slot], u);
+    if (building_) {
+      pending_.push_back(u);
+      return;
+    }
+    Group& g = groups_[slot];
+    const Entry e{key, fingerprint, u};
+    if (g.order.empty()) {
+      const std::uint32_t b = new_block(static_cast<std::uint32_t>(slot));
+      g.order.push_back(b);
+      renumber(g, 0);
+    }
+    // The first block whose last entry is not before e (else the last block).
+    std::size_t lo = 0, hi = g.order.size() - 1;
+    while (lo < hi) {
+      const std::size_t mid = (lo + hi) / 2;
+      if (before(blocks_[g.order[mid]].entries.back(), e)) lo = mid + 1;
+      else hi = mid;
+    }
+    const std::uint32_t b = g.order[lo];
+    Block& blk = blocks_[b];
+    const auto at = std::lower_bound(blk.entries.begin(), blk.entries.end(), e, before) - blk.entries.begin();
+    blk.entries.insert(blk.entries.begin() + at, e);
+    blk.caps.insert(blk.caps.begin() + at, cap);
+    blk.agg.merge(cap);
+    g.spans[blk.rank / kSpan].merge(cap);
+    it.block = b;
+    if (blk.entries.size() > kBlock) split(g, b);
   }
   /// Takes item u out of its group.
   void remove(std::uint32_t u) {
-    std::uint32_t& root = roots_[items_[u].slot];
-    root = erase(root, u);
-    items_[u].slot = kNil;
+    Item& it = items_[u];
+    GPUSCHED_ASSERT(it.slot != kNil && !building_, "score order: item not placed");
+    Group& g = groups_[it.slot];
+    const std::uint32_t b = it.block;
+    Block& blk = blocks_[b];
+    const auto at = position(blk, u);
+    blk.entries.erase(blk.entries.begin() + at);
+    blk.caps.erase(blk.caps.begin() + at);
+    it.slot = it.block = kNil;
+    const std::uint32_t rank = blk.rank;
+    if (blk.entries.empty()) {
+      g.order.erase(g.order.begin() + rank);
+      free_blocks_.push_back(b);
+      renumber(g, rank);
+      return;
+    }
+    if (rank + 1 < g.order.size() && blk.entries.size() + blocks_[g.order[rank + 1]].entries.size() <= kBlock / 2) {
+      absorb(g, rank);   // two thin neighbours: one block
+      return;
+    }
+    recompute(blk);
+    respan(g, rank / kSpan);
   }
   /// Whether item u is placed at (group, key, fingerprint) with capacity `cap` already.
   [[nodiscard]] bool same(std::uint32_t u, std::uint32_t group, double key, std::uint64_t fingerprint, const Cap& cap) const {
     const Item& it = items_[u];
-    return it.slot != kNil && group_ids_[it.slot] == group && it.key == key && it.fingerprint == fingerprint && caps_[u] == cap;
+    return it.slot != kNil && groups_[it.slot].id == group && it.key == key && it.fingerprint == fingerprint && caps_[u] == cap;
   }
 
-  [[nodiscard]] std::size_t groups() const { return roots_.size(); }
-  [[nodiscard]] std::uint32_t group(std::size_t slot) const { return group_ids_[slot]; }
+  [[nodiscard]] std::size_t groups() const { return groups_.size(); }
+  [[nodiscard]] std::uint32_t group(std::size_t slot) const { return groups_[slot].id; }
   [[nodiscard]] double key(std::uint32_t u) const { return items_[u].key; }
 
   /// Walking group `slot` best first: the first item after item `u` (kNil: from the start) whose
   /// capacity meets `need`, or kNil. past_run: after every item of u's key and fingerprint.
   [[nodiscard]] std::uint32_t next(std::size_t slot, const Cap& need, std::uint32_t u, bool past_run = false) const {
-    if (u == kNil) return first_after(roots_[slot], need, nullptr);
-    const Pos pos{items_[u].key, items_[u].fingerprint, u, past_run};
-    return first_after(roots_[slot], need, &pos);
+    GPUSCHED_ASSERT(!building_, "score order: walked before build()");
+    const Group& g = groups_[slot];
+    if (g.order.empty()) return kNil;
+    std::size_t rank = 0, at = 0;
+    if (u != kNil) {
+      const Item& it = items_[u];
+      const Block& blk = blocks_[it.block];
+      rank = blk.rank;
+      if (!past_run) {
+        at = position(blk, u) + 1;
+      } else {
+        // The first entry after the run: nothing of the run follows it.
+        const Entry last{it.key, it.fingerprint, kNil};
+        auto after = [&](const Block& x) { return before(last, x.entries.back()); };
+        if (!after(blk)) {
+          std::size_t lo = rank + 1, hi = g.order.size();
+          while (lo < hi) {
+            const std::size_t mid = (lo + hi) / 2;
+            if (after(blocks_[g.order[mid]])) hi = mid;
+            else lo = mid + 1;
+          }
+          rank = lo;
+        }
+        if (rank == g.order.size()) return kNil;
+        const auto& es = blocks_[g.order[rank]].entries;
+        at = static_cast<std::size_t>(std::upper_bound(es.begin(), es.end(), last, before) - es.begin());
+      }
+    }
+    while (rank < g.order.size()) {
+      if (at == 0 && rank % kSpan == 0 && !need.admits(g.spans[rank / kSpan])) {
+        rank += kSpan;
+        continue;
+      }
+      const Block& blk = blocks_[g.order[rank]];
+      if (need.admits(blk.agg)) {
+        for (std::size_t i = at; i < blk.caps.size(); ++i) {
+          if (need.admits(blk.caps[i])) return blk.entries[i].item;
+        }
+      }
+      ++rank;
+      at = 0;
+    }
+    return kNil;
   }
 
  private:
-  /// One item: its place in the order, its treap links and the largest capacity over its
-  /// subtree, in one cache line (a step of a walk reads one item's line).
-  struct alignas(64) Item {
+  struct Item {
     double key = 0.0;
     std::uint64_t fingerprint = 0;
-    std::uint32_t left = kNil, right = kNil;
-    std::uint32_t priority = 0;
-    std::uint32_t slot = kNil;   // its group's index in roots_ (kNil: not placed)
-    Cap agg;
+    std::uint32_t slot = kNil;    // its group's index in groups_ (kNil: not placed)
+    std::uint32_t block = kNil;   // its block in blocks_
   };
-  /// A place in the walk: item `item` of (key, fingerprint), or the whole run of them.
-  struct Pos {
+  struct Entry {
     double key;
     std::uint64_t fingerprint;
     std::uint32_t item;
-    bool run;
   };
-  /// -1: item u comes before p in the walk (highest key first), 0: u is p (or in p's run), 1: after.
-  [[nodiscard]] int compare(std::uint32_t u, const Pos& p) const {
-    const Item& it = items_[u];
-    if (it.key != p.key) return it.key > p.key ? -1 : 1;
-    if (it.fingerprint != p.fingerprint) return it.fingerprint < p.fingerprint ? -1 : 1;
-    if (p.run || u == p.item) return 0;
-    return u < p.item ? -1 : 1;
-  }
-  [[nodiscard]] bool before(std::uint32_t a, std::uint32_t b) const {
-    return compare(a, Pos{items_[b].key, items_[b].fingerprint, b, false}) < 0;
-  }
+  struct Block {
+    std::vector<Entry> entries;   // in walk order
+    std::vector<Cap> caps;        // each entry's capacity
+    Cap agg = Cap::none();        // the largest of each lane over caps
+    std::uint32_t rank = 0;       // its place in its group's order
+    std::uint32_t slot = 0;       // its group
+  };
+  struct Group {
+    std::uint32_t id;
+    std::vector<std::uint32_t> order;   // its blocks, in walk order
+    std::vector<Cap> spans;             // per kSpan blocks of order: the largest of their aggs
+  };
 
-  std::uint32_t first_after(std::uint32_t t, const Cap& need, const Pos* pos) const {
-    if (t == kNil) return kNil;
-    const Item& it = items_[t];
-    if (!need.admits(it.agg)) return kNil;
-    if (pos != nullptr && compare(t, *pos) <= 0) return first_after(it.right, need, pos);   // t and its left: not after
-    const std::uint32_t l = first_after(it.left, need, pos);
-    if (l != kNil) return l;
-    if (need.admits(caps_[t])) return t;
-    return first_after(it.right, need, nullptr);   // everything right of t is after pos
+  /// a comes before b in the walk: highest key first, then lowest fingerprint, then lowest item
+  /// (kNil as an item: after every item of its key and fingerprint).
+  static bool before(const Entry& a, const Entry& b) {
+    if (a.key != b.key) return a.key > b.key;
+    if (a.fingerprint != b.fingerprint) return a.fingerprint < b.fingerprint;
+    return a.item < b.item;
   }
-
-  void pull(std::uint32_t t) {
-    Item& it = items_[t];
-    it.agg = caps_[t];
-    if (it.left != kNil) it.agg.merge(items_[it.left].agg);
-    if (it.right != kNil) it.agg.merge(items_[it.right].agg);
+  [[nodiscard]] Entry entry(std::uint32_t u) const { return {items_[u].key, items_[u].fingerprint, u}; }
+  [[nodiscard]] std::size_t position(const Block& blk, std::uint32_t u) const {
+    const Entry e = entry(u);
+    const auto at = static_cast<std::size_t>(std::lower_bound(blk.entries.begin(), blk.entries.end(), e, before) - blk.entries.begin());
+    GPUSCHED_ASSERT(at < blk.entries.size() && blk.entries[at].item == u, "score order: item not in its block");
+    return at;
   }
-  /// Splits t into the items before u and the rest.
-  void split(std::uint32_t t, std::uint32_t u, std::uint32_t& l, std::uint32_t& r) {
-    if (t == kNil) {
-      l = r = kNil;
-      return;
-    }
-    if (before(t, u)) {
-      split(items_[t].right, u, items_[t].right, r);
-      l = t;
+  std::uint32_t new_block(std::uint32_t slot) {
+    std::uint32_t b = 0;
+    if (!free_blocks_.empty()) {
+      b = free_blocks_.back();
+      free_blocks_.pop_back();
+      blocks_[b].entries.clear();
+      blocks_[b].caps.clear();
     } else {
-      split(items_[t].left, u, l, items_[t].left);
-      r = t;
+      b = static_cast<std::uint32_t>(blocks_.size());
+      blocks_.emplace_back();
+      blocks_[b].entries.reserve(kBlock + 1);
+      blocks_[b].caps.reserve(kBlock + 1);
     }
-    pull(t);
-  }
-  std::uint32_t merge(std::uint32_t a, std::uint32_t b) {   // every item of a before every item of b
-    if (a == kNil) return b;
-    if (b == kNil) return a;
-    if (items_[a].priority > items_[b].priority) {
-      items_[a].right = merge(items_[a].right, b);
-      pull(a);
-      return a;
-    }
-    items_[b].left = merge(a, items_[b].left);
-    pull(b);
+    blocks_[b].agg = Cap::none();
+    blocks_[b].slot = slot;
     return b;
   }
-  std::uint32_t insert(std::uint32_t t, std::uint32_t u) {
-    if (t == kNil) return u;
-    if (items_[u].priority > items_[t].priority) {
-      split(t, u, items_[u].left, items_[u].right);
-      pull(u);
-      return u;
-    }
-    if (before(u, t)) items_[t].left = insert(items_[t].left, u);
-    else items_[t].right = insert(items_[t].right, u);
-    pull(t);
-    return t;
+  static void recompute(Block& blk) {
+    blk.agg = Cap::none();
+    for (const Cap& c : blk.caps) blk.agg.merge(c);
   }
-  std::uint32_t erase(std::uint32_t t, std::uint32_t u) {
-    GPUSCHED_ASSERT(t != kNil, "score order: item not in its group");
-    if (t == u) {
-      const std::uint32_t m = merge(items_[u].left, items_[u].right);
-      items_[u].left = items_[u].right = kNil;
-      return m;
-    }
-    if (before(u, t)) items_[t].left = erase(items_[t].left, u);
-    else items_[t].right = erase(items_[t].right, u);
-    pull(t);
-    return t;
+  void respan(Group& g, std::size_t span) {
+    Cap s = Cap::none();
+    const std::size_t end = std::min(g.order.size(), (span + 1) * kSpan);
+    for (std::size_t r = span * kSpan; r < end; ++r) s.merge(blocks_[g.order[r]].agg);
+    g.spans[span] = s;
+  }
+  /// The ranks of g's blocks from `from` on, and their spans, after blocks came or went there.
+  void renumber(Group& g, std::size_t from) {
+    for (std::size_t r = from; r < g.order.size(); ++r) blocks_[g.order[r]].rank = static_cast<std::uint32_t>(r);
+    g.spans.resize((g.order.size() + kSpan - 1) / kSpan);
+    for (std::size_t s = from / kSpan; s < g.spans.size(); ++s) respan(g, s);
+  }
+  /// Block b (over kBlock entries) in two halves, the second a new block after it.
+  void split(Group& g, std::uint32_t b) {
+    const std::uint32_t c = new_block(blocks_[b].slot);   // (may move blocks_: no references held)
+    Block& from = blocks_[b];
+    Block& to = blocks_[c];
+    const std::size_t half = from.entries.size() / 2;
+    to.entries.assign(from.entries.begin() + static_cast<std::ptrdiff_t>(half), from.entries.end());
+    to.caps.assign(from.caps.begin() + static_cast<std::ptrdiff_t>(half), from.caps.end());
+    from.entries.resize(half);
+    from.caps.resize(half);
+    for (const Entry& e : to.entries) items_[e.item].block = c;
+    recompute(from);
+    recompute(to);
+    const std::uint32_t rank = from.rank;
+    g.order.insert(g.order.begin() + rank + 1, c);
+    renumber(g, rank);
+  }
+  /// The block after rank `rank` joins it.
+  void absorb(Group& g, std::size_t rank) {
+    const std::uint32_t b = g.order[rank], c = g.order[rank + 1];
+    Block& into = blocks_[b];
+    Block& from = blocks_[c];
+    for (const Entry& e : from.entries) items_[e.item].block = b;
+    into.entries.insert(into.entries.end(), from.entries.begin(), from.entries.end());
+    into.caps.insert(into.caps.end(), from.caps.begin(), from.caps.end());
+    recompute(into);
+    g.order.erase(g.order.begin() + static_cast<std::ptrdiff_t>(rank) + 1);
+    free_blocks_.push_back(c);
+    renumber(g, rank);
   }
 
   std::vector<Item> items_;
-  std::vector<Cap> caps_;   // per item: its own capacity
-  std::vector<std::uint32_t> group_ids_, roots_;
+  std::vector<Cap> caps_;   // per item: its own capacity (same())
+  std::vector<Group> groups_;
+  std::vector<Block> blocks_;
+  std::vector<std::uint32_t> free_blocks_;
+  std::vector<std::uint32_t> pending_;   // placed since reset(), until build()
+  bool building_ = false;
 };
 
 /// Every node in one score plugin's order (ScorePlugin::order_key), with its free capacity as
 /// bounds (CapacityNeed::of), shared by every request: brought up to date from the cluster's
-/// change log (a changed node leaves its group and enters again: O(log nodes)), rebuilt for
+/// change log (a changed node leaves its group and enters again: a binary search over the
+/// group's blocks and a shift within one or two), rebuilt for
 /// another cluster object or when order_epoch() changes. One per order variant
 /// (ScorePlugin::order_variants).
 class ScoreOrder : public PerCluster {
  public:
-  static constexpr std::uint32_t kNil = OrderTreap::kNil;
+  static constexpr std::uint32_t kNil = OrderBlocks::kNil;
 
   void refresh(const ClusterState& cluster, const ScorePlugin& plugin, std::uint32_t variant) {
     const std::size_t n = cluster.node_count();
     const std::uint64_t epoch = plugin.order_epoch(cluster);
     const auto nodes = cluster.nodes();
-    if (instance_ != cluster.instance() || treap_.size() != n || epoch_ != epoch || variant_ != variant) {
+    if (instance_ != cluster.instance() || order_.size() != n || epoch_ != epoch || variant_ != variant) {
       instance_ = cluster.instance();
       epoch_ = epoch;
       variant_ = variant;
-      treap_.reset(n);
+      order_.reset(n);
       generation_.resize(n);
       for (std::uint32_t u = 0; u < n; ++u) place(cluster, plugin, u);
+      order_.build();
     } else if (cluster.change_count() != log_pos_) {
       const auto changed = cluster.changed_since(log_pos_);   // none: the log moved on, look at every node
       const std::size_t k = changed ? changed->size() : n;
       for (std::size_t j = 0; j < k; ++j) {
         const std::uint32_t v = changed ? (*changed)[j] : static_cast<std::uint32_t>(j);
         if (generation_[v] == nodes[v].generation) continue;   // listed twice, or unchanged
-        treap_.remove(v);
+        order_.remove(v);
         place(cluster, plugin, v);
       }
     }
     log_pos_ = cluster.change_count();
   }
 
-  [[nodiscard]] const OrderTreap& treap() const { return treap_; }
+  [[nodiscard]] const OrderBlocks& items() const { return order_; }
 
  private:
   void place(const ClusterState& cluster, const ScorePlugin& plugin, std::uint32_t u) {
     const auto k = plugin.order_key(cluster, NodeId{u}, variant_);
     const auto& s = cluster.nodes()[u];
     generation_[u] = s.generation;
-    treap_.place(u, k.group, k.key, k.fingerprint, OrderTreap::Cap::of(CapacityNeed::of(s)));
+    order_.place(u, k.group, k.key, k.fingerprint, OrderBlocks::Cap::of(CapacityNeed::of(s)));
   }
 
   std::uint64_t epoch_ = 0;
   std::uint32_t variant_ = 0;
-  OrderTreap treap_;
+  OrderBlocks order_;
   std::vector<std::uint64_t> generation_;   // per node: the generation its place is for
 };
 
@@ -430,13 +558,14 @@ class GpuOrder : public PerCluster {
     const auto nodes = cluster.nodes();
     if (instance_ != cluster.instance() || generation_.size() != n) {
       instance_ = cluster.instance();
-      treap_.reset(cluster.all_gpus().size());
+      order_.reset(cluster.all_gpus().size());
       node_of_.assign(cluster.all_gpus().size(), 0);
       generation_.resize(n);
       for (std::uint32_t u = 0; u < n; ++u) {
         for (std::uint32_t i = nodes[u].gpu_begin; i < nodes[u].gpu_begin + nodes[u].gpu_count; ++i) node_of_[i] = u;
         place(cluster, plugin, u);
       }
+      order_.build();
     } else if (cluster.change_count() != log_pos_) {
       const auto changed = cluster.changed_since(log_pos_);
       const std::size_t k = changed ? changed->size() : n;
@@ -448,7 +577,7 @@ class GpuOrder : public PerCluster {
     log_pos_ = cluster.change_count();
   }
 
-  [[nodiscard]] const OrderTreap& treap() const { return treap_; }
+  [[nodiscard]] const OrderBlocks& items() const { return order_; }
   [[nodiscard]] std::uint32_t node_of(std::uint32_t gpu) const { return node_of_[gpu]; }
 
  private:
@@ -459,18 +588,18 @@ class GpuOrder : public PerCluster {
     const auto gpus = cluster.all_gpus();
     for (std::uint32_t i = s.gpu_begin; i < s.gpu_begin + s.gpu_count; ++i) {
       const auto g = plugin.gpu_order(gpus[i]);
-      OrderTreap::Cap cap;
+      OrderBlocks::Cap cap;
       cap.v.fill(std::numeric_limits<std::int32_t>::max());
       cap.v[0] = g.memory_lane;
       cap.v[1] = g.milli_lane;
       const bool fits_nothing = g.memory_lane < 0 || g.milli_lane < 0;   // (a GPU whose compute is all given)
-      if (fits_nothing ? !treap_.placed(i) : treap_.same(i, 0, g.key, g.fingerprint, cap)) continue;
-      if (treap_.placed(i)) treap_.remove(i);
-      if (!fits_nothing) treap_.place(i, 0, g.key, g.fingerprint, cap);
+      if (fits_nothing ? !order_.placed(i) : order_.same(i, 0, g.key, g.fingerprint, cap)) continue;
+      if (order_.placed(i)) order_.remove(i);
+      if (!fits_nothing) order_.place(i, 0, g.key, g.fingerprint, cap);
     }
   }
 
-  OrderTreap treap_;
+  OrderBlocks order_;
   std::vector<std::uint32_t> node_of_;      // per GPU: its node
   std::vector<std::uint64_t> generation_;   // per node: the generation its GPUs' places are for
 };
@@ -720,8 +849,8 @@ class NodeIndex {
         order_for(cluster, plugin, v);
       }
     }
-    const OrderTreap& o = order_for(cluster, plugin, variant).treap();
-    const auto need = OrderTreap::Cap::of(need_of(cluster, ctx));
+    const OrderBlocks& o = order_for(cluster, plugin, variant).items();
+    const auto need = OrderBlocks::Cap::of(need_of(cluster, ctx));
     // What the scan compares: each plugin's weight x normalised score, added in profile order.
     auto value = [&](std::uint32_t u, double raw) {
       if (min_max) return raw;
@@ -741,18 +870,18 @@ class NodeIndex {
     // Groups whose first node can score highest first: the best found rises fastest.
     order_slots_.clear();
     for (std::size_t slot = 0; slot < o.groups(); ++slot) {
-      const std::uint32_t u = o.next(slot, need, OrderTreap::kNil);
-      if (u != OrderTreap::kNil) order_slots_.push_back({top(slot, u), slot, u});
+      const std::uint32_t u = o.next(slot, need, OrderBlocks::kNil);
+      if (u != OrderBlocks::kNil) order_slots_.push_back({top(slot, u), slot, u});
     }
     std::sort(order_slots_.begin(), order_slots_.end(), [](const auto& a, const auto& b) {
       return std::tie(b.top, a.slot) < std::tie(a.top, b.slot);
     });
     double best_value = -std::numeric_limits<double>::infinity();
-    std::uint32_t best = OrderTreap::kNil;
+    std::uint32_t best = OrderBlocks::kNil;
     ties_.clear();
     std::size_t budget = walk_budget(cluster.node_count());
     for (const auto& start : order_slots_) {
-      for (std::uint32_t u = start.node; u != OrderTreap::kNil;) {
+      for (std::uint32_t u = start.node; u != OrderBlocks::kNil;) {
         if (top(start.slot, u) < best_value) break;
         if (budget-- == 0) return {OrderWalk::Kind::kGaveUp};
         double raw = 0.0, v = 0.0;
@@ -776,7 +905,7 @@ class NodeIndex {
           v = value(u, raw);
         }
         if (v > best_value) {
-          others = others || best != OrderTreap::kNil;   // the earlier best is feasible, below the top
+          others = others || best != OrderBlocks::kNil;   // the earlier best is feasible, below the top
           best_value = v;
           best = u;
           ties_.assign(1, u);
@@ -789,7 +918,7 @@ class NodeIndex {
         u = o.next(start.slot, need, u, !all_ties);
       }
     }
-    if (best == OrderTreap::kNil) return {OrderWalk::Kind::kNone};
+    if (best == OrderBlocks::kNil) return {OrderWalk::Kind::kNone};
     return {OrderWalk::Kind::kFound, best};
   }
 
@@ -813,9 +942,9 @@ class NodeIndex {
   [[nodiscard]] OrderWalk gpu_ordered_best(const ClusterState& cluster, const TaskContext& ctx) {
     ScorePlugin& plugin = *scores_[0].first;
     GpuOrder& o = gpu_order_for(cluster, plugin);
-    const OrderTreap& t = o.treap();
+    const OrderBlocks& t = o.items();
     const auto [memory, milli] = plugin.gpu_need(ctx);
-    OrderTreap::Cap need;
+    OrderBlocks::Cap need;
     need.v[0] = memory;
     need.v[1] = milli;
     const CapacityNeed node_need = need_of(cluster, ctx);
@@ -828,7 +957,7 @@ class NodeIndex {
     }
     if (t.groups() == 0) return {OrderWalk::Kind::kNone};
     std::size_t budget = walk_budget(nodes.size());
-    for (std::uint32_t g = t.next(0, need, OrderTreap::kNil); g != OrderTreap::kNil; g = t.next(0, need, g)) {
+    for (std::uint32_t g = t.next(0, need, OrderBlocks::kNil); g != OrderBlocks::kNil; g = t.next(0, need, g)) {
       if (budget-- == 0) return {OrderWalk::Kind::kGaveUp};
       if (!plugin.gpu_fits(ctx, gpus[g])) continue;
       const std::uint32_t u = o.node_of(g);
