@@ -177,20 +177,22 @@ class CapacityTree : public PerCluster {
 };
 
 /// Items (nodes, or GPUs) in a score order: per group, one sorted sequence, by key (highest
-/// first), then fingerprint, then item index, cut into blocks of at most kBlock items in order.
-/// Each block keeps the largest free capacity of each kind over its items (Cap), and each span of
-/// kSpan consecutive blocks the largest over its blocks, so a walk in score order skips every
-/// block (and span) whose items all fall below a task's bounds, and steps through a block's items
-/// one after the other in memory. Moving an item (remove, place) shifts the entries of its blocks
-/// (at most kBlock) and recomputes their maxima: a few hundred bytes read in order, where a
-/// balanced tree descends and rebalances through ~2 log2(items) scattered items. The owner
-/// (ScoreOrder, GpuOrder) keeps it up to date.
+/// first), then fingerprint, then item index, cut into blocks of at most kBlock items, and the
+/// blocks into spans of at most 2 kSpan blocks. Each block keeps the largest free capacity of each
+/// kind over its items (Cap), and each span the largest over its blocks, so a walk in score order
+/// skips every span and block whose items all fall below a task's bounds, and steps through a
+/// block's items one after the other in memory. Moving an item (remove, place) shifts the entries
+/// of one or two blocks (at most kBlock) and recomputes their maxima and their spans': a few
+/// hundred bytes read in order, where a balanced tree descends and rebalances through
+/// ~2 log2(items) scattered items. A block split or emptied changes one span; a span split or
+/// emptied renumbers the group's spans (items / (kBlock kSpan) of them). The owner (ScoreOrder,
+/// GpuOrder) keeps it up to date.
 class OrderBlocks {
  public:
   static constexpr std::uint32_t kNil = std::numeric_limits<std::uint32_t>::max();
-  static constexpr std::size_t kBlock = 64;   ///< most items a block holds (split in halves beyond)
-  static constexpr std::size_t kSpan = 16;    ///< blocks per span
-  static constexpr std::size_t kFill = 48;    ///< items per block after build()
+  static constexpr std::size_t kBlock = 16;   ///< most items a block holds (split in halves beyond)
+  static constexpr std::size_t kFill = 12;    ///< items per block after build()
+  static constexpr std::size_t kSpan = 16;    ///< blocks per span after build() (split beyond 2 kSpan)
 
   /// Free capacity in eight 32-bit lanes, saturated at 0 and 2^31-1 (for nodes: CapacityNeed's
   /// schedulable, CPU, memory, GPU memory, whole units, GPU compute, TPU chips; unused), so the
@@ -224,18 +226,20 @@ class OrderBlocks {
   };
 
   /// Forgets everything: n items, none placed. The places that follow, up to build(), are
-  /// gathered and sorted once (a rebuild of 400,000 GPUs placed one by one splits blocks, and
-  /// renumbers the blocks after each split, thousands of times).
+  /// gathered and sorted once.
   void reset(std::size_t n) {
     items_.assign(n, Item{});
     caps_.assign(n, Cap{});
     groups_.clear();
     blocks_.clear();
+    spans_.clear();
     free_blocks_.clear();
+    free_spans_.clear();
     pending_.clear();
     building_ = true;
   }
-  /// Ends the places after reset(): every group's items sorted and cut into blocks of kFill.
+  /// Ends the places after reset(): every group's items sorted and cut into blocks of kFill items
+  /// and spans of kSpan blocks.
   void build() {
     GPUSCHED_ASSERT(building_, "score order: build() without reset()");
     building_ = false;
@@ -245,19 +249,24 @@ class OrderBlocks {
     });
     for (std::size_t at = 0; at < pending_.size();) {
       const std::uint32_t slot = items_[pending_[at]].slot;
+      const std::uint32_t s = new_span(slot);
       Group& g = groups_[slot];
-      const std::uint32_t b = new_block(slot);
-      Block& blk = blocks_[b];
-      for (; at < pending_.size() && items_[pending_[at]].slot == slot && blk.entries.size() < kFill; ++at) {
-        const std::uint32_t u = pending_[at];
-        blk.entries.push_back(entry(u));
-        blk.caps.push_back(caps_[u]);
-        items_[u].block = b;
+      spans_[s].rank = static_cast<std::uint32_t>(g.spans.size());
+      g.spans.push_back(s);
+      while (at < pending_.size() && items_[pending_[at]].slot == slot && spans_[s].blocks.size() < kSpan) {
+        const std::uint32_t b = new_block(s);
+        Block& blk = blocks_[b];
+        for (; at < pending_.size() && items_[pending_[at]].slot == slot && blk.entries.size() < kFill; ++at) {
+          const std::uint32_t u = pending_[at];
+          blk.entries.push_back(entry(u));
+          blk.caps.push_back(caps_[u]);
+          items_[u].block = b;
+        }
+        recompute(blk);
+        spans_[s].blocks.push_back(b);
       }
-      recompute(blk);
-      g.order.push_back(b);
+      recompute_span(spans_[s]);
     }
-    for (auto& g : groups_) renumber(g, 0);
     pending_.clear();
   }
   [[nodiscard]] std::size_t size() const { return items_.size(); }
@@ -270,60 +279,73 @@ class OrderBlocks {
     caps_[u] = cap;
     std::size_t slot = 0;
     while (slot < groups_.size() && groups_[slot].id != group) ++slot;
-    if (slot == groups_.size()) groups_.push_back(Group{group, {}, {}});
+    if (slot == groups_.size()) groups_.push_back(Group{group, {}});
     it.slot = static_cast<std::uint32_t>(slot);
     if (building_) {
       pending_.push_back(u);
       return;
     }
     Group& g = groups_[slot];
-    const Entry e{key, fingerprint, u};
-    if (g.order.empty()) {
-      const std::uint32_t b = new_block(static_cast<std::uint32_t>(slot));
-      g.order.push_back(b);
-      renumber(g, 0);
+    const Entry e = entry(u);
+    if (g.spans.empty()) {
+      const std::uint32_t s = new_span(static_cast<std::uint32_t>(slot));
+      spans_[s].rank = 0;
+      g.spans.push_back(s);
+      spans_[s].blocks.push_back(new_block(s));
     }
-    // The first block whose last entry is not before e (else the last block).
-    std::size_t lo = 0, hi = g.order.size() - 1;
+    // The first span, then the first block in it, whose last entry is not before e (else the last).
+    auto last_of_span = [&](std::uint32_t s) -> const Entry& { return blocks_[spans_[s].blocks.back()].entries.back(); };
+    std::size_t lo = 0, hi = g.spans.size() - 1;
     while (lo < hi) {
       const std::size_t mid = (lo + hi) / 2;
-      if (before(blocks_[g.order[mid]].entries.back(), e)) lo = mid + 1;
+      if (before(last_of_span(g.spans[mid]), e)) lo = mid + 1;
       else hi = mid;
     }
-    const std::uint32_t b = g.order[lo];
+    const std::uint32_t s = g.spans[lo];
+    Span& sp = spans_[s];
+    lo = 0;
+    hi = sp.blocks.size() - 1;
+    while (lo < hi) {
+      const std::size_t mid = (lo + hi) / 2;
+      const Block& x = blocks_[sp.blocks[mid]];
+      if (x.entries.empty() || before(x.entries.back(), e)) lo = mid + 1;   // (empty: the span's only block, new)
+      else hi = mid;
+    }
+    const std::uint32_t b = sp.blocks[lo];
     Block& blk = blocks_[b];
     const auto at = std::lower_bound(blk.entries.begin(), blk.entries.end(), e, before) - blk.entries.begin();
     blk.entries.insert(blk.entries.begin() + at, e);
     blk.caps.insert(blk.caps.begin() + at, cap);
     blk.agg.merge(cap);
-    g.spans[blk.rank / kSpan].merge(cap);
+    sp.agg.merge(cap);
     it.block = b;
-    if (blk.entries.size() > kBlock) split(g, b);
+    if (blk.entries.size() > kBlock) split(b);
   }
   /// Takes item u out of its group.
   void remove(std::uint32_t u) {
     Item& it = items_[u];
     GPUSCHED_ASSERT(it.slot != kNil && !building_, "score order: item not placed");
-    Group& g = groups_[it.slot];
     const std::uint32_t b = it.block;
     Block& blk = blocks_[b];
     const auto at = position(blk, u);
-    blk.entries.erase(blk.entries.begin() + at);
-    blk.caps.erase(blk.caps.begin() + at);
+    blk.entries.erase(blk.entries.begin() + static_cast<std::ptrdiff_t>(at));
+    blk.caps.erase(blk.caps.begin() + static_cast<std::ptrdiff_t>(at));
     it.slot = it.block = kNil;
-    const std::uint32_t rank = blk.rank;
+    Span& sp = spans_[blk.span];
+    const std::size_t i = index_in_span(b);
     if (blk.entries.empty()) {
-      g.order.erase(g.order.begin() + rank);
+      sp.blocks.erase(sp.blocks.begin() + static_cast<std::ptrdiff_t>(i));
       free_blocks_.push_back(b);
-      renumber(g, rank);
-      return;
+      if (sp.blocks.empty()) {
+        drop_span(blk.span);
+        return;
+      }
+    } else if (i + 1 < sp.blocks.size() && blk.entries.size() + blocks_[sp.blocks[i + 1]].entries.size() <= kBlock / 2) {
+      absorb(sp, i);   // two thin neighbours: one block
+    } else {
+      recompute(blk);
     }
-    if (rank + 1 < g.order.size() && blk.entries.size() + blocks_[g.order[rank + 1]].entries.size() <= kBlock / 2) {
-      absorb(g, rank);   // two thin neighbours: one block
-      return;
-    }
-    recompute(blk);
-    respan(g, rank / kSpan);
+    recompute_span(sp);
   }
   /// Whether item u is placed at (group, key, fingerprint) with capacity `cap` already.
   [[nodiscard]] bool same(std::uint32_t u, std::uint32_t group, double key, std::uint64_t fingerprint, const Cap& cap) const {
@@ -340,45 +362,53 @@ class OrderBlocks {
   [[nodiscard]] std::uint32_t next(std::size_t slot, const Cap& need, std::uint32_t u, bool past_run = false) const {
     GPUSCHED_ASSERT(!building_, "score order: walked before build()");
     const Group& g = groups_[slot];
-    if (g.order.empty()) return kNil;
-    std::size_t rank = 0, at = 0;
+    if (g.spans.empty()) return kNil;
+    std::size_t rank = 0, block = 0, at = 0;   // where the walk resumes: span rank, block in it, entry in it
     if (u != kNil) {
       const Item& it = items_[u];
-      const Block& blk = blocks_[it.block];
-      rank = blk.rank;
+      const std::uint32_t b = it.block;
+      rank = spans_[blocks_[b].span].rank;
+      block = index_in_span(b);
       if (!past_run) {
-        at = position(blk, u) + 1;
+        at = position(blocks_[b], u) + 1;
       } else {
         // The first entry after the run: nothing of the run follows it.
         const Entry last{it.key, it.fingerprint, kNil};
-        auto after = [&](const Block& x) { return before(last, x.entries.back()); };
-        if (!after(blk)) {
-          std::size_t lo = rank + 1, hi = g.order.size();
+        auto after = [&](std::uint32_t x) { return before(last, blocks_[x].entries.back()); };
+        const Span* sp = &spans_[g.spans[rank]];
+        if (!after(sp->blocks.back())) {
+          std::size_t lo = rank + 1, hi = g.spans.size();
           while (lo < hi) {
             const std::size_t mid = (lo + hi) / 2;
-            if (after(blocks_[g.order[mid]])) hi = mid;
+            if (after(spans_[g.spans[mid]].blocks.back())) hi = mid;
             else lo = mid + 1;
           }
+          if (lo == g.spans.size()) return kNil;
           rank = lo;
+          block = 0;
+          sp = &spans_[g.spans[rank]];
         }
-        if (rank == g.order.size()) return kNil;
-        const auto& es = blocks_[g.order[rank]].entries;
+        std::size_t lo = block, hi = sp->blocks.size() - 1;   // (the span's last block is after the run)
+        while (lo < hi) {
+          const std::size_t mid = (lo + hi) / 2;
+          if (after(sp->blocks[mid])) hi = mid;
+          else lo = mid + 1;
+        }
+        block = lo;
+        const auto& es = blocks_[sp->blocks[block]].entries;
         at = static_cast<std::size_t>(std::upper_bound(es.begin(), es.end(), last, before) - es.begin());
       }
     }
-    while (rank < g.order.size()) {
-      if (at == 0 && rank % kSpan == 0 && !need.admits(g.spans[rank / kSpan])) {
-        rank += kSpan;
-        continue;
-      }
-      const Block& blk = blocks_[g.order[rank]];
-      if (need.admits(blk.agg)) {
+    for (; rank < g.spans.size(); ++rank, block = 0, at = 0) {
+      const Span& sp = spans_[g.spans[rank]];
+      if (!need.admits(sp.agg)) continue;
+      for (; block < sp.blocks.size(); ++block, at = 0) {
+        const Block& blk = blocks_[sp.blocks[block]];
+        if (!need.admits(blk.agg)) continue;
         for (std::size_t i = at; i < blk.caps.size(); ++i) {
           if (need.admits(blk.caps[i])) return blk.entries[i].item;
         }
       }
-      ++rank;
-      at = 0;
     }
     return kNil;
   }
@@ -399,13 +429,17 @@ class OrderBlocks {
     std::vector<Entry> entries;   // in walk order
     std::vector<Cap> caps;        // each entry's capacity
     Cap agg = Cap::none();        // the largest of each lane over caps
-    std::uint32_t rank = 0;       // its place in its group's order
-    std::uint32_t slot = 0;       // its group
+    std::uint32_t span = 0;       // its span in spans_
+  };
+  struct Span {
+    std::vector<std::uint32_t> blocks;   // in walk order
+    Cap agg = Cap::none();               // the largest of each lane over its blocks' aggs
+    std::uint32_t rank = 0;              // its place in its group's spans
+    std::uint32_t slot = 0;              // its group
   };
   struct Group {
     std::uint32_t id;
-    std::vector<std::uint32_t> order;   // its blocks, in walk order
-    std::vector<Cap> spans;             // per kSpan blocks of order: the largest of their aggs
+    std::vector<std::uint32_t> spans;   // in walk order
   };
 
   /// a comes before b in the walk: highest key first, then lowest fingerprint, then lowest item
@@ -417,12 +451,15 @@ class OrderBlocks {
   }
   [[nodiscard]] Entry entry(std::uint32_t u) const { return {items_[u].key, items_[u].fingerprint, u}; }
   [[nodiscard]] std::size_t position(const Block& blk, std::uint32_t u) const {
-    const Entry e = entry(u);
-    const auto at = static_cast<std::size_t>(std::lower_bound(blk.entries.begin(), blk.entries.end(), e, before) - blk.entries.begin());
+    const auto at = static_cast<std::size_t>(std::lower_bound(blk.entries.begin(), blk.entries.end(), entry(u), before) - blk.entries.begin());
     GPUSCHED_ASSERT(at < blk.entries.size() && blk.entries[at].item == u, "score order: item not in its block");
     return at;
   }
-  std::uint32_t new_block(std::uint32_t slot) {
+  [[nodiscard]] std::size_t index_in_span(std::uint32_t b) const {
+    const auto& bs = spans_[blocks_[b].span].blocks;
+    return static_cast<std::size_t>(std::find(bs.begin(), bs.end(), b) - bs.begin());
+  }
+  std::uint32_t new_block(std::uint32_t span) {
     std::uint32_t b = 0;
     if (!free_blocks_.empty()) {
       b = free_blocks_.back();
@@ -436,28 +473,50 @@ class OrderBlocks {
       blocks_[b].caps.reserve(kBlock + 1);
     }
     blocks_[b].agg = Cap::none();
-    blocks_[b].slot = slot;
+    blocks_[b].span = span;
     return b;
   }
+  std::uint32_t new_span(std::uint32_t slot) {
+    std::uint32_t s = 0;
+    if (!free_spans_.empty()) {
+      s = free_spans_.back();
+      free_spans_.pop_back();
+      spans_[s].blocks.clear();
+    } else {
+      s = static_cast<std::uint32_t>(spans_.size());
+      spans_.emplace_back();
+    }
+    spans_[s].agg = Cap::none();
+    spans_[s].slot = slot;
+    return s;
+  }
   static void recompute(Block& blk) {
-    blk.agg = Cap::none();
-    for (const Cap& c : blk.caps) blk.agg.merge(c);
+    Cap a = Cap::none();   // (a local: kept in registers, where blk.agg would be stored at each step)
+    for (const Cap& c : blk.caps) a.merge(c);
+    blk.agg = a;
   }
-  void respan(Group& g, std::size_t span) {
-    Cap s = Cap::none();
-    const std::size_t end = std::min(g.order.size(), (span + 1) * kSpan);
-    for (std::size_t r = span * kSpan; r < end; ++r) s.merge(blocks_[g.order[r]].agg);
-    g.spans[span] = s;
+  void recompute_span(Span& sp) {
+    Cap a = Cap::none();
+    for (const std::uint32_t b : sp.blocks) a.merge(blocks_[b].agg);
+    sp.agg = a;
   }
-  /// The ranks of g's blocks from `from` on, and their spans, after blocks came or went there.
+  /// The ranks of g's spans from `from` on, after spans came or went there.
   void renumber(Group& g, std::size_t from) {
-    for (std::size_t r = from; r < g.order.size(); ++r) blocks_[g.order[r]].rank = static_cast<std::uint32_t>(r);
-    g.spans.resize((g.order.size() + kSpan - 1) / kSpan);
-    for (std::size_t s = from / kSpan; s < g.spans.size(); ++s) respan(g, s);
+    for (std::size_t r = from; r < g.spans.size(); ++r) spans_[g.spans[r]].rank = static_cast<std::uint32_t>(r);
   }
-  /// Block b (over kBlock entries) in two halves, the second a new block after it.
-  void split(Group& g, std::uint32_t b) {
-    const std::uint32_t c = new_block(blocks_[b].slot);   // (may move blocks_: no references held)
+  /// Span s, left without blocks, out of its group.
+  void drop_span(std::uint32_t s) {
+    Group& g = groups_[spans_[s].slot];
+    const std::uint32_t rank = spans_[s].rank;
+    g.spans.erase(g.spans.begin() + rank);
+    free_spans_.push_back(s);
+    renumber(g, rank);
+  }
+  /// Block b (over kBlock entries) in two halves, the second a new block after it in its span;
+  /// a span over 2 kSpan blocks in two halves likewise.
+  void split(std::uint32_t b) {
+    const std::uint32_t s = blocks_[b].span;
+    const std::uint32_t c = new_block(s);   // (may move blocks_: no references held)
     Block& from = blocks_[b];
     Block& to = blocks_[c];
     const std::size_t half = from.entries.size() / 2;
@@ -468,29 +527,41 @@ class OrderBlocks {
     for (const Entry& e : to.entries) items_[e.item].block = c;
     recompute(from);
     recompute(to);
-    const std::uint32_t rank = from.rank;
-    g.order.insert(g.order.begin() + rank + 1, c);
-    renumber(g, rank);
+    auto& bs = spans_[s].blocks;
+    bs.insert(bs.begin() + static_cast<std::ptrdiff_t>(index_in_span(b)) + 1, c);
+    if (bs.size() <= 2 * kSpan) return;   // (the span's largest is unchanged)
+    const std::uint32_t t = new_span(spans_[s].slot);   // (may move spans_)
+    Span& left = spans_[s];
+    Span& right = spans_[t];
+    const std::size_t keep = left.blocks.size() / 2;
+    right.blocks.assign(left.blocks.begin() + static_cast<std::ptrdiff_t>(keep), left.blocks.end());
+    left.blocks.resize(keep);
+    for (const std::uint32_t x : right.blocks) blocks_[x].span = t;
+    recompute_span(left);
+    recompute_span(right);
+    Group& g = groups_[left.slot];
+    g.spans.insert(g.spans.begin() + left.rank + 1, t);
+    renumber(g, left.rank);
   }
-  /// The block after rank `rank` joins it.
-  void absorb(Group& g, std::size_t rank) {
-    const std::uint32_t b = g.order[rank], c = g.order[rank + 1];
+  /// The block after the i-th of span sp joins it.
+  void absorb(Span& sp, std::size_t i) {
+    const std::uint32_t b = sp.blocks[i], c = sp.blocks[i + 1];
     Block& into = blocks_[b];
     Block& from = blocks_[c];
     for (const Entry& e : from.entries) items_[e.item].block = b;
     into.entries.insert(into.entries.end(), from.entries.begin(), from.entries.end());
     into.caps.insert(into.caps.end(), from.caps.begin(), from.caps.end());
     recompute(into);
-    g.order.erase(g.order.begin() + static_cast<std::ptrdiff_t>(rank) + 1);
+    sp.blocks.erase(sp.blocks.begin() + static_cast<std::ptrdiff_t>(i) + 1);
     free_blocks_.push_back(c);
-    renumber(g, rank);
   }
 
   std::vector<Item> items_;
   std::vector<Cap> caps_;   // per item: its own capacity (same())
   std::vector<Group> groups_;
   std::vector<Block> blocks_;
-  std::vector<std::uint32_t> free_blocks_;
+  std::vector<Span> spans_;
+  std::vector<std::uint32_t> free_blocks_, free_spans_;
   std::vector<std::uint32_t> pending_;   // placed since reset(), until build()
   bool building_ = false;
 };

@@ -63,12 +63,12 @@ TEST_CASE("The score order's blocks walk as a sorted list of the placed items do
   o.reset(n);
   std::vector<Placed> items(n);
   const std::uint32_t groups[] = {7, 3, 11};
-  auto place = [&](std::uint32_t u) {
+  auto place = [&](std::uint32_t u, bool crowd = false) {
     Placed& p = items[u];
     p.on = true;
-    p.group = groups[rng.below(3)];
-    p.key = static_cast<double>(rng.below(6)) * 0.25;   // few keys and fingerprints: long runs of equals
-    p.fingerprint = rng.below(4);
+    p.group = crowd ? 7 : groups[rng.below(3)];
+    p.key = static_cast<double>(crowd ? 3 : rng.below(6)) * 0.25;   // few keys and fingerprints: long runs of equals
+    p.fingerprint = crowd ? 2 : rng.below(4);
     p.cap = rng.below(40) == 0 ? random_cap(rng, 12) : random_cap(rng, 3);   // a few roomy items among many small ones
     o.place(u, p.group, p.key, p.fingerprint, p.cap);
   };
@@ -99,8 +99,9 @@ TEST_CASE("The score order's blocks walk as a sorted list of the placed items do
   for (std::uint32_t u = 0; u < n; ++u) place(u);   // gathered, then sorted once
   o.build();
   check(200);
-  // Churn: moves (as a changed node moves), removals down to a few items, then places back.
-  for (int round = 0; round < 3; ++round) {
+  // Churn: moves (as a changed node moves), removals down to a few items, places back, then most
+  // items moved into one run of one group (its blocks split over and over, and their spans).
+  for (int round = 0; round < 4; ++round) {
     for (std::uint32_t k = 0; k < 2 * n; ++k) {
       const auto u = static_cast<std::uint32_t>(rng.below(n));
       if (items[u].on) {
@@ -109,7 +110,7 @@ TEST_CASE("The score order's blocks walk as a sorted list of the placed items do
         REQUIRE_FALSE(o.placed(u));
       }
       const bool thinning = round == 1;   // this round takes most items out for good
-      if (!thinning || rng.below(10) == 0) place(u);
+      if (!thinning || rng.below(10) == 0) place(u, round == 3 && rng.below(4) != 0);
       if (k % 97 == 0) check(5);
     }
     check(200);
