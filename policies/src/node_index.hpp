@@ -793,11 +793,18 @@ class NodeIndex {
           // addresses known ahead (the change log). Asking for them early overlaps the misses.
           if (i + kPrefetchAhead < ch.size()) {
             __builtin_prefetch(&c->gen[ch[i + kPrefetchAhead]]);
+            __builtin_prefetch(&c->reject[ch[i + kPrefetchAhead]]);
             __builtin_prefetch(&nodes[ch[i + kPrefetchAhead]].generation);
           }
           const std::uint32_t u = ch[i];
           if (c->gen[u] != nodes[u].generation) {
             c->gen[u] = nodes[u].generation;
+            // Below the bounds before and still: nothing to recompute (set_answers would leave
+            // it deferred, infeasible, its leaf at -inf). Most of a rare class's changed nodes.
+            if (c->reject[u] == kDeferred && !need_.admits(nodes[u])) {
+              ++stats.pruned;
+              continue;
+            }
             dirty_.push_back(u);
           }
         }
