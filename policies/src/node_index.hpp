@@ -459,33 +459,31 @@ class OrderBlocks {
     const auto& bs = spans_[blocks_[b].span].blocks;
     return static_cast<std::size_t>(std::find(bs.begin(), bs.end(), b) - bs.begin());
   }
-  std::uint32_t new_block(std::uint32_t span) {
-    std::uint32_t b = 0;
-    if (!free_blocks_.empty()) {
-      b = free_blocks_.back();
-      free_blocks_.pop_back();
-      blocks_[b].entries.clear();
-      blocks_[b].caps.clear();
-    } else {
-      b = static_cast<std::uint32_t>(blocks_.size());
-      blocks_.emplace_back();
-      blocks_[b].entries.reserve(kBlock + 1);
-      blocks_[b].caps.reserve(kBlock + 1);
+  /// A free place in `pool`: one given back earlier, else a new one at the end.
+  template <class T>
+  static std::uint32_t take(std::vector<T>& pool, std::vector<std::uint32_t>& free) {
+    if (free.empty()) {
+      pool.emplace_back();
+      return static_cast<std::uint32_t>(pool.size() - 1);
     }
-    blocks_[b].agg = Cap::none();
-    blocks_[b].span = span;
+    const std::uint32_t k = free.back();
+    free.pop_back();
+    return k;
+  }
+  std::uint32_t new_block(std::uint32_t span) {
+    const std::uint32_t b = take(blocks_, free_blocks_);
+    Block& blk = blocks_[b];
+    blk.entries.clear();
+    blk.caps.clear();
+    blk.entries.reserve(kBlock + 1);
+    blk.caps.reserve(kBlock + 1);
+    blk.agg = Cap::none();
+    blk.span = span;
     return b;
   }
   std::uint32_t new_span(std::uint32_t slot) {
-    std::uint32_t s = 0;
-    if (!free_spans_.empty()) {
-      s = free_spans_.back();
-      free_spans_.pop_back();
-      spans_[s].blocks.clear();
-    } else {
-      s = static_cast<std::uint32_t>(spans_.size());
-      spans_.emplace_back();
-    }
+    const std::uint32_t s = take(spans_, free_spans_);
+    spans_[s].blocks.clear();
     spans_[s].agg = Cap::none();
     spans_[s].slot = slot;
     return s;
