@@ -253,6 +253,7 @@ class OrderBlocks {
       Group& g = groups_[slot];
       spans_[s].rank = static_cast<std::uint32_t>(g.spans.size());
       g.spans.push_back(s);
+      g.aggs.push_back(Cap::none());
       while (at < pending_.size() && items_[pending_[at]].slot == slot && spans_[s].blocks.size() < kSpan) {
         const std::uint32_t b = new_block(s);
         Block& blk = blocks_[b];
@@ -262,10 +263,10 @@ class OrderBlocks {
           blk.caps.push_back(caps_[u]);
           items_[u].block = b;
         }
-        recompute(blk);
         spans_[s].blocks.push_back(b);
+        spans_[s].aggs.push_back(max_of(blk));
       }
-      recompute_span(spans_[s]);
+      g.aggs.back() = max_of(spans_[s]);
     }
     pending_.clear();
   }
@@ -279,7 +280,7 @@ class OrderBlocks {
     caps_[u] = cap;
     std::size_t slot = 0;
     while (slot < groups_.size() && groups_[slot].id != group) ++slot;
-    if (slot == groups_.size()) groups_.push_back(Group{group, {}});
+    if (slot == groups_.size()) groups_.push_back(Group{group, {}, {}});
     it.slot = static_cast<std::uint32_t>(slot);
     if (building_) {
       pending_.push_back(u);
@@ -291,7 +292,9 @@ class OrderBlocks {
       const std::uint32_t s = new_span(static_cast<std::uint32_t>(slot));
       spans_[s].rank = 0;
       g.spans.push_back(s);
+      g.aggs.push_back(Cap::none());
       spans_[s].blocks.push_back(new_block(s));
+      spans_[s].aggs.push_back(Cap::none());
     }
     // The first span, then the first block in it, whose last entry is not before e (else the last).
     auto last_of_span = [&](std::uint32_t s) -> const Entry& { return blocks_[spans_[s].blocks.back()].entries.back(); };
@@ -316,8 +319,8 @@ class OrderBlocks {
     const auto at = std::lower_bound(blk.entries.begin(), blk.entries.end(), e, before) - blk.entries.begin();
     blk.entries.insert(blk.entries.begin() + at, e);
     blk.caps.insert(blk.caps.begin() + at, cap);
-    blk.agg.merge(cap);
-    sp.agg.merge(cap);
+    sp.aggs[lo].merge(cap);
+    g.aggs[sp.rank].merge(cap);
     it.block = b;
     if (blk.entries.size() > kBlock) split(b);
   }
@@ -335,6 +338,7 @@ class OrderBlocks {
     const std::size_t i = index_in_span(b);
     if (blk.entries.empty()) {
       sp.blocks.erase(sp.blocks.begin() + static_cast<std::ptrdiff_t>(i));
+      sp.aggs.erase(sp.aggs.begin() + static_cast<std::ptrdiff_t>(i));
       free_blocks_.push_back(b);
       if (sp.blocks.empty()) {
         drop_span(blk.span);
@@ -343,9 +347,11 @@ class OrderBlocks {
     } else if (i + 1 < sp.blocks.size() && blk.entries.size() + blocks_[sp.blocks[i + 1]].entries.size() <= kBlock / 2) {
       absorb(sp, i);   // two thin neighbours: one block
     } else {
-      recompute(blk);
+      const Cap a = max_of(blk);
+      if (a == sp.aggs[i]) return;   // (the span's largest stays too)
+      sp.aggs[i] = a;
     }
-    recompute_span(sp);
+    groups_[sp.slot].aggs[sp.rank] = max_of(sp);
   }
   /// Whether item u is placed at (group, key, fingerprint) with capacity `cap` already.
   [[nodiscard]] bool same(std::uint32_t u, std::uint32_t group, double key, std::uint64_t fingerprint, const Cap& cap) const {
@@ -401,10 +407,10 @@ class OrderBlocks {
     }
     for (; rank < g.spans.size(); ++rank, block = 0, at = 0) {
       const Span& sp = spans_[g.spans[rank]];
-      if (!need.admits(sp.agg)) continue;
+      if (!need.admits(g.aggs[rank])) continue;
       for (; block < sp.blocks.size(); ++block, at = 0) {
         const Block& blk = blocks_[sp.blocks[block]];
-        if (!need.admits(blk.agg)) continue;
+        if (!need.admits(sp.aggs[block])) continue;
         for (std::size_t i = at; i < blk.caps.size(); ++i) {
           if (need.admits(blk.caps[i])) return blk.entries[i].item;
         }
@@ -428,18 +434,18 @@ class OrderBlocks {
   struct Block {
     std::vector<Entry> entries;   // in walk order
     std::vector<Cap> caps;        // each entry's capacity
-    Cap agg = Cap::none();        // the largest of each lane over caps
     std::uint32_t span = 0;       // its span in spans_
   };
   struct Span {
     std::vector<std::uint32_t> blocks;   // in walk order
-    Cap agg = Cap::none();               // the largest of each lane over its blocks' aggs
+    std::vector<Cap> aggs;               // per block: the largest of each lane over its items (walked in memory order)
     std::uint32_t rank = 0;              // its place in its group's spans
     std::uint32_t slot = 0;              // its group
   };
   struct Group {
     std::uint32_t id;
     std::vector<std::uint32_t> spans;   // in walk order
+    std::vector<Cap> aggs;              // per span: the largest of each lane over its blocks
   };
 
   /// a comes before b in the walk: highest key first, then lowest fingerprint, then lowest item
@@ -477,26 +483,26 @@ class OrderBlocks {
     blk.caps.clear();
     blk.entries.reserve(kBlock + 1);
     blk.caps.reserve(kBlock + 1);
-    blk.agg = Cap::none();
     blk.span = span;
     return b;
   }
   std::uint32_t new_span(std::uint32_t slot) {
     const std::uint32_t s = take(spans_, free_spans_);
     spans_[s].blocks.clear();
-    spans_[s].agg = Cap::none();
+    spans_[s].aggs.clear();
     spans_[s].slot = slot;
     return s;
   }
-  static void recompute(Block& blk) {
-    Cap a = Cap::none();   // (a local: kept in registers, where blk.agg would be stored at each step)
-    for (const Cap& c : blk.caps) a.merge(c);
-    blk.agg = a;
-  }
-  void recompute_span(Span& sp) {
+  /// The largest of each lane over a block's items, or over a span's blocks.
+  static Cap max_of(const Block& blk) {
     Cap a = Cap::none();
-    for (const std::uint32_t b : sp.blocks) a.merge(blocks_[b].agg);
-    sp.agg = a;
+    for (const Cap& c : blk.caps) a.merge(c);
+    return a;
+  }
+  static Cap max_of(const Span& sp) {
+    Cap a = Cap::none();
+    for (const Cap& c : sp.aggs) a.merge(c);
+    return a;
   }
   /// The ranks of g's spans from `from` on, after spans came or went there.
   void renumber(Group& g, std::size_t from) {
@@ -507,6 +513,7 @@ class OrderBlocks {
     Group& g = groups_[spans_[s].slot];
     const std::uint32_t rank = spans_[s].rank;
     g.spans.erase(g.spans.begin() + rank);
+    g.aggs.erase(g.aggs.begin() + rank);
     free_spans_.push_back(s);
     renumber(g, rank);
   }
@@ -523,22 +530,25 @@ class OrderBlocks {
     from.entries.resize(half);
     from.caps.resize(half);
     for (const Entry& e : to.entries) items_[e.item].block = c;
-    recompute(from);
-    recompute(to);
-    auto& bs = spans_[s].blocks;
-    bs.insert(bs.begin() + static_cast<std::ptrdiff_t>(index_in_span(b)) + 1, c);
-    if (bs.size() <= 2 * kSpan) return;   // (the span's largest is unchanged)
-    const std::uint32_t t = new_span(spans_[s].slot);   // (may move spans_)
+    Span& sp = spans_[s];
+    const auto i = static_cast<std::ptrdiff_t>(index_in_span(b));
+    sp.aggs[static_cast<std::size_t>(i)] = max_of(from);
+    sp.blocks.insert(sp.blocks.begin() + i + 1, c);
+    sp.aggs.insert(sp.aggs.begin() + i + 1, max_of(to));
+    if (sp.blocks.size() <= 2 * kSpan) return;   // (the span's largest is unchanged)
+    const std::uint32_t t = new_span(sp.slot);   // (may move spans_)
     Span& left = spans_[s];
     Span& right = spans_[t];
-    const std::size_t keep = left.blocks.size() / 2;
-    right.blocks.assign(left.blocks.begin() + static_cast<std::ptrdiff_t>(keep), left.blocks.end());
-    left.blocks.resize(keep);
+    const auto keep = static_cast<std::ptrdiff_t>(left.blocks.size() / 2);
+    right.blocks.assign(left.blocks.begin() + keep, left.blocks.end());
+    right.aggs.assign(left.aggs.begin() + keep, left.aggs.end());
+    left.blocks.resize(static_cast<std::size_t>(keep));
+    left.aggs.resize(static_cast<std::size_t>(keep));
     for (const std::uint32_t x : right.blocks) blocks_[x].span = t;
-    recompute_span(left);
-    recompute_span(right);
     Group& g = groups_[left.slot];
+    g.aggs[left.rank] = max_of(left);
     g.spans.insert(g.spans.begin() + left.rank + 1, t);
+    g.aggs.insert(g.aggs.begin() + left.rank + 1, max_of(right));
     renumber(g, left.rank);
   }
   /// The block after the i-th of span sp joins it.
@@ -549,8 +559,9 @@ class OrderBlocks {
     for (const Entry& e : from.entries) items_[e.item].block = b;
     into.entries.insert(into.entries.end(), from.entries.begin(), from.entries.end());
     into.caps.insert(into.caps.end(), from.caps.begin(), from.caps.end());
-    recompute(into);
+    sp.aggs[i] = max_of(into);
     sp.blocks.erase(sp.blocks.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    sp.aggs.erase(sp.aggs.begin() + static_cast<std::ptrdiff_t>(i) + 1);
     free_blocks_.push_back(c);
   }
 
