@@ -254,6 +254,7 @@ class OrderBlocks {
       spans_[s].rank = static_cast<std::uint32_t>(g.spans.size());
       g.spans.push_back(s);
       g.aggs.push_back(Cap::none());
+      g.lasts.emplace_back();
       while (at < pending_.size() && items_[pending_[at]].slot == slot && spans_[s].blocks.size() < kSpan) {
         const std::uint32_t b = new_block(s);
         Block& blk = blocks_[b];
@@ -265,8 +266,10 @@ class OrderBlocks {
         }
         spans_[s].blocks.push_back(b);
         spans_[s].aggs.push_back(max_of(blk));
+        spans_[s].lasts.push_back(blk.entries.back());
       }
       g.aggs.back() = max_of(spans_[s]);
+      g.lasts.back() = spans_[s].lasts.back();
     }
     pending_.clear();
   }
@@ -280,7 +283,7 @@ class OrderBlocks {
     caps_[u] = cap;
     std::size_t slot = 0;
     while (slot < groups_.size() && groups_[slot].id != group) ++slot;
-    if (slot == groups_.size()) groups_.push_back(Group{group, {}, {}});
+    if (slot == groups_.size()) groups_.push_back(Group{group, {}, {}, {}});
     it.slot = static_cast<std::uint32_t>(slot);
     if (building_) {
       pending_.push_back(u);
@@ -293,34 +296,26 @@ class OrderBlocks {
       spans_[s].rank = 0;
       g.spans.push_back(s);
       g.aggs.push_back(Cap::none());
+      g.lasts.push_back(e);   // (the block is empty until e goes in below)
       spans_[s].blocks.push_back(new_block(s));
       spans_[s].aggs.push_back(Cap::none());
+      spans_[s].lasts.push_back(e);
     }
     // The first span, then the first block in it, whose last entry is not before e (else the last).
-    auto last_of_span = [&](std::uint32_t s) -> const Entry& { return blocks_[spans_[s].blocks.back()].entries.back(); };
-    std::size_t lo = 0, hi = g.spans.size() - 1;
-    while (lo < hi) {
-      const std::size_t mid = (lo + hi) / 2;
-      if (before(last_of_span(g.spans[mid]), e)) lo = mid + 1;
-      else hi = mid;
-    }
-    const std::uint32_t s = g.spans[lo];
-    Span& sp = spans_[s];
-    lo = 0;
-    hi = sp.blocks.size() - 1;
-    while (lo < hi) {
-      const std::size_t mid = (lo + hi) / 2;
-      const Block& x = blocks_[sp.blocks[mid]];
-      if (x.entries.empty() || before(x.entries.back(), e)) lo = mid + 1;   // (empty: the span's only block, new)
-      else hi = mid;
-    }
-    const std::uint32_t b = sp.blocks[lo];
+    const std::size_t rank = first_not_before(g.lasts, e, 0);
+    Span& sp = spans_[g.spans[rank]];
+    const std::size_t i = first_not_before(sp.lasts, e, 0);
+    const std::uint32_t b = sp.blocks[i];
     Block& blk = blocks_[b];
     const auto at = std::lower_bound(blk.entries.begin(), blk.entries.end(), e, before) - blk.entries.begin();
     blk.entries.insert(blk.entries.begin() + at, e);
     blk.caps.insert(blk.caps.begin() + at, cap);
-    sp.aggs[lo].merge(cap);
-    g.aggs[sp.rank].merge(cap);
+    sp.aggs[i].merge(cap);
+    g.aggs[rank].merge(cap);
+    if (static_cast<std::size_t>(at) + 1 == blk.entries.size()) {   // the new last of its block (and so of the group)
+      sp.lasts[i] = e;
+      if (i + 1 == sp.blocks.size()) g.lasts[rank] = e;
+    }
     it.block = b;
     if (blk.entries.size() > kBlock) split(b);
   }
@@ -335,23 +330,32 @@ class OrderBlocks {
     blk.caps.erase(blk.caps.begin() + static_cast<std::ptrdiff_t>(at));
     it.slot = it.block = kNil;
     Span& sp = spans_[blk.span];
+    Group& g = groups_[sp.slot];
     const std::size_t i = index_in_span(b);
     if (blk.entries.empty()) {
       sp.blocks.erase(sp.blocks.begin() + static_cast<std::ptrdiff_t>(i));
       sp.aggs.erase(sp.aggs.begin() + static_cast<std::ptrdiff_t>(i));
+      sp.lasts.erase(sp.lasts.begin() + static_cast<std::ptrdiff_t>(i));
       free_blocks_.push_back(b);
       if (sp.blocks.empty()) {
         drop_span(blk.span);
         return;
       }
-    } else if (i + 1 < sp.blocks.size() && blk.entries.size() + blocks_[sp.blocks[i + 1]].entries.size() <= kBlock / 2) {
-      absorb(sp, i);   // two thin neighbours: one block
+      g.lasts[sp.rank] = sp.lasts.back();
     } else {
-      const Cap a = max_of(blk);
-      if (a == sp.aggs[i]) return;   // (the span's largest stays too)
-      sp.aggs[i] = a;
+      if (at == blk.entries.size()) {   // its last went: the one before it is
+        sp.lasts[i] = blk.entries.back();
+        if (i + 1 == sp.blocks.size()) g.lasts[sp.rank] = sp.lasts[i];
+      }
+      if (i + 1 < sp.blocks.size() && blk.entries.size() + blocks_[sp.blocks[i + 1]].entries.size() <= kBlock / 2) {
+        absorb(sp, i);   // two thin neighbours: one block
+      } else {
+        const Cap a = max_of(blk);
+        if (a == sp.aggs[i]) return;   // (the span's largest stays too)
+        sp.aggs[i] = a;
+      }
     }
-    groups_[sp.slot].aggs[sp.rank] = max_of(sp);
+    g.aggs[sp.rank] = max_of(sp);
   }
   /// Whether item u is placed at (group, key, fingerprint) with capacity `cap` already.
   [[nodiscard]] bool same(std::uint32_t u, std::uint32_t group, double key, std::uint64_t fingerprint, const Cap& cap) const {
@@ -380,27 +384,13 @@ class OrderBlocks {
       } else {
         // The first entry after the run: nothing of the run follows it.
         const Entry last{it.key, it.fingerprint, kNil};
-        auto after = [&](std::uint32_t x) { return before(last, blocks_[x].entries.back()); };
-        const Span* sp = &spans_[g.spans[rank]];
-        if (!after(sp->blocks.back())) {
-          std::size_t lo = rank + 1, hi = g.spans.size();
-          while (lo < hi) {
-            const std::size_t mid = (lo + hi) / 2;
-            if (after(spans_[g.spans[mid]].blocks.back())) hi = mid;
-            else lo = mid + 1;
-          }
-          if (lo == g.spans.size()) return kNil;
-          rank = lo;
+        if (!before(last, g.lasts[rank])) {
+          rank = first_after(g.lasts, last, rank + 1);
+          if (rank == g.spans.size()) return kNil;
           block = 0;
-          sp = &spans_[g.spans[rank]];
         }
-        std::size_t lo = block, hi = sp->blocks.size() - 1;   // (the span's last block is after the run)
-        while (lo < hi) {
-          const std::size_t mid = (lo + hi) / 2;
-          if (after(sp->blocks[mid])) hi = mid;
-          else lo = mid + 1;
-        }
-        block = lo;
+        const Span* sp = &spans_[g.spans[rank]];
+        block = first_after(sp->lasts, last, block);   // (the span's last block is after the run)
         const auto& es = blocks_[sp->blocks[block]].entries;
         at = static_cast<std::size_t>(std::upper_bound(es.begin(), es.end(), last, before) - es.begin());
       }
@@ -439,6 +429,7 @@ class OrderBlocks {
   struct Span {
     std::vector<std::uint32_t> blocks;   // in walk order
     std::vector<Cap> aggs;               // per block: the largest of each lane over its items (walked in memory order)
+    std::vector<Entry> lasts;            // per block: its last entry (searched in memory order)
     std::uint32_t rank = 0;              // its place in its group's spans
     std::uint32_t slot = 0;              // its group
   };
@@ -446,6 +437,7 @@ class OrderBlocks {
     std::uint32_t id;
     std::vector<std::uint32_t> spans;   // in walk order
     std::vector<Cap> aggs;              // per span: the largest of each lane over its blocks
+    std::vector<Entry> lasts;           // per span: its last entry
   };
 
   /// a comes before b in the walk: highest key first, then lowest fingerprint, then lowest item
@@ -454,6 +446,21 @@ class OrderBlocks {
     if (a.key != b.key) return a.key > b.key;
     if (a.fingerprint != b.fingerprint) return a.fingerprint < b.fingerprint;
     return a.item < b.item;
+  }
+  /// The first of `lasts` from `from` on that e is not after, else the last one (place: the
+  /// block or span e goes into).
+  static std::size_t first_not_before(const std::vector<Entry>& lasts, const Entry& e, std::size_t from) {
+    std::size_t lo = from, hi = lasts.size() - 1;
+    while (lo < hi) {
+      const std::size_t mid = (lo + hi) / 2;
+      if (before(lasts[mid], e)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+  /// The first of `lasts` from `from` on that comes after e, or lasts.size().
+  static std::size_t first_after(const std::vector<Entry>& lasts, const Entry& e, std::size_t from) {
+    return static_cast<std::size_t>(std::upper_bound(lasts.begin() + static_cast<std::ptrdiff_t>(from), lasts.end(), e, before) - lasts.begin());
   }
   [[nodiscard]] Entry entry(std::uint32_t u) const { return {items_[u].key, items_[u].fingerprint, u}; }
   [[nodiscard]] std::size_t position(const Block& blk, std::uint32_t u) const {
@@ -490,6 +497,7 @@ class OrderBlocks {
     const std::uint32_t s = take(spans_, free_spans_);
     spans_[s].blocks.clear();
     spans_[s].aggs.clear();
+    spans_[s].lasts.clear();
     spans_[s].slot = slot;
     return s;
   }
@@ -514,6 +522,7 @@ class OrderBlocks {
     const std::uint32_t rank = spans_[s].rank;
     g.spans.erase(g.spans.begin() + rank);
     g.aggs.erase(g.aggs.begin() + rank);
+    g.lasts.erase(g.lasts.begin() + rank);
     free_spans_.push_back(s);
     renumber(g, rank);
   }
@@ -533,8 +542,10 @@ class OrderBlocks {
     Span& sp = spans_[s];
     const auto i = static_cast<std::ptrdiff_t>(index_in_span(b));
     sp.aggs[static_cast<std::size_t>(i)] = max_of(from);
+    sp.lasts[static_cast<std::size_t>(i)] = from.entries.back();
     sp.blocks.insert(sp.blocks.begin() + i + 1, c);
     sp.aggs.insert(sp.aggs.begin() + i + 1, max_of(to));
+    sp.lasts.insert(sp.lasts.begin() + i + 1, to.entries.back());
     if (sp.blocks.size() <= 2 * kSpan) return;   // (the span's largest is unchanged)
     const std::uint32_t t = new_span(sp.slot);   // (may move spans_)
     Span& left = spans_[s];
@@ -542,13 +553,17 @@ class OrderBlocks {
     const auto keep = static_cast<std::ptrdiff_t>(left.blocks.size() / 2);
     right.blocks.assign(left.blocks.begin() + keep, left.blocks.end());
     right.aggs.assign(left.aggs.begin() + keep, left.aggs.end());
+    right.lasts.assign(left.lasts.begin() + keep, left.lasts.end());
     left.blocks.resize(static_cast<std::size_t>(keep));
     left.aggs.resize(static_cast<std::size_t>(keep));
+    left.lasts.resize(static_cast<std::size_t>(keep));
     for (const std::uint32_t x : right.blocks) blocks_[x].span = t;
     Group& g = groups_[left.slot];
     g.aggs[left.rank] = max_of(left);
+    g.lasts[left.rank] = left.lasts.back();
     g.spans.insert(g.spans.begin() + left.rank + 1, t);
     g.aggs.insert(g.aggs.begin() + left.rank + 1, max_of(right));
+    g.lasts.insert(g.lasts.begin() + left.rank + 1, right.lasts.back());
     renumber(g, left.rank);
   }
   /// The block after the i-th of span sp joins it.
@@ -560,8 +575,10 @@ class OrderBlocks {
     into.entries.insert(into.entries.end(), from.entries.begin(), from.entries.end());
     into.caps.insert(into.caps.end(), from.caps.begin(), from.caps.end());
     sp.aggs[i] = max_of(into);
+    sp.lasts[i] = sp.lasts[i + 1];
     sp.blocks.erase(sp.blocks.begin() + static_cast<std::ptrdiff_t>(i) + 1);
     sp.aggs.erase(sp.aggs.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    sp.lasts.erase(sp.lasts.begin() + static_cast<std::ptrdiff_t>(i) + 1);
     free_blocks_.push_back(c);
   }
 
