@@ -602,7 +602,10 @@ class ScoreOrder : public PerCluster {
  public:
   static constexpr std::uint32_t kNil = OrderBlocks::kNil;
 
-  void refresh(const ClusterState& cluster, const ScorePlugin& plugin, std::uint32_t variant) {
+  /// `budget`: at most this many entries of the change log are taken (the rest at a later call);
+  /// the order is up to date only when the call takes them all.
+  void refresh(const ClusterState& cluster, const ScorePlugin& plugin, std::uint32_t variant,
+               std::size_t budget = std::numeric_limits<std::size_t>::max()) {
     const std::size_t n = cluster.node_count();
     const std::uint64_t epoch = plugin.order_epoch(cluster);
     const auto nodes = cluster.nodes();
@@ -616,12 +619,16 @@ class ScoreOrder : public PerCluster {
       order_.build();
     } else if (cluster.change_count() != log_pos_) {
       const auto changed = cluster.changed_since(log_pos_);   // none: the log moved on, look at every node
-      const std::size_t k = changed ? changed->size() : n;
+      const std::size_t k = changed ? std::min(changed->size(), budget) : n;
       for (std::size_t j = 0; j < k; ++j) {
         const std::uint32_t v = changed ? (*changed)[j] : static_cast<std::uint32_t>(j);
         if (generation_[v] == nodes[v].generation) continue;   // listed twice, or unchanged
         order_.remove(v);
         place(cluster, plugin, v);
+      }
+      if (changed && k < changed->size()) {
+        log_pos_ += k;   // (a node listed again later is placed as it is now, then skipped there)
+        return;
       }
     }
     log_pos_ = cluster.change_count();
@@ -721,6 +728,8 @@ class NodeIndex {
   static constexpr std::size_t kPrefetchAhead = 8;
   /// Score orders kept per plugin: at most this many variants (ScorePlugin::order_variants).
   static constexpr std::uint32_t kOrderVariants = 2;
+  /// Change-log entries a walk takes for the score orders of the other variants (walk_order).
+  static constexpr std::size_t kOtherVariantMoves = 3;
 
   using Class = NodeIndexClass;
 
@@ -944,13 +953,15 @@ class NodeIndex {
     GPUSCHED_ASSERT(constants.size() < scores_.size() && (!min_max || scores_.size() == 1), "a walk's plugins");
     const std::size_t span = scores_.size() - constants.size();
     const std::uint32_t variant = plugin.order_variant(cluster, ctx);
-    // The other variants' orders, once made for this cluster, are kept up to date at every walk:
-    // one brought up to date only when its rarer tasks come (a CPU-only task among GPU ones)
-    // would move every node changed since then in one decision (the p99).
+    // The other variants' orders, once made for this cluster, are kept nearly up to date at every
+    // walk: one brought up to date only when its rarer tasks come (a CPU-only task among GPU
+    // ones) would move every node changed since then in one decision (the p99). Each walk takes
+    // at most kOtherVariantMoves of their changes, so a burst (the jobs ending after a large one
+    // started) is spread over the next walks instead of doubling one walk's moves.
     for (std::uint32_t v = 0; v < plugin.order_variants(); ++v) {
       if (v != variant && std::any_of(std::begin(orders_[v]), std::end(orders_[v]),
                                       [&](const ScoreOrder& k) { return k.instance() == cluster.instance(); })) {
-        order_for(cluster, plugin, v);
+        order_for(cluster, plugin, v, kOtherVariantMoves);
       }
     }
     const OrderBlocks& o = order_for(cluster, plugin, variant).items();
@@ -1202,10 +1213,11 @@ class NodeIndex {
   }
 
   /// The score order of `cluster`, up to date (two kept, as the capacity trees).
-  ScoreOrder& order_for(const ClusterState& cluster, const ScorePlugin& plugin, std::uint32_t variant) {
+  ScoreOrder& order_for(const ClusterState& cluster, const ScorePlugin& plugin, std::uint32_t variant,
+                        std::size_t budget = std::numeric_limits<std::size_t>::max()) {
     GPUSCHED_ASSERT(variant < kOrderVariants, "score order: variant out of range");
     ScoreOrder& o = kept_for(orders_[variant], cluster);
-    o.refresh(cluster, plugin, variant);
+    o.refresh(cluster, plugin, variant, budget);
     return o;
   }
 
