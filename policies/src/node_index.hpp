@@ -231,6 +231,7 @@ class OrderBlocks {
     items_.assign(n, Item{});
     caps_.assign(n, Cap{});
     groups_.clear();
+    slots_.clear();
     blocks_.clear();
     spans_.clear();
     free_blocks_.clear();
@@ -281,9 +282,7 @@ class OrderBlocks {
     it.key = key;
     it.fingerprint = fingerprint;
     caps_[u] = cap;
-    std::size_t slot = 0;
-    while (slot < groups_.size() && groups_[slot].id != group) ++slot;
-    if (slot == groups_.size()) groups_.push_back(Group{group, {}, {}, {}});
+    const std::size_t slot = slot_of(group);
     it.slot = static_cast<std::uint32_t>(slot);
     if (building_) {
       pending_.push_back(u);
@@ -329,7 +328,8 @@ class OrderBlocks {
     blk.entries.erase(blk.entries.begin() + static_cast<std::ptrdiff_t>(at));
     blk.caps.erase(blk.caps.begin() + static_cast<std::ptrdiff_t>(at));
     it.slot = it.block = kNil;
-    Span& sp = spans_[blk.span];
+    const std::uint32_t s = blk.span;
+    Span& sp = spans_[s];
     Group& g = groups_[sp.slot];
     const std::size_t i = index_in_span(b);
     if (blk.entries.empty()) {
@@ -338,7 +338,7 @@ class OrderBlocks {
       sp.lasts.erase(sp.lasts.begin() + static_cast<std::ptrdiff_t>(i));
       free_blocks_.push_back(b);
       if (sp.blocks.empty()) {
-        drop_span(blk.span);
+        drop_span(s);
         return;
       }
       g.lasts[sp.rank] = sp.lasts.back();
@@ -347,8 +347,11 @@ class OrderBlocks {
         sp.lasts[i] = blk.entries.back();
         if (i + 1 == sp.blocks.size()) g.lasts[sp.rank] = sp.lasts[i];
       }
+      // Two thin neighbours: one block.
       if (i + 1 < sp.blocks.size() && blk.entries.size() + blocks_[sp.blocks[i + 1]].entries.size() <= kBlock / 2) {
-        absorb(sp, i);   // two thin neighbours: one block
+        absorb(sp, i);
+      } else if (i > 0 && blocks_[sp.blocks[i - 1]].entries.size() + blk.entries.size() <= kBlock / 2) {
+        absorb(sp, i - 1);
       } else {
         const Cap a = max_of(blk);
         if (a == sp.aggs[i]) return;   // (the span's largest stays too)
@@ -356,6 +359,9 @@ class OrderBlocks {
       }
     }
     g.aggs[sp.rank] = max_of(sp);
+    // A thin span joins a neighbour: keys that drift one way would otherwise leave many spans
+    // of a few blocks, and a walk that finds nothing tests every span's maximum.
+    if (sp.blocks.size() < kSpan / 4) join_span(s);
   }
   /// Whether item u is placed at (group, key, fingerprint) with capacity `cap` already.
   [[nodiscard]] bool same(std::uint32_t u, std::uint32_t group, double key, std::uint64_t fingerprint, const Cap& cap) const {
@@ -376,6 +382,7 @@ class OrderBlocks {
     std::size_t rank = 0, block = 0, at = 0;   // where the walk resumes: span rank, block in it, entry in it
     if (u != kNil) {
       const Item& it = items_[u];
+      GPUSCHED_ASSERT(it.slot == slot, "score order: walked from an item not placed in that group");
       const std::uint32_t b = it.block;
       rank = spans_[blocks_[b].span].rank;
       block = index_in_span(b);
@@ -447,6 +454,22 @@ class OrderBlocks {
     if (a.fingerprint != b.fingerprint) return a.fingerprint < b.fingerprint;
     return a.item < b.item;
   }
+  /// Groups found by a linear search; more are looked up in slots_.
+  static constexpr std::size_t kLinearGroups = 8;
+  /// Group `group`'s index in groups_ (a new, empty group the first time).
+  std::size_t slot_of(std::uint32_t group) {
+    const std::size_t linear = std::min(groups_.size(), kLinearGroups);
+    for (std::size_t k = 0; k < linear; ++k) {
+      if (groups_[k].id == group) return k;
+    }
+    if (groups_.size() > kLinearGroups) {
+      const auto found = slots_.find(group);
+      if (found != slots_.end()) return found->second;
+    }
+    groups_.push_back(Group{group, {}, {}, {}});
+    if (groups_.size() > kLinearGroups) slots_.emplace(group, static_cast<std::uint32_t>(groups_.size() - 1));
+    return groups_.size() - 1;
+  }
   /// The first of `lasts` from `from` on that e is not after, else the last one (place: the
   /// block or span e goes into).
   static std::size_t first_not_before(const std::vector<Entry>& lasts, const Entry& e, std::size_t from) {
@@ -516,7 +539,29 @@ class OrderBlocks {
   void renumber(Group& g, std::size_t from) {
     for (std::size_t r = from; r < g.spans.size(); ++r) spans_[g.spans[r]].rank = static_cast<std::uint32_t>(r);
   }
-  /// Span s, left without blocks, out of its group.
+  /// Span s and a neighbour (the next, else the one before) in one span, when they hold at most
+  /// 2 kSpan blocks together.
+  void join_span(std::uint32_t s) {
+    Group& g = groups_[spans_[s].slot];
+    const std::size_t rank = spans_[s].rank;
+    auto fits = [&](std::size_t other) { return spans_[g.spans[other]].blocks.size() + spans_[s].blocks.size() <= 2 * kSpan; };
+    std::size_t left = rank;   // the later of the two joins the earlier
+    if (rank + 1 == g.spans.size() || !fits(rank + 1)) {
+      if (rank == 0 || !fits(rank - 1)) return;
+      left = rank - 1;
+    }
+    const std::uint32_t into_id = g.spans[left], from_id = g.spans[left + 1];
+    Span& into = spans_[into_id];
+    const Span& from = spans_[from_id];
+    for (const std::uint32_t b : from.blocks) blocks_[b].span = into_id;
+    into.blocks.insert(into.blocks.end(), from.blocks.begin(), from.blocks.end());
+    into.aggs.insert(into.aggs.end(), from.aggs.begin(), from.aggs.end());
+    into.lasts.insert(into.lasts.end(), from.lasts.begin(), from.lasts.end());
+    g.aggs[left].merge(g.aggs[left + 1]);
+    g.lasts[left] = g.lasts[left + 1];
+    drop_span(from_id);
+  }
+  /// Span s, left without blocks (or joined to the one before it), out of its group.
   void drop_span(std::uint32_t s) {
     Group& g = groups_[spans_[s].slot];
     const std::uint32_t rank = spans_[s].rank;
@@ -585,6 +630,7 @@ class OrderBlocks {
   std::vector<Item> items_;
   std::vector<Cap> caps_;   // per item: its own capacity (same())
   std::vector<Group> groups_;
+  std::unordered_map<std::uint32_t, std::uint32_t> slots_;   // group id -> its index in groups_, past kLinearGroups
   std::vector<Block> blocks_;
   std::vector<Span> spans_;
   std::vector<std::uint32_t> free_blocks_, free_spans_;
