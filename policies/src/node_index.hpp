@@ -178,15 +178,16 @@ class CapacityTree : public PerCluster {
 
 /// Items (nodes, or GPUs) in a score order: per group, one sorted sequence, by key (highest
 /// first), then fingerprint, then item index, cut into blocks of at most kBlock items, and the
-/// blocks into spans of at most 2 kSpan blocks. Each block keeps the largest free capacity of each
-/// kind over its items (Cap), and each span the largest over its blocks, so a walk in score order
-/// skips every span and block whose items all fall below a task's bounds, and steps through a
-/// block's items one after the other in memory. Moving an item (remove, place) shifts the entries
-/// of one or two blocks (at most kBlock) and recomputes their maxima and their spans': a few
-/// hundred bytes read in order, where a balanced tree descends and rebalances through
-/// ~2 log2(items) scattered items. A block split or emptied changes one span; a span split or
-/// emptied renumbers the group's spans (items / (kBlock kSpan) of them). The owner (ScoreOrder,
-/// GpuOrder) keeps it up to date.
+/// blocks into spans of at most 2 kSpan blocks. Each span keeps, in arrays beside its blocks, each
+/// block's largest free capacity of each kind (Cap) and its last entry; each group keeps the same
+/// of its spans. A walk in score order skips every span and block whose items all fall below a
+/// task's bounds and steps through a block's items one after the other in memory. Moving an item
+/// (remove, place) is two binary searches over those arrays and a shift within one block (at most
+/// kBlock entries), with the maxima recomputed: a few hundred bytes read in order, where a balanced
+/// tree descends and rebalances through ~2 log2(items) scattered items. Thin neighbours join (two
+/// blocks of a span; a span of under kSpan / 4 blocks and the next or previous span). A span split,
+/// joined or emptied renumbers the group's spans (about items / (kFill kSpan) of them); nothing
+/// else depends on the group's size. The owner (ScoreOrder, GpuOrder) keeps it up to date.
 class OrderBlocks {
  public:
   static constexpr std::uint32_t kNil = std::numeric_limits<std::uint32_t>::max();
