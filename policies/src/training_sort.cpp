@@ -11,17 +11,6 @@
 
 namespace gpusched::policies {
 
-namespace {
-/// The GPUs `placements` hold (a share counts its fraction).
-double held_gpus(std::span<const TaskPlacement> placements) {
-  double gpus = 0.0;
-  for (const auto& p : placements) {
-    for (const auto& g : p.gpus) gpus += static_cast<double>(g.milli) / kMilliPerGpu;
-  }
-  return gpus;
-}
-}  // namespace
-
 double job_gpus(const JobSpec& spec) {
   const auto& g = spec.request.gpu;
   double per_task = 0.0;

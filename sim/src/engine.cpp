@@ -407,13 +407,7 @@ double Engine::work_done_us(JobId j) const {
   return progress(j).first;
 }
 
-double Engine::held_gpus(JobId j) const {
-  double gpus = 0.0;
-  for (const auto& p : jobs_[j.value].placements) {
-    for (const auto& g : p.gpus) gpus += static_cast<double>(g.milli) / kMilliPerGpu;
-  }
-  return gpus;
-}
+double Engine::held_gpus(JobId j) const { return gpusched::held_gpus(jobs_[j.value].placements); }
 
 std::int64_t Engine::restart_overhead_us(JobId j) const {
   const SimTime own = workload_[j.value].constraints.restart_overhead;

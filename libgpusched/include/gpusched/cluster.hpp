@@ -64,6 +64,15 @@ struct TaskPlacement {
   bool operator==(const TaskPlacement&) const = default;
 };
 
+/// The GPUs `placements` hold, a share counting its fraction (GPU time attained, Tiresias' 2D-LAS).
+[[nodiscard]] inline double held_gpus(std::span<const TaskPlacement> placements) {
+  double gpus = 0.0;
+  for (const auto& p : placements) {
+    for (const auto& g : p.gpus) gpus += static_cast<double>(g.milli) / kMilliPerGpu;
+  }
+  return gpus;
+}
+
 /// MIG state of one GPU in MIG mode: its GPU instances and which of them are taken.
 struct MigGpuState {
   MigLayout layout;
