@@ -134,3 +134,65 @@ TEST_CASE("The score order's blocks walk as a sorted list of the placed items do
   all.v.fill(0);
   for (std::size_t slot = 0; slot < o.groups(); ++slot) CHECK(o.next(slot, all, OrderBlocks::kNil) == OrderBlocks::kNil);
 }
+
+TEST_CASE("The score order's blocks: twenty groups, and keys that drift one way (thin blocks and spans join "
+          "their neighbours)",
+          "[policies][node-index]") {
+  const std::uint32_t n = 4000;
+  gpusched::Rng rng(GENERATE(5u, 6u));
+  OrderBlocks o;
+  o.reset(n);
+  std::vector<Placed> items(n);
+  double clock = 0.0;
+  auto place = [&](std::uint32_t u, bool rising) {
+    Placed& p = items[u];
+    p.on = true;
+    p.group = 100 + 7 * static_cast<std::uint32_t>(rng.below(20));   // past the groups searched linearly
+    clock += 1.0;
+    p.key = rising ? clock : -clock;   // each moved item goes to the front (rising) or the back of its group
+    p.fingerprint = rng.below(2);
+    p.cap = rng.below(40) == 0 ? random_cap(rng, 12) : random_cap(rng, 3);
+    o.place(u, p.group, p.key, p.fingerprint, p.cap);
+  };
+  auto check = [&](int probes) {
+    for (int q = 0; q < probes; ++q) {
+      const std::size_t slot = rng.below(o.groups());
+      const std::uint32_t group = o.group(slot);
+      OrderBlocks::Cap need;
+      need.v.fill(0);
+      if (rng.below(2) == 0) need.v[rng.below(8)] = static_cast<std::int32_t>(3 + rng.below(9));
+      std::uint32_t u = OrderBlocks::kNil;
+      for (int tries = 0; tries < 50 && rng.below(5) != 0; ++tries) {
+        const auto v = static_cast<std::uint32_t>(rng.below(n));
+        if (items[v].on && items[v].group == group) {
+          u = v;
+          break;
+        }
+      }
+      const bool past_run = rng.below(2) == 0;
+      REQUIRE(o.next(slot, need, u, past_run) == reference_next(items, group, need, u, past_run));
+    }
+  };
+  for (std::uint32_t u = 0; u < n; ++u) place(u, true);
+  o.build();
+  check(100);
+  for (const bool rising : {true, false}) {
+    for (std::uint32_t k = 0; k < 3 * n; ++k) {
+      const auto u = static_cast<std::uint32_t>(rng.below(n));
+      if (!items[u].on) continue;
+      o.remove(u);
+      place(u, rising);
+      if (k % 101 == 0) check(5);
+    }
+    check(100);
+  }
+  // Most items out, at random: spans thin out and join.
+  for (std::uint32_t u = 0; u < n; ++u) {
+    if (rng.below(10) != 0) {
+      o.remove(u);
+      items[u].on = false;
+    }
+    if (u % 211 == 0) check(5);
+  }
+  check(200);
+}
