@@ -51,6 +51,32 @@ OrderBlocks::Cap random_cap(gpusched::Rng& rng, std::uint64_t range) {
   return c;
 }
 
+/// `probes` walks of random groups, from the start or from a random item of the group, with or
+/// without skipping its run, for every item, most or only the roomy ones (whole blocks and spans
+/// skipped): each must return what the sorted list returns.
+void check_walks(const OrderBlocks& o, const std::vector<Placed>& items, gpusched::Rng& rng, int probes) {
+  const auto n = static_cast<std::uint32_t>(items.size());
+  for (int q = 0; q < probes; ++q) {
+    const std::size_t slot = rng.below(o.groups());
+    const std::uint32_t group = o.group(slot);
+    OrderBlocks::Cap need;
+    need.v.fill(0);
+    const auto kind = rng.below(3);
+    if (kind == 1) need = random_cap(rng, 2);
+    if (kind == 2) need.v[rng.below(8)] = static_cast<std::int32_t>(3 + rng.below(9));
+    std::uint32_t u = OrderBlocks::kNil;
+    for (int tries = 0; tries < 50 && rng.below(5) != 0; ++tries) {
+      const auto v = static_cast<std::uint32_t>(rng.below(n));
+      if (items[v].on && items[v].group == group) {
+        u = v;
+        break;
+      }
+    }
+    const bool past_run = rng.below(2) == 0;
+    REQUIRE(o.next(slot, need, u, past_run) == reference_next(items, group, need, u, past_run));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("The score order's blocks walk as a sorted list of the placed items does, through splits, merges and "
@@ -72,30 +98,8 @@ TEST_CASE("The score order's blocks walk as a sorted list of the placed items do
     p.cap = rng.below(40) == 0 ? random_cap(rng, 12) : random_cap(rng, 3);   // a few roomy items among many small ones
     o.place(u, p.group, p.key, p.fingerprint, p.cap);
   };
-  auto check = [&](int probes) {
-    for (int q = 0; q < probes; ++q) {
-      const std::size_t slot = rng.below(o.groups());
-      const std::uint32_t group = o.group(slot);
-      // Every item of the group, most, or only the roomy ones (whole blocks and spans skipped).
-      OrderBlocks::Cap need;
-      need.v.fill(0);
-      const auto kind = rng.below(3);
-      if (kind == 1) need = random_cap(rng, 2);
-      if (kind == 2) need.v[rng.below(8)] = static_cast<std::int32_t>(3 + rng.below(9));
-      std::uint32_t u = OrderBlocks::kNil;
-      if (rng.below(5) != 0) {
-        for (int tries = 0; tries < 50; ++tries) {
-          const auto v = static_cast<std::uint32_t>(rng.below(n));
-          if (items[v].on && items[v].group == group) {
-            u = v;
-            break;
-          }
-        }
-      }
-      const bool past_run = rng.below(2) == 0;
-      REQUIRE(o.next(slot, need, u, past_run) == reference_next(items, group, need, u, past_run));
-    }
-  };
+  auto check = [&](int probes) { check_walks(o, items, rng, probes); };
+
   for (std::uint32_t u = 0; u < n; ++u) place(u);   // gathered, then sorted once
   o.build();
   check(200);
@@ -154,25 +158,8 @@ TEST_CASE("The score order's blocks: twenty groups, and keys that drift one way 
     p.cap = rng.below(40) == 0 ? random_cap(rng, 12) : random_cap(rng, 3);
     o.place(u, p.group, p.key, p.fingerprint, p.cap);
   };
-  auto check = [&](int probes) {
-    for (int q = 0; q < probes; ++q) {
-      const std::size_t slot = rng.below(o.groups());
-      const std::uint32_t group = o.group(slot);
-      OrderBlocks::Cap need;
-      need.v.fill(0);
-      if (rng.below(2) == 0) need.v[rng.below(8)] = static_cast<std::int32_t>(3 + rng.below(9));
-      std::uint32_t u = OrderBlocks::kNil;
-      for (int tries = 0; tries < 50 && rng.below(5) != 0; ++tries) {
-        const auto v = static_cast<std::uint32_t>(rng.below(n));
-        if (items[v].on && items[v].group == group) {
-          u = v;
-          break;
-        }
-      }
-      const bool past_run = rng.below(2) == 0;
-      REQUIRE(o.next(slot, need, u, past_run) == reference_next(items, group, need, u, past_run));
-    }
-  };
+  auto check = [&](int probes) { check_walks(o, items, rng, probes); };
+
   for (std::uint32_t u = 0; u < n; ++u) place(u, true);
   o.build();
   check(100);
