@@ -60,16 +60,20 @@ std::string mib(std::int64_t v) { return std::to_string(v) + "Mi"; }
 
 }  // namespace
 
+namespace {
+/// A PCIe root's name as resource.kubernetes.io/pcieRoot states it: "pci<domain>:<bus>".
+std::string pcie_root_name(unsigned domain, unsigned bus) {
+  char root[32];
+  std::snprintf(root, sizeof root, "pci%04x:%02x", domain, bus);
+  return root;
+}
+}  // namespace
+
 std::string gpu_pcie_root(const NodeSpec& node, std::size_t i) {
   // GPUs behind one PCIe switch share a root; a GPU without one has a root of its own.
   const auto& g = node.gpus[i];
-  char root[32];
-  if (g.pcie_switch >= 0) {
-    std::snprintf(root, sizeof root, "pci%04x:%02x", static_cast<unsigned>(g.socket), static_cast<unsigned>(0x80 + g.pcie_switch));
-  } else {
-    std::snprintf(root, sizeof root, "pci%04x:%02x", static_cast<unsigned>(g.socket), static_cast<unsigned>(i));
-  }
-  return root;
+  const auto bus = g.pcie_switch >= 0 ? 0x80U + static_cast<unsigned>(g.pcie_switch) : static_cast<unsigned>(i);
+  return pcie_root_name(static_cast<unsigned>(g.socket), bus);
 }
 
 namespace {
@@ -267,9 +271,7 @@ std::string nic_pcie_root(const NodeSpec& node, std::size_t k) {
   // On a GPU's root: that GPU's, as its device states it. Else a root of its own, in a PCI
   // domain no GPU root uses.
   if (nic.root_gpu >= 0 && static_cast<std::size_t>(nic.root_gpu) < node.gpus.size()) return gpu_pcie_root(node, static_cast<std::size_t>(nic.root_gpu));
-  char root[32];
-  std::snprintf(root, sizeof root, "pci%04x:%02x", static_cast<unsigned>(0x10 + nic.socket), static_cast<unsigned>(k));
-  return root;
+  return pcie_root_name(static_cast<unsigned>(0x10 + nic.socket), static_cast<unsigned>(k));
 }
 
 std::optional<ResourceSlice> dranet_slice(const NodeSpec& node) {
