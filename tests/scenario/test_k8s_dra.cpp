@@ -1533,7 +1533,10 @@ TEST_CASE("DRA in simulations: allocationMode All inside firstAvailable, and bes
 }
 
 TEST_CASE("topology-manager aligns a DRA claim job's CPU and memory, not its claim's devices, as the kubelet does", "[dra][engine][topology]") {
-  // The kubelet's DRA manager gives the TopologyManager no hints: claims are prepared after
+  // The kubelet registers the device, CPU and memory managers as the TopologyManager's hint
+  // providers and not the DRA manager (pkg/kubelet/cm/container_manager_linux.go,
+  // NewContainerManager: AddHintProvider calls; kubelet has no topology test with a DRA claim to
+  // translate). The kubelet's DRA manager gives the TopologyManager no hints: claims are prepared after
   // admission (kubernetes/website#56232, "DRA-managed devices do not participate in
   // TopologyManager decisions"). A claim aligns its own devices with matchAttribute.
   auto doc = numa_claim_doc();
