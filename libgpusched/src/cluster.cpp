@@ -1,6 +1,7 @@
 #include <gpusched/cluster.hpp>
 
 #include <atomic>
+#include <bit>
 
 #include <algorithm>
 
@@ -792,6 +793,9 @@ void ClusterState::allocate(const TaskRequest& r, const TaskPlacement& p) {
   }
   s.tpu_chips_free -= p.tpu_chips;
   GPUSCHED_ASSERT(s.tpu_chips_free >= 0, "TPU chips over-committed");
+  GPUSCHED_ASSERT((s.nics_busy & p.nics) == 0, "a NIC handed out twice");
+  GPUSCHED_ASSERT(static_cast<std::size_t>(std::bit_width(p.nics)) <= specs_[p.node.value].nics.size(), "a NIC the node does not have");
+  s.nics_busy |= p.nics;
   apply_numa(p.node, p, +1);
   std::int64_t milli = 0;
   for (const auto& grant : p.gpus) {
@@ -824,6 +828,8 @@ void ClusterState::release(const TaskRequest& r, const TaskPlacement& p) {
   for (const auto& [id, amount] : r.extended) extended_free_[p.node.value * nres + id.value] += amount;
   s.tpu_chips_free += p.tpu_chips;
   GPUSCHED_ASSERT(s.tpu_chips_free <= spec.tpu.chips, "released TPU chips twice");
+  GPUSCHED_ASSERT((s.nics_busy & p.nics) == p.nics, "released a NIC twice");
+  s.nics_busy &= ~p.nics;
   apply_numa(p.node, p, -1);
   std::int64_t milli = 0;
   // Newest grant first: undoing a MIG grant recreates the idle GIs it destroyed, which may

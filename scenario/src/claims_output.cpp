@@ -36,26 +36,34 @@ std::vector<ClaimRow> claim_rows(const sim::Engine& engine) {
         rows.push_back(ClaimRow{spec.name, static_cast<std::int32_t>(t), cluster.spec(p.node).name, claims->template_name,
                                 std::move(request), std::move(driver), std::move(pool), std::move(device), admin});
       };
-      // Which request each granted GPU serves: the allocator again, with only the granted GPUs
-      // free. The search takes devices in a fixed order and its first solution wins, so among
+      // Which request each granted GPU or NIC serves: the allocator again, with only the granted
+      // devices free. The search takes devices in a fixed order and its first solution wins, so among
       // these devices it finds the same solution it found when it chose them (a test compares).
       // Devices with admin access are found again as they were: in-use marks never limit them.
-      const std::int32_t slice = p.node.value < published->slice_of_node.size() ? published->slice_of_node[p.node.value] : -1;
+      // The node's own slice and its NICs' (TaskPlacement::nics).
+      const auto on_node = [&](const std::vector<std::int32_t>& of) { return p.node.value < of.size() ? of[p.node.value] : -1; };
+      const std::int32_t slices[] = {on_node(published->slice_of_node), on_node(published->nic_slice_of_node)};
       std::optional<std::vector<dra::Allocation>> got;
-      std::vector<std::size_t> granted;   // the slice's devices the task holds
-      if (slice >= 0) {
+      std::vector<std::pair<std::size_t, std::size_t>> granted;   // (slice, device) the task holds
+      if (slices[0] >= 0 || slices[1] >= 0) {
         auto in_use = std::vector<std::uint8_t>(alloc.device_count(), 1);
-        const auto& units = published->units[static_cast<std::size_t>(slice)];
-        for (std::size_t k = 0; k < units.size(); ++k) {
-          const auto& u = units[k];
-          // TPU chips are counted, not told apart: the task holds the first it took (all of them,
-          // as Google's driver takes a host's chips together).
-          const bool held = u.tpu_chip ? u.gpu < p.tpu_chips : std::any_of(p.gpus.begin(), p.gpus.end(), [&](const GpuGrant& x) {
-            return x.index == u.gpu && x.mig_profile == u.mig_profile && (u.mig_profile < 0 || x.mig_start == u.mig_start);
-          });
-          if (!held) continue;
-          in_use[alloc.first_device(static_cast<std::size_t>(slice)) + k] = 0;
-          granted.push_back(k);
+        for (const std::int32_t slice : slices) {
+          if (slice < 0) continue;
+          const auto& units = published->units[static_cast<std::size_t>(slice)];
+          for (std::size_t k = 0; k < units.size(); ++k) {
+            const auto& u = units[k];
+            // TPU chips are counted, not told apart: the task holds the first it took (all of
+            // them, as Google's driver takes a host's chips together).
+            const bool held = u.nic ? ((p.nics >> u.gpu) & 1U) != 0
+                              : u.tpu_chip ? u.gpu < p.tpu_chips
+                                           : std::any_of(p.gpus.begin(), p.gpus.end(), [&](const GpuGrant& x) {
+                                               return x.index == u.gpu && x.mig_profile == u.mig_profile &&
+                                                      (u.mig_profile < 0 || x.mig_start == u.mig_start);
+                                             });
+            if (!held) continue;
+            in_use[alloc.first_device(static_cast<std::size_t>(slice)) + k] = 0;
+            granted.emplace_back(static_cast<std::size_t>(slice), k);
+          }
         }
         try {
           got = alloc.allocate(published->nodes[p.node.value], ptrs, in_use);
@@ -67,11 +75,13 @@ std::vector<ClaimRow> claim_rows(const sim::Engine& engine) {
         for (const auto& a : *got) {
           for (const auto& r : a.devices) row(r.request, r.driver, r.pool, r.device, r.admin_access);
         }
-      } else if (slice >= 0) {
+      } else {
         // Not expected (the plugin granted these devices for the claim): name them without the
         // request rather than leave them out.
-        const auto& sl = alloc.slices()[static_cast<std::size_t>(slice)];
-        for (const auto k : granted) row("", sl.driver, sl.pool, sl.devices[k].name, false);
+        for (const auto& [slice, k] : granted) {
+          const auto& sl = alloc.slices()[slice];
+          row("", sl.driver, sl.pool, sl.devices[k].name, false);
+        }
       }
     }
   }

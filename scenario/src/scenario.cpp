@@ -1332,27 +1332,6 @@ bool selects(const dra::DeviceClass& cls, const dra::DeviceSubRequest& alt, cons
   return holds(cls.selectors) && holds(alt.selectors);
 }
 
-/// NICs (dranet) are published by `gpusched dra slices` but not handed out in simulations: a
-/// claim with a request, or a firstAvailable alternative, that can get NICs is refused by name,
-/// rather than waiting as unplaceable or, for an alternative, being skipped where Kubernetes
-/// would allocate it. `nics`: each node with NICs and its dranet slice.
-void refuse_nic_requests(const dra::ResourceClaim& claim, const dra::Allocator& devices,
-                         std::span<const std::pair<const NodeSpec*, dra::ResourceSlice>> nics, const std::string& in, const Location& where) {
-  for (const auto& req : claim.requests) {
-    for (const auto& a : alternatives(req)) {
-      const dra::DeviceClass* cls = devices.find_class(a.device_class);
-      for (const auto& [spec, slice] : nics) {
-        for (const auto& dev : slice.devices) {
-          if (!selects(*cls, a, dev, slice.driver)) continue;
-          throw_error(ErrorCode::kTraceBadValue, where,
-                      in + req.name + " selects NICs (driver dra.net, e.g. " + dev.name + " of node " + spec->name +
-                          "): simulations do not hand out NICs yet; `gpusched dra allocate` on `gpusched dra slices` does (docs/dra.md)");
-        }
-      }
-    }
-  }
-}
-
 /// What a claim with `All` requests takes on one node: the fewest and the most devices, over
 /// every alternative the node could serve (an `All` one: its `matching` devices there; a
 /// counted one: its count), added over the `All` requests, to `fixed` (the other requests'
@@ -1584,9 +1563,8 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
     return g;
   };
   std::optional<dra::Allocator> empty_cluster;   // every node's devices, none in use
-  std::optional<std::vector<std::pair<const NodeSpec*, dra::ResourceSlice>>> nic_slices;
   std::vector<dra::NodeInfo> nodes;
-  std::vector<std::vector<dra::DeviceUnit>> units;   // slice -> its devices' GPUs and GIs
+  std::vector<std::vector<dra::DeviceUnit>> units;   // slice -> its devices' GPUs, GIs, chips and NICs
   std::vector<std::size_t> node_of_slice;
   // The devices as the dynamic-resources plugin will see them: the nodes' own, or the slices the
   // scenario gives in their place (checked here, whether or not a job has a claim).
@@ -1632,6 +1610,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         node_of_slice.resize(published.slices.size());
         for (std::size_t u = 0; u < published.slice_of_node.size(); ++u) {
           if (published.slice_of_node[u] >= 0) node_of_slice[static_cast<std::size_t>(published.slice_of_node[u])] = u;
+          if (published.nic_slice_of_node[u] >= 0) node_of_slice[static_cast<std::size_t>(published.nic_slice_of_node[u])] = u;
         }
         empty_cluster.emplace(*sc.dra_classes, std::move(published.slices));
       }
@@ -1653,40 +1632,25 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       std::vector<bool> has_all(requests.size(), false);
       for (std::size_t q = 0; q < requests.size(); ++q) {
         const auto& req = requests[q];
-        const auto alts = alternatives(req);
-        std::int64_t fewest = std::numeric_limits<std::int64_t>::max(), largest = 0, fewest_devices = fewest;
-        for (const auto& a : alts) {
+        for (const auto& a : alternatives(req)) {
           if (empty_cluster->find_class(a.device_class) == nullptr) throw_error(ErrorCode::kTraceBadValue, where, in + req.name + ": no DeviceClass is named \"" + a.device_class + "\"");
           if (a.mode == dra::AllocationMode::kAll) has_all[q] = true;
-          const std::int64_t taken = a.admin_access ? 0 : a.count;
-          fewest = std::min(fewest, taken);
-          largest = std::max(largest, taken);
-          fewest_devices = std::min<std::int64_t>(fewest_devices, a.count);
         }
-        if (has_all[q]) {
-          all_mode = true;
-          continue;
-        }
-        varies = varies || fewest != largest;   // (never 0: a subrequest has no adminAccess, and counts are positive)
-        devices += fewest_devices;
-        gpus += fewest;
-        most += largest;
       }
       // Requests with an `All` alternative: per alternative, its devices matching on each node.
       std::vector<std::vector<std::vector<std::int64_t>>> matching(requests.size());   // [request][alternative][node]
       for (std::size_t q = 0; q < requests.size(); ++q) {
         if (has_all[q]) matching[q].assign(alternatives(requests[q]).size(), std::vector<std::int64_t>(nodes.size(), 0));
       }
-      if (devices > static_cast<std::int64_t>(dra::kMaxDevicesPerClaim)) {
-        throw_error(ErrorCode::kTraceBadValue, where,
-                    what + " \"" + name + "\" asks for " + std::to_string(devices) + " devices, more than Kubernetes' 32 per claim");
-      }
       // The kind of device the job takes: whole GPUs, passthrough GPUs (vfio), GIs of one MIG
       // profile, or TPU chips, whichever the requests' classes and selectors can match on any
       // node; a job states one kind.
+      // NICs (dranet) come besides: a request gets NICs or devices of that kind, not both.
       std::set<std::pair<Kind, std::string>> kinds;   // (kind, MIG profile)
+      std::vector<bool> nic(requests.size(), false);   // per request: it gets NICs
       for (std::size_t q = 0; q < requests.size(); ++q) {
         const auto alts = alternatives(requests[q]);
+        std::string a_nic, a_device;   // examples of each, should the request get both
         for (std::size_t x = 0; x < alts.size(); ++x) {
           const auto& a = alts[x];
           if (a.admin_access) continue;
@@ -1698,6 +1662,8 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
               if (!selects(*cls, a, sl.devices[i], sl.driver)) continue;
               if (has_all[q]) ++matching[q][x][node_of_slice[k]];
               const auto& u = units[k][i];
+              if (std::string& example = u.nic ? a_nic : a_device; example.empty()) example = sl.devices[i].name + " of node " + spec.name;
+              if (u.nic) continue;
               if (u.tpu_chip) kinds.emplace(Kind::kTpuChip, std::string());
               else if (u.mig_profile >= 0) {
                 kinds.emplace(Kind::kMig, sc.catalog[spec.gpus[u.gpu].model].mig->profiles[static_cast<std::size_t>(u.mig_profile)].name);
@@ -1707,14 +1673,42 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
             }
           }
         }
-      }
-      if (!nic_slices) {   // once per run: the nodes' NICs, as `gpusched dra slices` publishes them
-        nic_slices.emplace();
-        for (const auto& spec : sc.nodes) {
-          if (auto s = dra::dranet_slice(spec)) nic_slices->emplace_back(&spec, std::move(*s));
+        if (!a_nic.empty() && !a_device.empty()) {
+          throw_error(ErrorCode::kTraceBadValue, where,
+                      in + requests[q].name + " can get NICs (driver dra.net, e.g. " + a_nic + ") and other devices (e.g. " + a_device +
+                          "): in a simulation a request, with its firstAvailable alternatives, gets NICs or GPUs, GIs or TPU chips, not "
+                          "both (select by deviceClassName or device.driver; docs/dra.md)");
         }
+        nic[q] = !a_nic.empty();
       }
-      refuse_nic_requests(t->second, *empty_cluster, *nic_slices, in, where);
+      // What the job states: the devices of the requests that get no NIC. An exact count gives
+      // it up front (`All`: counted per node below).
+      for (std::size_t q = 0; q < requests.size(); ++q) {
+        std::int64_t fewest = std::numeric_limits<std::int64_t>::max(), largest = 0, fewest_devices = fewest;
+        for (const auto& a : alternatives(requests[q])) {
+          const std::int64_t taken = a.admin_access ? 0 : a.count;
+          fewest = std::min(fewest, taken);
+          largest = std::max(largest, taken);
+          fewest_devices = std::min<std::int64_t>(fewest_devices, a.count);
+        }
+        if (has_all[q]) continue;
+        devices += fewest_devices;   // (NICs count towards Kubernetes' 32 per claim)
+        if (nic[q]) continue;
+        varies = varies || fewest != largest;   // (never 0: a subrequest has no adminAccess, and counts are positive)
+        gpus += fewest;
+        most += largest;
+      }
+      if (devices > static_cast<std::int64_t>(dra::kMaxDevicesPerClaim)) {
+        throw_error(ErrorCode::kTraceBadValue, where,
+                    what + " \"" + name + "\" asks for " + std::to_string(devices) + " devices, more than Kubernetes' 32 per claim");
+      }
+      // `All` requests of NICs take every matching NIC of the node; what the job states is not
+      // changed by them.
+      std::vector<bool> gpu_all(requests.size(), false);
+      for (std::size_t q = 0; q < requests.size(); ++q) {
+        gpu_all[q] = has_all[q] && !nic[q];
+        all_mode = all_mode || gpu_all[q];
+      }
       if (kinds.size() > 1) {
         std::string list;
         for (const auto& [kind, profile] : kinds) {
@@ -1760,7 +1754,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         // from node to node; the job states the smallest it can take on any node and may take
         // up to the largest. In firstAvailable, the alternative chosen depends on which devices
         // are free when the job comes: every alternative the node could serve counts.
-        const auto [low, high] = sizes_on_node(requests, has_all, matching, u, {gpus_fixed, most_fixed});
+        const auto [low, high] = sizes_on_node(requests, gpu_all, matching, u, {gpus_fixed, most_fixed});
         gpus = fits ? std::min(gpus, low) : low;
         most = fits ? std::max(most, high) : high;
         fits = true;

@@ -281,7 +281,7 @@ bool Engine::hand_over_claim(JobId j, std::vector<TaskPlacement>& released) {
   released = jobs_[j.value].placements;
   bool handed = false;
   for (auto& p : released) {
-    if (p.gpus.empty()) continue;
+    if (p.gpus.empty() && p.nics == 0) continue;
     for (const JobId k : on_node_[p.node.value]) {
       if (k == j || !runs_with_claim(k, claim)) continue;
       auto& to = jobs_[k.value];
@@ -293,12 +293,14 @@ bool Engine::hand_over_claim(JobId j, std::vector<TaskPlacement>& released) {
         hook_->job_stopped(workload_[k.value], k, to.placements);
         const double held_before = held_gpus(k);
         q.gpus.insert(q.gpus.end(), p.gpus.begin(), p.gpus.end());
+        q.nics |= p.nics;
         received_[k.value].emplace_back(now_, held_gpus(k) - held_before);
         if (const SimTime from = progress_from(k); now_ > from) {
           to.attained_gpu_us += static_cast<double>((now_ - from).us) * (held_before - held_gpus(k));
         }
         hook_->job_started(workload_[k.value], k, to.placements);
         p.gpus.clear();
+        p.nics = 0;
         handed = true;
         break;
       }

@@ -1,5 +1,6 @@
 #include <gpusched/sim/outputs.hpp>
 
+#include <bit>
 #include <charconv>
 #include <cstdio>
 #include <system_error>
@@ -40,6 +41,19 @@ std::string csv_field(std::string_view s) {
   return out;
 }
 
+namespace {
+/// "{nic:0,4}": the NICs a task holds through a DRA claim (TaskPlacement::nics), by index.
+void append_nics(std::string& out, std::uint64_t nics) {
+  if (nics == 0) return;
+  out += "{nic:";
+  for (bool first = true; nics != 0; nics &= nics - 1, first = false) {
+    if (!first) out += ',';
+    out += std::to_string(std::countr_zero(nics));
+  }
+  out += '}';
+}
+}  // namespace
+
 std::string placement_string(const ClusterState& cluster, std::span<const TaskPlacement> placements) {
   std::string out;
   for (std::size_t i = 0; i < placements.size(); ++i) {
@@ -47,7 +61,10 @@ std::string placement_string(const ClusterState& cluster, std::span<const TaskPl
     if (i) out += ';';
     out += cluster.spec(p.node).name;
     if (p.tpu_chips > 0) out += "{tpu:" + std::to_string(p.tpu_chips) + "}";
-    if (p.gpus.empty()) continue;
+    if (p.gpus.empty()) {
+      append_nics(out, p.nics);
+      continue;
+    }
     out += '[';
     for (std::size_t k = 0; k < p.gpus.size(); ++k) {
       const auto& g = p.gpus[k];
@@ -71,6 +88,7 @@ std::string placement_string(const ClusterState& cluster, std::span<const TaskPl
       if (g.memory_mib > 0) out += std::to_string(g.memory_mib) + "Mi";
     }
     out += ']';
+    append_nics(out, p.nics);
   }
   return out;
 }

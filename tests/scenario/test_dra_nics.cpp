@@ -4,6 +4,8 @@
 // resource.kubernetes.io/pcieRoot attribute both drivers publish (docs/dra.md).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <bit>
 #include <map>
 #include <set>
 #include <string>
@@ -148,31 +150,175 @@ TEST_CASE("A GPU and a NIC on one PCIe root, end to end through gpusched dra sli
   CHECK_THAT(got.out, Catch::Contains("2 of 3 claims allocated"));
 }
 
-TEST_CASE("Simulations refuse a claim for NICs by name, not as unplaceable", "[dra][nics][engine]") {
+namespace {
+
+/// examples/dra/nics.json (two HGX H100 nodes: 8 GPUs, 4 PCIe switches of two GPUs and two RDMA
+/// NICs each; an L40S node whose plain NIC has a root of its own) under the DRA profile, with
+/// the dranet DeviceClass, the template `tmpl` (its spec.devices) and `jobs` jobs of it, all at 0 s
+/// for 10 s.
+nlohmann::json nic_jobs(const std::string& devices, int jobs) {
   auto doc = nlohmann::json::parse(t::read_file(t::source_dir() / "examples" / "dra" / "nics.json"));
   doc["profile"] = nlohmann::json::parse(R"({"name": "kube-dra", "filter": [{"name": "node-resources-fit"}, {"name": "dynamic-resources"}],
       "score": [{"name": "first-fit"}], "device_select": {"name": "dynamic-resources"}})");
-  doc["dra"] = {{"objects", nlohmann::json::parse(R"([
-      {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "dranet"},
-       "spec": {"selectors": [{"cel": {"expression": "device.driver == 'dra.net'"}}]}},
-      {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "nic"},
-       "spec": {"spec": {"devices": {"requests": [{"name": "nic", "exactly": {"deviceClassName": "dranet"}}]}}}}])")}};
-  doc["workload"]["jobs"][0] = nlohmann::json::parse(R"({"id": "n", "submit_time": 0, "duration": 10, "claim_template": "nic",
-      "requests": {"cpu": "1", "memory": "1Gi"}})");
-  CHECK(run_error(doc).find("ResourceClaimTemplate \"nic\", request nic selects NICs (driver dra.net, e.g. net1-0000-10-00-0 of node hgx-0000): "
-                            "simulations do not hand out NICs yet") != std::string::npos);
-  // A claim for a GPU and a NIC (gpu-nic.yaml's first claim, as a template), and one whose first
-  // alternative is a NIC, are refused too (review: the first was refused as unplaceable, the
-  // second ran on a GPU where Kubernetes would allocate the NIC).
-  auto mixed = doc;
-  mixed["dra"]["objects"][1]["spec"]["spec"]["devices"] = nlohmann::json::parse(R"({"requests": [
-      {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}, {"name": "nic", "exactly": {"deviceClassName": "dranet"}}],
-      "constraints": [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}]})");
-  CHECK(run_error(mixed).find("request nic selects NICs") != std::string::npos);
-  mixed["dra"]["objects"][1]["spec"]["spec"]["devices"] = nlohmann::json::parse(R"({"requests": [{"name": "x", "firstAvailable": [
-      {"name": "nic", "deviceClassName": "dranet"}, {"name": "gpu", "deviceClassName": "gpu.nvidia.com"}]}]})");
-  CHECK(run_error(mixed).find("request x selects NICs") != std::string::npos);
-  // A claim for GPUs beside the NICs runs as before.
-  doc["dra"]["objects"][1]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "gpu.nvidia.com";
-  CHECK(run_error(doc).empty());
+  doc["dra"] = {{"objects", nlohmann::json::array({nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+       "metadata": {"name": "dranet"}, "spec": {"selectors": [{"cel": {"expression": "device.driver == 'dra.net'"}}]}})"),
+      {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceClaimTemplate"}, {"metadata", {{"name", "tmpl"}}},
+       {"spec", {{"spec", {{"devices", nlohmann::json::parse(devices)}}}}}}})}};
+  doc["workload"]["jobs"] = nlohmann::json::array();
+  for (int i = 0; i < jobs; ++i) {
+    doc["workload"]["jobs"].push_back({{"id", "j" + std::to_string(i)}, {"submit_time", 0}, {"duration", 10}, {"claim_template", "tmpl"},
+                                       {"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}});
+  }
+  return doc;
+}
+
+Scenario parse_nics(const nlohmann::json& doc, bool exact = false) {
+  auto sc = parse_scenario(doc.dump(), "nics.json", t::source_dir() / "examples" / "dra");
+  sc.exact_scan = exact;
+  sc.outputs.event_log = true;
+  return sc;
+}
+
+/// The scenario's jobs with their claims resolved to what each states (as run() does).
+std::vector<JobSpec> resolved_jobs(const Scenario& sc) {
+  auto jobs = sc.jobs;
+  prepare_claims(jobs, sc);
+  return jobs;
+}
+
+/// The index of the NIC `device` names on `spec` (its dranet device name).
+int nic_index(const NodeSpec& spec, const std::string& device) {
+  const auto slice = dra::dranet_slice(spec);
+  REQUIRE(slice);
+  for (std::size_t k = 0; k < slice->devices.size(); ++k) {
+    if (slice->devices[k].name == device) return static_cast<int>(k);
+  }
+  FAIL("no NIC " << device << " on " << spec.name);
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("Simulated jobs hold NICs through their claims, on their GPU's PCIe root", "[dra][nics][engine]") {
+  // gpu-nic.yaml's first claim as a template: a GPU and an RDMA NIC behind one PCIe switch.
+  const auto doc = nic_jobs(R"({"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}},
+      {"name": "nic", "exactly": {"deviceClassName": "dranet", "selectors": [{"cel": {"expression": "device.attributes['dra.net'].rdma == true"}}]}}],
+      "constraints": [{"requests": ["gpu", "nic"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}]})", 20);
+  const auto sc = parse_nics(doc);
+  // The job states its one GPU: the NIC comes besides, not as a second GPU.
+  const auto resolved = resolved_jobs(sc);
+  REQUIRE(resolved.size() == 20);
+  CHECK(resolved[0].request.gpu.mode == GpuMode::kWhole);
+  CHECK(resolved[0].request.gpu.count == 1);
+  CHECK(resolved[0].constraints.claims->most_devices == 0);   // (the same on every node)
+  const auto r = run(sc);
+  REQUIRE(r.summary().completed == 20);
+  // 16 GPU-NIC pairs share a root (two HGX nodes x four switches x two); the L40S node's NIC
+  // shares none. So 16 jobs start at once and 4 when the first end, each pair held once at a time.
+  const auto& engine = r.engine();
+  std::map<std::string, std::string> nic_of, gpu_of;   // job -> device
+  for (const auto& row : r.claims()) {
+    INFO(row.job << " " << row.request << " " << row.device);
+    CHECK(row.pool == row.node);
+    if (row.request == "nic") {
+      CHECK(row.driver == "dra.net");
+      CHECK(nic_of.emplace(row.job, row.device).second);
+    } else {
+      CHECK(row.request == "gpu");
+      CHECK(row.driver == "gpu.nvidia.com");
+      CHECK(gpu_of.emplace(row.job, row.device).second);
+    }
+  }
+  REQUIRE(nic_of.size() == 20);
+  std::map<double, std::set<std::pair<std::string, int>>> nics_at;   // start -> (node, NIC) held from then
+  int at_zero = 0;
+  for (std::uint32_t j = 0; j < 20; ++j) {
+    const auto& rt = engine.job(JobId{j});
+    const std::string name = "j" + std::to_string(j);
+    REQUIRE(rt.placements.size() == 1);
+    const auto& p = rt.placements.front();
+    const auto& spec = engine.cluster().spec(p.node);
+    INFO(name << " on " << spec.name);
+    CHECK(spec.name.rfind("hgx", 0) == 0);
+    // The placement's NIC is the one claims.csv names, on the root of the GPU it holds.
+    REQUIRE(std::popcount(p.nics) == 1);
+    const int k = std::countr_zero(p.nics);
+    CHECK(k == nic_index(spec, nic_of.at(name)));
+    REQUIRE(p.gpus.size() == 1);
+    CHECK(gpu_of.at(name) == "gpu-" + std::to_string(p.gpus.front().index));
+    CHECK(dra::nic_pcie_root(spec, static_cast<std::size_t>(k)) == dra::gpu_pcie_root(spec, p.gpus.front().index));
+    const double start = static_cast<double>(rt.start.us) / 1e6;
+    at_zero += start == 0.0 ? 1 : 0;
+    CHECK(nics_at[start].emplace(spec.name, k).second);   // no NIC held twice at once
+  }
+  CHECK(at_zero == 16);
+  CHECK(nics_at.size() == 2);
+  CHECK(nics_at.rbegin()->first == 10.0);
+  // Every NIC went back: the cluster ends with none held.
+  for (std::uint32_t n = 0; n < engine.cluster().node_count(); ++n) CHECK(engine.cluster().node(NodeId{n}).nics_busy == 0);
+  // The event log names the NIC after the GPU ("hgx-0000[0]{nic:0}": the first pair of the first node).
+  CHECK(std::any_of(r.event_log().begin(), r.event_log().end(),
+                    [](const std::string& line) { return line.find(",start,j0,,hgx-0000[0]{nic:0}") != std::string::npos; }));
+  // The node index decides as the plain scan, and a second run writes the same.
+  const auto scanned = run(parse_nics(doc, true));
+  CHECK(scanned.event_log() == r.event_log());
+  const auto again = run(parse_nics(doc));
+  REQUIRE(again.claims().size() == r.claims().size());
+  for (std::size_t i = 0; i < r.claims().size(); ++i) CHECK(again.claims()[i].device == r.claims()[i].device);
+}
+
+TEST_CASE("A claim for NICs alone takes no GPU and waits for a free NIC", "[dra][nics][engine]") {
+  // Any NIC: eight on each HGX node and the L40S node's one, so 17 jobs run at once.
+  const auto doc = nic_jobs(R"({"requests": [{"name": "nic", "exactly": {"deviceClassName": "dranet"}}]})", 18);
+  const auto sc = parse_nics(doc);
+  const auto resolved = resolved_jobs(sc);
+  CHECK(resolved[0].request.gpu.mode == GpuMode::kNone);
+  CHECK(resolved[0].request.tpu.chips == 0);
+  REQUIRE(resolved[0].constraints.claims);
+  const auto r = run(sc);
+  REQUIRE(r.summary().completed == 18);
+  int at_zero = 0;
+  for (const auto& row : r.jobs()) at_zero += row.start_s == 0.0 ? 1 : 0;
+  CHECK(at_zero == 17);
+  for (std::uint32_t j = 0; j < 18; ++j) {
+    const auto& p = r.engine().job(JobId{j}).placements.front();
+    CHECK(p.gpus.empty());
+    CHECK(std::popcount(p.nics) == 1);
+  }
+  // A GPU and `All` of a node's RDMA NICs: two jobs at once, one per HGX node (the L40S's NIC is
+  // no RDMA NIC), and `All` NICs do not change the GPU count the job states.
+  const auto all = parse_nics(nic_jobs(R"({"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}},
+      {"name": "nics", "exactly": {"deviceClassName": "dranet", "allocationMode": "All",
+       "selectors": [{"cel": {"expression": "device.attributes['dra.net'].rdma == true"}}]}}]})", 3));
+  CHECK(resolved_jobs(all)[0].request.gpu.count == 1);
+  const auto ra = run(all);
+  REQUIRE(ra.summary().completed == 3);
+  CHECK(ra.jobs()[0].start_s == 0.0);
+  CHECK(ra.jobs()[1].start_s == 0.0);
+  CHECK(ra.jobs()[2].start_s == 10.0);   // every RDMA NIC is held
+  CHECK(std::popcount(ra.engine().job(JobId{0}).placements.front().nics) == 8);
+}
+
+TEST_CASE("A request that can get NICs or GPUs is refused by name", "[dra][nics][engine]") {
+  // A firstAvailable list of a NIC, else a GPU: the job's GPU count would depend on which is free.
+  const auto alternatives = nic_jobs(R"({"requests": [{"name": "x", "firstAvailable": [
+      {"name": "nic", "deviceClassName": "dranet"}, {"name": "gpu", "deviceClassName": "gpu.nvidia.com"}]}]})", 1);
+  CHECK(run_error(alternatives).find("ResourceClaimTemplate \"tmpl\", request x can get NICs (driver dra.net, e.g. net1-0000-10-00-0 of node "
+                                     "hgx-0000) and other devices (e.g. gpu-0 of node hgx-0000)") != std::string::npos);
+  // A GPU and a NIC in requests of their own run (above); a NIC request beside GPUs of 33
+  // devices in all is over Kubernetes' 32 per claim.
+  const auto big = nic_jobs(R"({"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 32}},
+      {"name": "nic", "exactly": {"deviceClassName": "dranet"}}]})", 1);
+  CHECK(run_error(big).find("asks for 33 devices, more than Kubernetes' 32 per claim") != std::string::npos);
+  // A selector reading NVIDIA's attributes without checking the driver meets the NICs too, and
+  // an `All` request checks every device of the node: the CEL runtime error Kubernetes gives with
+  // dranet installed ("no such key"). Checking the driver first, as NVIDIA's classes do, avoids it.
+  auto unguarded = nic_jobs(R"({"requests": [{"name": "gpus", "exactly": {"deviceClassName": "any", "allocationMode": "All",
+      "selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100-80GB'"}}]}}]})", 1);
+  unguarded["dra"]["objects"].push_back(nlohmann::json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+      "metadata": {"name": "any"}, "spec": {}})"));
+  CHECK(run_error(unguarded).find("no such key") != std::string::npos);
+  unguarded["dra"]["objects"][1]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"][0]["cel"]["expression"] =
+      "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100-80GB'";
+  CHECK(run_error(unguarded) == "");
 }

@@ -54,13 +54,14 @@ struct NumaGrant {
   auto operator<=>(const NumaGrant&) const = default;
 };
 
-/// Where one task runs: a node, its GPU grants, TPU chips and NUMA pinning.
+/// Where one task runs: a node, its GPU grants, TPU chips, NICs and NUMA pinning.
 struct TaskPlacement {
   NodeId node;
   std::vector<GpuGrant> gpus;
   std::vector<NumaGrant> numa;   ///< empty: not NUMA-pinned
   std::int32_t tpu_chips = 0;    ///< google.com/tpu taken on the node
   double slowdown = 1.0;         ///< runtime factor from devices and topology (>= 1 slows)
+  std::uint64_t nics = 0;        ///< bit k: the node's NIC k (NodeSpec::nics), held through a DRA claim
   bool operator==(const TaskPlacement&) const = default;
 };
 
@@ -144,6 +145,7 @@ struct NodeState {
   std::int64_t gpu_memory_free = 0;     ///< sum over GPUs, MiB
   std::uint16_t whole_units_free = 0;   ///< nvidia.com/gpu units: free whole GPUs, replicas, single-strategy GIs
   std::int32_t tpu_chips_free = 0;      ///< google.com/tpu
+  std::uint64_t nics_busy = 0;          ///< bit k: NIC k is held by a task (DRA claims: TaskPlacement::nics)
   GpuModelId model;                     ///< the model when all GPUs share it, else invalid
   bool schedulable = true;              ///< false while the node is down or cordoned
   bool plain_gpus = true;               ///< every GPU is handed out whole or shared (no partition)

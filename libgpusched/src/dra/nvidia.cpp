@@ -332,6 +332,7 @@ ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatal
   }
   ClusterDevices out;
   out.slice_of_node.assign(nodes.size(), -1);
+  out.nic_slice_of_node.assign(nodes.size(), -1);
   for (std::size_t u = 0; u < nodes.size(); ++u) {
     out.nodes.push_back({nodes[u].name, nodes[u].labels});
     std::vector<DeviceUnit> units;
@@ -372,14 +373,29 @@ ClusterDevices simulated_devices(std::span<const NodeSpec> nodes, const GpuCatal
         }
         mapped.push_back(units[static_cast<std::size_t>(at - s->devices.begin())]);
       }
-      if (mapped.empty()) continue;   // the node publishes nothing
-      s = *g->second;
-      units = std::move(mapped);
+      if (mapped.empty()) {
+        s.reset();   // the node publishes no GPU, GI or chip (its NICs still, below)
+      } else {
+        s = *g->second;
+        units = std::move(mapped);
+      }
     }
     if (s) {
       out.slice_of_node[u] = static_cast<std::int32_t>(out.slices.size());
       out.slices.push_back(std::move(*s));
       out.units.push_back(std::move(units));
+    }
+    // The node's NICs as dranet publishes them, right after its GPUs or chips.
+    if (auto nic = dranet_slice(nodes[u])) {
+      if (nodes[u].nics.size() > kMaxNics) {
+        throw std::invalid_argument("node \"" + nodes[u].name + "\" has " + std::to_string(nodes[u].nics.size()) + " NICs: at most " +
+                                    std::to_string(kMaxNics) + " in a simulation");
+      }
+      std::vector<DeviceUnit> nic_units(nodes[u].nics.size());
+      for (std::size_t k = 0; k < nic_units.size(); ++k) nic_units[k] = {static_cast<std::uint16_t>(k), -1, -1, false, true};
+      out.nic_slice_of_node[u] = static_cast<std::int32_t>(out.slices.size());
+      out.slices.push_back(std::move(*nic));
+      out.units.push_back(std::move(nic_units));
     }
   }
   // Kubernetes tells devices apart by driver, pool and name: two nodes' slices in one pool would
@@ -412,7 +428,12 @@ std::optional<std::int32_t> claims_fit_empty(const DeviceClaims& claims, const N
   try {
     const auto got = alloc.allocate(published.nodes.front(), claims.pointers(), alloc.no_devices_in_use());
     if (!got || !takes_whole_tpu_host(*got, node)) return std::nullopt;
-    return devices_taken(*got);
+    // The GPUs, GIs or chips it takes (the job's kind): its NICs come besides.
+    std::int32_t n = devices_taken(*got);
+    for (const auto& a : *got) {
+      for (const auto& r : a.devices) n -= !r.admin_access && r.driver == kDranetDriver ? 1 : 0;
+    }
+    return n;
   } catch (const AllocationError&) {
     return std::nullopt;
   }

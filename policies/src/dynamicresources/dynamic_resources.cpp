@@ -28,6 +28,7 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
     // The scenario checked the given slices against these nodes (resolve_claims).
     auto published = dra::simulated_devices(cluster.specs(), cluster.catalog(), dra::given_slices(claims.slices));
     d.slice_of_node = std::move(published.slice_of_node);
+    d.nic_slice_of_node = std::move(published.nic_slice_of_node);
     d.nodes = std::move(published.nodes);
     for (const auto& units : published.units) d.unit_of.insert(d.unit_of.end(), units.begin(), units.end());
     d.alloc = std::make_unique<dra::Allocator>(*claims.classes, std::move(published.slices));
@@ -52,6 +53,13 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
       const auto& g = gpus[u.gpu];
       in_use_[k] = u.mig_profile < 0 ? (g.fully_free() ? 0 : 1) : (cluster.mig_state(g).busy_at(u.mig_start) ? 1 : 0);
     }
+  }
+  if (const std::int32_t nics = d.nic_slice_of_node[node.value]; nics >= 0) {
+    // The node's NICs: held by a task or free (TaskPlacement::nics).
+    const std::uint64_t busy = cluster.node(node).nics_busy;
+    const std::uint32_t first = d.alloc->first_device(static_cast<std::size_t>(nics));
+    const auto count = static_cast<std::uint32_t>(d.alloc->slices()[static_cast<std::size_t>(nics)].devices.size());
+    for (std::uint32_t k = first; k < first + count; ++k) in_use_[k] = (busy >> d.unit_of[k].gpu) & 1U;
   }
   const auto ptrs = claims.pointers();
   try {
@@ -106,6 +114,7 @@ Status DynamicResources::filter(const ClusterState& cluster, const TaskContext& 
 
 bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ctx, NodeId node, TaskPlacement& out) const {
   const auto& c = ctx.job.constraints;
+  out.nics = 0;
   if (!c.claims) return pick_devices(cluster, ctx.request(), node, {}, chooser_, out);
   if (c.claims->shared) {
     // Allocated already: the devices stay with the job holding them ("good-topology").
@@ -118,6 +127,7 @@ bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ct
   std::vector<std::uint16_t> order;
   std::vector<GpuGrant> instances;
   std::int32_t chips = 0;
+  std::uint64_t nics = 0;
   const Devices& d = *devices_;
   const auto gpus = cluster.gpus(node);
   for (const auto& a : *got) {
@@ -126,11 +136,17 @@ bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ct
       const auto k = d.alloc->find_device(r.driver, r.pool, r.device);
       if (!k) return false;
       const auto& u = d.unit_of[*k];
-      if (u.tpu_chip) ++chips;
+      if (u.nic) nics |= std::uint64_t{1} << u.gpu;
+      else if (u.tpu_chip) ++chips;
       else if (u.mig_profile < 0) order.push_back(u.gpu);
       else instances.push_back(ClusterState::mig_instance_grant(u.gpu, cluster.mig_geometry(gpus[u.gpu]), u.mig_profile, u.mig_start));
     }
   }
+  // NICs are granted as the allocator chose them, besides the GPUs, GIs or chips.
+  const auto granted_with_nics = [&](bool ok) {
+    if (ok) out.nics = nics;
+    return ok;
+  };
   // The request is as many whole GPUs, GIs of one profile or TPU chips (the scenario resolved it
   // so); with firstAvailable alternatives of different counts, the smallest: the task takes what
   // the alternative chosen here takes (dra::DeviceClaims::most_devices at most).
@@ -148,7 +164,7 @@ bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ct
     out.node = node;
     out.gpus.clear();
     out.tpu_chips = chips;
-    return true;
+    return granted_with_nics(true);
   }
   const auto wanted = static_cast<std::size_t>(r.gpu.mode == GpuMode::kNone ? 0 : r.gpu.count);
   const auto most = static_cast<std::size_t>(std::max<std::int32_t>(c.claims->most_devices, static_cast<std::int32_t>(wanted)));
@@ -159,13 +175,13 @@ bool DynamicResources::select(const ClusterState& cluster, const TaskContext& ct
     out.node = node;
     out.gpus = std::move(instances);
     out.tpu_chips = r.tpu.chips;
-    return true;
+    return granted_with_nics(true);
   }
   if (!instances.empty()) return false;
-  if (granted == wanted) return pick_devices(cluster, r, node, order, chooser_, out);
+  if (granted == wanted) return granted_with_nics(pick_devices(cluster, r, node, order, chooser_, out));
   TaskRequest taken = r;   // a larger alternative: grant every GPU it chose
   taken.gpu.count = static_cast<std::int32_t>(granted);
-  return pick_devices(cluster, taken, node, order, chooser_, out);
+  return granted_with_nics(pick_devices(cluster, taken, node, order, chooser_, out));
 }
 
 void DynamicResources::attach(const ClusterState& /*cluster*/, std::span<const JobSpec> /*workload*/, const JobsView* /*jobs*/) {

@@ -74,20 +74,27 @@ inline constexpr std::string_view kDranetDriver = "dra.net";
 /// ValidateTpuRequest). The scheduler does not check it: such a pod is bound and then fails to
 /// start. O(devices).
 [[nodiscard]] bool takes_whole_tpu_host(std::span<const Allocation> claims, const NodeSpec& node);
-/// What one published device is in the node model: a whole GPU (mig_profile -1), a GI, or a
-/// TPU chip (tpu_chip; `gpu` is then the chip's index on the host).
+/// What one published device is in the node model: a whole GPU (mig_profile -1), a GI, a TPU
+/// chip (tpu_chip; `gpu` is then the chip's index on the host) or a NIC (nic; `gpu` is then the
+/// NIC's index in NodeSpec::nics, its bit in TaskPlacement::nics).
 struct DeviceUnit {
   std::uint16_t gpu = 0;
   std::int8_t mig_profile = -1;   ///< index in the model's MIG geometry
   std::int8_t mig_start = -1;
   bool tpu_chip = false;
+  bool nic = false;
 };
+/// The most NICs a node may have in a simulation (one bit each in TaskPlacement::nics).
+inline constexpr std::size_t kMaxNics = 64;
 /// What simulations publish for a cluster: the slices in node order, each node's slice (-1: no
-/// device; a node with NVIDIA GPUs publishes them, else its TPU chips if it is a TPU host), each node as the allocator sees it (name and labels), and for each slice the unit of
-/// each of its devices, in the slice's order.
+/// device; a node with NVIDIA GPUs publishes them, else its TPU chips if it is a TPU host) and
+/// then its NICs' (dranet_slice), each node as the allocator sees it (name and labels), and for
+/// each slice the unit of each of its devices, in the slice's order. A node with more than
+/// kMaxNics NICs throws std::invalid_argument.
 struct ClusterDevices {
   std::vector<ResourceSlice> slices;
   std::vector<std::int32_t> slice_of_node;
+  std::vector<std::int32_t> nic_slice_of_node;   ///< per node: its NICs' slice (dranet_slice), after its own; -1: no NIC
   std::vector<NodeInfo> nodes;
   std::vector<std::vector<DeviceUnit>> units;
 };
@@ -109,7 +116,7 @@ struct ClusterDevices {
 /// selectors of `claims`, and a TPU claim taking all of the host's chips (takes_whole_tpu_host).
 /// A CEL runtime error or a given slice that does not fit the node counts as no. For the
 /// autoscaler: can a new node of this shape ever hold the claim, and how many devices (admin
-/// access left out) does it take there? nullopt: it cannot. O(devices x requests).
+/// access and NICs left out: GPUs, GIs or chips) does it take there? nullopt: it cannot. O(devices x requests).
 [[nodiscard]] std::optional<std::int32_t> claims_fit_empty(const DeviceClaims& claims, const NodeSpec& node, const GpuCatalog& catalog);
 /// NVIDIA's DeviceClasses: gpu.nvidia.com (type gpu), mig.nvidia.com (type mig) and
 /// vfio.gpu.nvidia.com (type vfio), with the chart's selectors.

@@ -25,7 +25,8 @@ struct RunStamp {
 
 /// "node-7[0,1]" (whole GPUs), "node-7[3:250m]" (share), "node-7[3:250m/4096Mi]", "node-7"
 /// (CPU only), "node-7[2:mig-3g.40gb@4]" (a MIG GI at memory slice 4), "node-7[0:vgpu-A100-10C]",
-/// "tpu-0003{tpu:4}" (a TPU host of a slice); tasks joined with ';'.
+/// "tpu-0003{tpu:4}" (a TPU host of a slice), "hgx-0000[0]{nic:0}" (GPU 0 and NIC 0, through a DRA
+/// claim); tasks joined with ';'.
 std::string placement_string(const ClusterState& cluster, std::span<const TaskPlacement> placements);
 
 /// Quotes a CSV field when it holds a comma, quote or newline (RFC 4180).

@@ -83,6 +83,7 @@ class DynamicResources final : public FilterPlugin, public DeviceSelectBase, pub
     const std::vector<dra::ResourceSlice>* given = nullptr;   // the scenario's slices (DeviceClaims::slices)
     std::unique_ptr<dra::Allocator> alloc;
     std::vector<std::int32_t> slice_of_node;         // node -> its slice (-1: no device)
+    std::vector<std::int32_t> nic_slice_of_node;     // node -> its NICs' slice (-1: no NIC)
     std::vector<dra::DeviceUnit> unit_of;            // device -> its GPU (and GI) on its node
     std::vector<dra::NodeInfo> nodes;
   };
