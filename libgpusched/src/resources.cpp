@@ -75,9 +75,30 @@ void resolve_profile(TaskRequest& r, const GpuCatalog& catalog, const Location& 
 }
 }  // namespace
 
+void set_tpu_hosts(TpuRequest& r, const Location& where) {
+  if (r.topology.empty() || r.chips <= 0) return;
+  const std::string topology(r.topology);
+  const auto t = parse_tpu_topology(topology, where);
+  const auto chips = t.chips();
+  if (chips < r.chips) {
+    r.hosts = 1;   // a sub-host slice (v5e 1x1, 2x2 on 8-chip hosts): one host, part of its chips
+    if (chips != r.chips) {
+      throw_error(ErrorCode::kQuantityBad, where, "a " + topology + " slice has " + std::to_string(chips) + " chips but each task asks for " +
+                                                      std::to_string(r.chips));
+    }
+  } else {
+    if (chips % r.chips != 0) {
+      throw_error(ErrorCode::kQuantityBad, where, "a " + topology + " slice has " + std::to_string(chips) + " chips, not a multiple of " +
+                                                      std::to_string(r.chips) + " per task");
+    }
+    r.hosts = static_cast<std::int32_t>(chips / r.chips);
+  }
+}
+
 TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>>& items,
                            const std::vector<std::string>& gpu_models, const GpuCatalog& catalog,
-                           ResourceTable& resources, const Location& where, std::string_view field_prefix) {
+                           ResourceTable& resources, const Location& where, std::string_view field_prefix,
+                           bool devices_from_claim) {
   using namespace resource_names;
   TaskRequest r;
   std::int64_t shared_gpus = -1;   // nvidia.com/gpu.shared (device-plugin renameByDefault)
@@ -251,13 +272,15 @@ TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>
   }
   if (profile) resolve_profile(r, catalog, at(profile_field), !mig_name.empty());
   // TPU: the accelerator label names the generation; the topology must be one it offers.
+  // With a claim the chips per host come from it (set_tpu_hosts once they are known).
+  const bool chips_later = devices_from_claim && r.tpu.chips <= 0;
   if (!tpu_topology.empty() || !tpu_accel.empty()) {
-    if (r.tpu.chips <= 0) throw_error(ErrorCode::kQuantityBad, at(kTpu), "a TPU slice selector needs google.com/tpu chips per task");
+    if (r.tpu.chips <= 0 && !chips_later) throw_error(ErrorCode::kQuantityBad, at(kTpu), "a TPU slice selector needs google.com/tpu chips per task");
     if (tpu_accel.empty()) {
       throw_error(ErrorCode::kQuantityBad, at(kTpuAccelerator), "a TPU topology needs the accelerator label too (e.g. tpu-v4-podslice)");
     }
   }
-  if (r.tpu.chips > 0) {
+  if (r.tpu.chips > 0 || (chips_later && !tpu_accel.empty())) {
     const TpuGeneration* gen = nullptr;
     for (const auto& g : TpuCatalog::builtin().generations()) {
       if (g.accelerator_label == tpu_accel || g.name == tpu_accel) gen = &g;
@@ -269,22 +292,8 @@ TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>
     }
     if (gen) r.tpu.generation = gen->name;
     if (!tpu_topology.empty()) {
-      const auto t = gen->require_topology(tpu_topology, at(kTpuTopology));
-      const auto chips = t.chips();
-      if (chips < r.tpu.chips) {
-        r.tpu.hosts = 1;   // a sub-host slice (v5e 1x1, 2x2 on 8-chip hosts): one host, part of its chips
-        if (chips != r.tpu.chips) {
-          throw_error(ErrorCode::kQuantityBad, at(kTpu), "a " + tpu_topology + " slice has " + std::to_string(chips) +
-                                                             " chips but each task asks for " + std::to_string(r.tpu.chips));
-        }
-      } else {
-        if (chips % r.tpu.chips != 0) {
-          throw_error(ErrorCode::kQuantityBad, at(kTpu), "a " + tpu_topology + " slice has " + std::to_string(chips) +
-                                                             " chips, not a multiple of " + std::to_string(r.tpu.chips) + " per task");
-        }
-        r.tpu.hosts = static_cast<std::int32_t>(chips / r.tpu.chips);
-      }
-      r.tpu.topology = t.to_string();
+      r.tpu.topology = gen->require_topology(tpu_topology, at(kTpuTopology)).to_string();
+      set_tpu_hosts(r.tpu, at(kTpu));
     }
   }
   std::sort(r.extended.begin(), r.extended.end());

@@ -1805,10 +1805,42 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
     // claim's devices would free them under the others (not modelled; docs/dra.md).
     if (shared) j.constraints.preemptible = false;
     const Made& m = it->second;
+    // A TPU slice selector (accelerator and topology in the requests): the claim's chips on each
+    // host of a slice of that shape, one task per host, all or nothing (as google.com/tpu would).
+    const bool slice = !j.request.tpu.topology.empty() || !j.request.tpu.generation.empty();
+    if (slice && (m.kind != Kind::kTpuChip || m.units == 0)) {
+      throw_error(ErrorCode::kTraceBadValue, {source, j.source_line, "requests"},
+                  "job \"" + j.name + "\" selects a TPU slice (cloud.google.com/gke-tpu-accelerator" +
+                      (j.request.tpu.topology.empty() ? std::string() : ", topology " + std::string(j.request.tpu.topology)) + "), but " +
+                      what + " \"" + name + "\" gets " + (m.units == 0 ? "no device it takes" : "GPUs") +
+                      ": the slice's hosts each take TPU chips through the claim (docs/dra.md)");
+    }
     if (m.units == 0) continue;   // only admin access, or a shared claim: the job states no device
     if (m.kind == Kind::kTpuChip) {   // google.com/tpu on one host, whatever its generation (the selectors chose)
-      j.request.tpu = TpuRequest{};
-      j.request.tpu.chips = m.units;
+      TpuRequest tpu;
+      tpu.generation = j.request.tpu.generation;
+      tpu.topology = j.request.tpu.topology;
+      tpu.chips = m.units;
+      const Location at{source, j.source_line, "requests"};
+      set_tpu_hosts(tpu, at);
+      if (tpu.hosts > 1) {
+        if (m.claims->most_devices > m.units) {
+          throw_error(ErrorCode::kTraceBadValue, at, "job \"" + j.name + "\": " + what + " \"" + name + "\" takes " + std::to_string(m.units) +
+                                                         " to " + std::to_string(m.claims->most_devices) +
+                                                         " chips depending on the host, but the hosts of a multi-host slice are alike: select one size");
+        }
+        if (j.tasks == 1) j.tasks = j.min_available = tpu.hosts;
+        if (j.tasks != tpu.hosts) {
+          throw_error(ErrorCode::kTraceBadValue, {source, j.source_line, "tasks"},
+                      "a " + std::string(tpu.topology) + " slice of " + std::to_string(tpu.chips) + " chips per host (the claim's) spans " +
+                          std::to_string(tpu.hosts) + " hosts, so the job has " + std::to_string(tpu.hosts) + " tasks, not " + std::to_string(j.tasks));
+        }
+        if (j.min_available != j.tasks) {
+          throw_error(ErrorCode::kTraceBadValue, {source, j.source_line, "min_available"},
+                      "a multi-host TPU slice is all-or-nothing: min_available must equal tasks");
+        }
+      }
+      j.request.tpu = tpu;
       continue;
     }
     j.request.gpu = gpu_request(m);

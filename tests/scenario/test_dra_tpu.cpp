@@ -415,3 +415,93 @@ TEST_CASE("The autoscaler adds only nodes whose devices can hold a job's claim",
   CHECK_FALSE(ups.empty());
   CHECK(std::none_of(ups.begin(), ups.end(), [](const std::string& u) { return u.find("a100") != std::string::npos; }));
 }
+
+namespace {
+
+/// A v4 pool of 16 four-chip hosts (4x4x4, not provisioned: slices are found as blocks) and
+/// four slice jobs (2x2x4: 4 hosts; 2x4x4: 8 hosts), each host's chips through claim template
+/// "tpus" when `claims`, else through google.com/tpu: 4 as GKE's pods ask for them.
+nlohmann::json slice_jobs(bool claims) {
+  auto doc = nlohmann::json::parse(R"({
+    "schema_version": 1, "name": "dra-tpu-slices", "seed": 1,
+    "cluster": {"node_groups": [
+      {"name": "tpu-v4", "cpu": 240, "memory": "400Gi", "tpu": {"generation": "v4", "topology": "4x4x4", "provisioned": false}}]},
+    "profile": {"name": "kube-dra", "filter": [{"name": "node-resources-fit"}, {"name": "dynamic-resources"}],
+                "score": [{"name": "first-fit"}], "device_select": {"name": "dynamic-resources"}},
+    "workload": {"jobs": []},
+    "outputs": {"event_log": true}
+  })");
+  const char* shapes[] = {"2x2x4", "2x4x4", "2x2x4", "2x2x4"};
+  for (int i = 0; i < 4; ++i) {
+    nlohmann::json j = {{"id", "s" + std::to_string(i)}, {"submit_time", i}, {"duration", 100 + 50 * i},
+                        {"requests", {{"cpu", "8"}, {"memory", "64Gi"}, {"cloud.google.com/gke-tpu-accelerator", "tpu-v4-podslice"},
+                                      {"cloud.google.com/gke-tpu-topology", shapes[i]}}}};
+    if (claims) j["claim_template"] = "tpus";
+    else j["requests"]["google.com/tpu"] = "4";
+    doc["workload"]["jobs"].push_back(j);
+  }
+  if (!claims) return doc;
+  return with_dra(doc, nlohmann::json::parse(R"({"devices": {"requests": [{"name": "tpus", "exactly": {"deviceClassName": "tpu.google.com",
+      "allocationMode": "All", "selectors": [{"cel": {"expression": "device.attributes['tpu.google.com'].tpuGen == 'v4'"}}]}}]}})"));
+}
+
+}  // namespace
+
+TEST_CASE("Multi-host TPU slices through claims: each host's chips by claim, the slice by its shape", "[dra][tpu][engine]") {
+  // GKE's multi-host slice under DRA: one pod per host, each claiming all of its host's chips,
+  // selecting the slice by accelerator and topology. It is placed as google.com/tpu places it.
+  const auto by_claim = parse_scenario(slice_jobs(true).dump(), "slices.json", ".");
+  auto jobs = by_claim.jobs;
+  prepare_claims(jobs, by_claim);
+  CHECK(jobs[0].tasks == 4);
+  CHECK(jobs[0].min_available == 4);
+  CHECK(jobs[0].request.tpu.hosts == 4);
+  CHECK(jobs[0].request.tpu.chips == 4);
+  CHECK(jobs[0].request.tpu.generation == "v4");
+  CHECK(jobs[1].tasks == 8);
+  const auto a = run(by_claim);
+  const auto b = run(parse_scenario(slice_jobs(false).dump(), "slices.json", "."));
+  REQUIRE(a.summary().completed == 4);
+  std::vector<std::string> starts_a, starts_b;
+  for (const auto& l : a.event_log()) {
+    if (l.find(",start,") != std::string::npos) starts_a.push_back(l);
+  }
+  for (const auto& l : b.event_log()) {
+    if (l.find(",start,") != std::string::npos) starts_b.push_back(l);
+  }
+  CHECK(starts_a == starts_b);
+  // s0, s1 and s2 fill the 16 hosts; s3 waits for s0's hosts.
+  const auto rows = a.jobs();
+  CHECK(rows[2].start_s == 2.0);
+  CHECK(rows[3].start_s == 100.0);
+  // Each task names its host's four chips in claims.csv: 4 + 8 + 4 + 4 hosts.
+  std::map<std::string, std::set<std::string>> hosts;
+  std::size_t chips = 0;
+  for (const auto& row : a.claims()) {
+    CHECK(row.driver == "tpu.google.com");
+    hosts[row.job].insert(row.node);
+    ++chips;
+  }
+  CHECK(hosts["s0"].size() == 4);
+  CHECK(hosts["s1"].size() == 8);
+  CHECK(chips == 4 * (4 + 8 + 4 + 4));
+}
+
+TEST_CASE("Multi-host TPU slices through claims refuse what no slice can be", "[dra][tpu]") {
+  auto doc = slice_jobs(true);
+  doc["workload"]["jobs"][0]["tasks"] = 3;
+  CHECK(run_error(doc).find("a 2x2x4 slice of 4 chips per host (the claim's) spans 4 hosts, so the job has 4 tasks, not 3") != std::string::npos);
+  doc["workload"]["jobs"][0]["tasks"] = 4;
+  doc["workload"]["jobs"][0]["min_available"] = 2;
+  CHECK(run_error(doc).find("a multi-host TPU slice is all-or-nothing") != std::string::npos);
+  // A claim of GPUs cannot make a TPU slice.
+  auto gpus = slice_jobs(true);
+  gpus["cluster"]["node_groups"].push_back(nlohmann::json::parse(R"({"name": "gpu", "count": 1, "cpu": 64, "memory": "256Gi", "gpus": 2, "gpu_model": "A100-80GB"})"));
+  gpus["dra"]["objects"][0]["spec"]["spec"] = nlohmann::json::parse(R"({"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}})");
+  CHECK(run_error(gpus).find("job \"s0\" selects a TPU slice (cloud.google.com/gke-tpu-accelerator, topology 2x2x4), but ResourceClaimTemplate "
+                             "\"tpus\" gets GPUs") != std::string::npos);
+  // Without a claim, google.com/tpu is still needed beside the slice selector.
+  auto plain = slice_jobs(false);
+  plain["workload"]["jobs"][0]["requests"].erase("google.com/tpu");
+  CHECK(run_error(plain).find("a TPU slice selector needs google.com/tpu chips per task") != std::string::npos);
+}

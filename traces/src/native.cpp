@@ -152,7 +152,8 @@ JobSpec build_job(const RawJob& raw, const std::string& source, const GpuCatalog
                 std::string("gpu_model does not combine with ") + (raw.claim_template.empty() ? "resource_claim" : "claim_template") + ": the claim chooses the GPUs (select the model in the claim's selectors, "
                 "e.g. device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100-80GB'; docs/dra.md)");
   }
-  j.request = parse_requests(raw.requests, raw.models, catalog, resources, {source, raw.line, ""}, request_prefix);
+  const bool claim = !raw.claim_template.empty() || !raw.resource_claim.empty();
+  j.request = parse_requests(raw.requests, raw.models, catalog, resources, {source, raw.line, ""}, request_prefix, claim);
   j.source_line = raw.line;
   build_constraints(raw, source, j, texts);
   // A multi-host TPU slice is an Indexed Job of one pod per host, placed all-or-nothing.

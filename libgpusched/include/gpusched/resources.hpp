@@ -144,10 +144,18 @@ bool is_extended_resource(std::string_view name);
 /// profile per task, which some catalog model (among `gpu_models`, when given) must offer;
 /// TPU topology needs the accelerator label and must be offered by that generation.
 /// Negative or malformed values throw QuantityError/TraceError/CatalogError with the location.
+/// `devices_from_claim`: a DRA claim gives the job's devices, so a TPU slice selector (accelerator
+/// and topology) may come without google.com/tpu: the generation and topology are kept, and
+/// set_tpu_hosts sizes the slice once the claim's chips per host are known.
 TaskRequest parse_requests(const std::vector<std::pair<std::string, std::string>>& items,
                            const std::vector<std::string>& gpu_models, const GpuCatalog& catalog,
                            ResourceTable& resources, const Location& where,
-                           std::string_view field_prefix = {});
+                           std::string_view field_prefix = {}, bool devices_from_claim = false);
+
+/// The hosts (TpuRequest::hosts) a slice of `r.topology` spans at r.chips chips per host: one
+/// for a sub-host slice of exactly r.chips chips. Nothing without a topology or chips. Throws
+/// QuantityError at `where` when the slice's chips are neither r.chips nor a multiple of it.
+void set_tpu_hosts(TpuRequest& r, const Location& where);
 
 /// The inverse, for writing traces: name -> value in the canonical spelling.
 std::vector<std::pair<std::string, std::string>> format_requests(const TaskRequest& r,
