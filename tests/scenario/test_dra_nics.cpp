@@ -322,3 +322,36 @@ TEST_CASE("A request that can get NICs or GPUs is refused by name", "[dra][nics]
       "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100-80GB'";
   CHECK(run_error(unguarded) == "");
 }
+
+TEST_CASE("examples/dra/gpu-nic-jobs.json: every claim job's GPUs and NICs share a root, no NIC held twice at once", "[dra][nics][engine]") {
+  const auto sc = load_scenario((t::source_dir() / "examples" / "dra" / "gpu-nic-jobs.json").string());
+  const auto r = run(sc);
+  const auto& engine = r.engine();
+  REQUIRE(r.summary().completed == sc.jobs.size());
+  struct Held {
+    std::uint32_t node;
+    std::uint64_t nics;
+    std::int64_t start, end;
+  };
+  std::vector<Held> held;
+  for (std::uint32_t j = 0; j < sc.jobs.size(); ++j) {
+    const auto& rt = engine.job(JobId{j});
+    const auto& p = rt.placements.front();
+    const auto& spec = engine.cluster().spec(p.node);
+    INFO(sc.jobs[j].name << " on " << spec.name);
+    const bool claim = !sc.jobs[j].constraints.claim_template.empty();
+    // A claim job holds one NIC per GPU (its template's counts), each on the root of one of its
+    // GPUs; a plain nvidia.com/gpu job holds none.
+    CHECK(std::popcount(p.nics) == (claim ? static_cast<int>(p.gpus.size()) : 0));
+    std::set<std::string> gpu_roots;
+    for (const auto& g : p.gpus) gpu_roots.insert(dra::gpu_pcie_root(spec, g.index));
+    for (std::uint64_t m = p.nics; m != 0; m &= m - 1) CHECK(gpu_roots.count(dra::nic_pcie_root(spec, static_cast<std::size_t>(std::countr_zero(m)))) == 1);
+    held.push_back({p.node.value, p.nics, rt.start.us, rt.end.us});
+  }
+  for (std::size_t a = 0; a < held.size(); ++a) {
+    for (std::size_t b = a + 1; b < held.size(); ++b) {
+      const bool overlap = held[a].node == held[b].node && held[a].start < held[b].end && held[b].start < held[a].end;
+      if (overlap) CHECK((held[a].nics & held[b].nics) == 0);
+    }
+  }
+}
