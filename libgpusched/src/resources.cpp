@@ -323,8 +323,9 @@ std::vector<std::pair<std::string, std::string>> format_requests(const TaskReque
   if (r.gpu.mode == GpuMode::kMig) out.emplace_back(std::string(kMigPrefix) + r.gpu.profile, std::to_string(r.gpu.count));
   if (r.gpu.mode == GpuMode::kVgpu) out.emplace_back(std::string(kVgpuPrefix) + r.gpu.profile, std::to_string(r.gpu.count));
   if (r.gpu.mode == GpuMode::kPassthrough) out.emplace_back(kPassthrough, "GPU:" + std::to_string(r.gpu.count));
-  if (r.tpu.chips > 0) {
-    out.emplace_back(kTpu, std::to_string(r.tpu.chips));
+  // (A claim job states the slice selectors without chips: the claim gives them.)
+  if (r.tpu.chips > 0 || !r.tpu.generation.empty()) {
+    if (r.tpu.chips > 0) out.emplace_back(kTpu, std::to_string(r.tpu.chips));
     if (!r.tpu.generation.empty()) {
       out.emplace_back(kTpuAccelerator, TpuCatalog::builtin().require(r.tpu.generation, {}).accelerator_label);
     }

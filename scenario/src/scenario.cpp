@@ -1577,6 +1577,32 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
     }
   };
   if (!given.empty()) (void)publish();
+  // A TPU claim's chips on the hosts of one generation (a slice selector's): the fewest and the
+  // most it takes there, over the hosts that can hold it with every chip free; nothing when none can.
+  std::map<std::pair<const dra::DeviceClaims*, std::string>, std::optional<std::pair<std::int64_t, std::int64_t>>> chips_of_generation;
+  const auto chips_on = [&](const dra::DeviceClaims& claims, const std::string& generation) {
+    const auto key = std::make_pair(&claims, generation);
+    if (const auto it = chips_of_generation.find(key); it != chips_of_generation.end()) return it->second;
+    std::optional<std::pair<std::int64_t, std::int64_t>> out;
+    const auto ptrs = claims.pointers();
+    for (std::size_t u = 0; u < nodes.size(); ++u) {
+      if (sc.nodes[u].tpu.generation != generation) continue;
+      std::optional<std::vector<dra::Allocation>> got;
+      try {
+        got = empty_cluster->allocate(nodes[u], ptrs, empty_cluster->no_devices_in_use());
+      } catch (const dra::AllocationError&) {
+        continue;
+      }
+      if (!got || !dra::takes_whole_tpu_host(*got, sc.nodes[u])) continue;
+      std::int64_t chips = 0;
+      for (const auto& a : *got) {
+        for (const auto& r : a.devices) chips += !r.admin_access && r.driver == dra::kTpuDriver ? 1 : 0;
+      }
+      if (chips == 0) continue;
+      out = out ? std::make_pair(std::min(out->first, chips), std::max(out->second, chips)) : std::make_pair(chips, chips);
+    }
+    return chips_of_generation[key] = out;
+  };
   for (auto& j : jobs) {
     // A ResourceClaimTemplate gives each task a claim of its own; a ResourceClaim (resource_claim)
     // is one claim, shared by every job naming it.
@@ -1822,11 +1848,26 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       tpu.topology = j.request.tpu.topology;
       tpu.chips = m.units;
       const Location at{source, j.source_line, "requests"};
+      std::int64_t most = std::max<std::int64_t>(m.claims->most_devices, m.units);
+      if (!tpu.generation.empty()) {
+        // The selector's generation: the claim's chips on those hosts (others may differ).
+        const auto range = chips_on(*m.claims, std::string(tpu.generation));
+        if (!range && !sc.keep_unplaceable) {
+          throw_error(ErrorCode::kTraceUnplaceable, at,
+                      "job \"" + j.name + "\" selects TPU " + std::string(tpu.generation) + " hosts, but " + what + " \"" + name +
+                          "\" cannot be allocated on any of them, even with all their chips free (its selectors choose other hosts, or the "
+                          "cluster has none of that generation)");
+        }
+        if (range) {
+          tpu.chips = static_cast<std::int32_t>(range->first);
+          most = range->second;
+        }
+      }
       set_tpu_hosts(tpu, at);
       if (tpu.hosts > 1) {
-        if (m.claims->most_devices > m.units) {
-          throw_error(ErrorCode::kTraceBadValue, at, "job \"" + j.name + "\": " + what + " \"" + name + "\" takes " + std::to_string(m.units) +
-                                                         " to " + std::to_string(m.claims->most_devices) +
+        if (most > tpu.chips) {
+          throw_error(ErrorCode::kTraceBadValue, at, "job \"" + j.name + "\": " + what + " \"" + name + "\" takes " + std::to_string(tpu.chips) +
+                                                         " to " + std::to_string(most) +
                                                          " chips depending on the host, but the hosts of a multi-host slice are alike: select one size");
         }
         if (j.tasks == 1) j.tasks = j.min_available = tpu.hosts;

@@ -12,6 +12,7 @@
 
 #include <gpusched/dra/nvidia.hpp>
 #include <gpusched/error.hpp>
+#include <gpusched/resources.hpp>
 #include <gpusched/scenario/scenario.hpp>
 
 #include "support/support.hpp"
@@ -504,4 +505,52 @@ TEST_CASE("Multi-host TPU slices through claims refuse what no slice can be", "[
   auto plain = slice_jobs(false);
   plain["workload"]["jobs"][0]["requests"].erase("google.com/tpu");
   CHECK(run_error(plain).find("a TPU slice selector needs google.com/tpu chips per task") != std::string::npos);
+}
+
+TEST_CASE("Multi-host TPU slices through claims: the claim's chips on the selected generation's hosts", "[dra][tpu][engine]") {
+  // Review of 668c9db. A claim for all of a host's chips, whatever the generation, over v4 hosts
+  // (4 chips) and a v5e host of 8: the v4 slice counts the v4 hosts' 4 chips (not "4 to 8").
+  auto doc = slice_jobs(true);
+  doc["dra"]["objects"][0]["spec"]["spec"]["devices"]["requests"][0]["exactly"].erase("selectors");
+  doc["cluster"]["node_groups"].push_back(nlohmann::json::parse(
+      R"({"name": "v5e", "count": 1, "cpu": 112, "memory": "192Gi", "tpu": {"generation": "v5e", "topology": "2x4"}})"));
+  doc["workload"]["jobs"].push_back(nlohmann::json::parse(R"({"id": "v5e-host", "submit_time": 5, "duration": 50, "claim_template": "tpus",
+      "requests": {"cpu": "8", "memory": "64Gi", "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice", "cloud.google.com/gke-tpu-topology": "2x4"}})"));
+  const auto sc = parse_scenario(doc.dump(), "slices.json", ".");
+  auto jobs = sc.jobs;
+  prepare_claims(jobs, sc);
+  CHECK(jobs[0].request.tpu.chips == 4);
+  CHECK(jobs[0].request.tpu.hosts == 4);
+  CHECK(jobs[4].request.tpu.chips == 8);
+  CHECK(jobs[4].request.tpu.hosts == 1);
+  CHECK(jobs[4].tasks == 1);
+  const auto r = run(sc);
+  CHECK(r.summary().completed == 5);
+  CHECK(r.jobs()[4].start_s == 5.0);
+  // A claim whose selectors choose v5p hosts under a v4 slice selector can never run: refused.
+  auto other = slice_jobs(true);
+  other["dra"]["objects"][0]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"][0]["cel"]["expression"] =
+      "device.attributes['tpu.google.com'].tpuGen == 'v5p'";
+  other["cluster"]["node_groups"].push_back(nlohmann::json::parse(
+      R"({"name": "v5p", "cpu": 208, "memory": "448Gi", "tpu": {"generation": "v5p", "topology": "2x2x1"}})"));
+  CHECK(run_error(other).find("job \"s0\" selects TPU v4 hosts, but ResourceClaimTemplate \"tpus\" cannot be allocated on any of them") !=
+        std::string::npos);
+}
+
+TEST_CASE("A claim job's TPU slice selectors are written back to a trace", "[dra][tpu][trace]") {
+  // Review of 668c9db: `gpusched convert` dropped them (format_requests wrote them with chips only).
+  ResourceTable resources;
+  const GpuCatalog catalog = GpuCatalog::builtin();
+  const std::vector<std::pair<std::string, std::string>> items = {
+      {"cpu", "8"}, {"memory", "64Gi"}, {"cloud.google.com/gke-tpu-accelerator", "tpu-v4-podslice"}, {"cloud.google.com/gke-tpu-topology", "2x2x4"}};
+  const auto r = parse_requests(items, {}, catalog, resources, {}, {}, true);
+  CHECK(r.tpu.chips == 0);
+  CHECK(r.tpu.generation == "v4");
+  CHECK(r.tpu.topology == "2x2x4");
+  const auto out = format_requests(r, resources);
+  const std::map<std::string, std::string> written(out.begin(), out.end());
+  CHECK(written.count("google.com/tpu") == 0);
+  CHECK(written.at("cloud.google.com/gke-tpu-accelerator") == "tpu-v4-podslice");
+  CHECK(written.at("cloud.google.com/gke-tpu-topology") == "2x2x4");
+  CHECK(parse_requests(out, {}, catalog, resources, {}, {}, true).tpu == r.tpu);
 }
