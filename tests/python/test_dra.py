@@ -162,3 +162,20 @@ def test_a_shared_resource_claim_is_allocated_once_and_kept_while_a_job_uses_it(
     assert placed["second"].startswith("pcie-0000")    # beside the claim's devices
     # At 150 s "first" has ended but "second" still uses the claim: the 4-GPU job goes elsewhere.
     assert placed["plain"] == "pcie-0001[0,1,2,3]" and start["plain"] == 150.0
+
+
+def test_jobs_holding_nics_through_claims_show_them_in_claims_and_placements():
+    # examples/dra/gpu-nic-jobs.json: GPUs with RDMA NICs on one PCIe root (docs/dra.md, "NICs in
+    # simulations"), beside plain nvidia.com/gpu jobs.
+    result = gpusched.run(REPO / "examples" / "dra" / "gpu-nic-jobs.json")
+    assert (result.jobs["state"] == "completed").all()
+    claims = result.claims
+    nics = claims[claims["driver"] == "dra.net"]
+    gpus = claims[claims["driver"] == "gpu.nvidia.com"]
+    # One NIC per GPU for every claim job; the plain jobs hold none.
+    assert nics.groupby("job").size().to_dict() == gpus.groupby("job").size().to_dict()
+    assert set(nics["job"]) == {j for j in result.jobs["job"] if j.startswith("pair-")}
+    assert set(nics["request"]) == {"nic", "nics"}
+    placed = dict(zip(result.jobs["job"], result.jobs["placement"]))
+    assert placed["pair-0"] == "hgx-0000[0,1]{nic:0,4}"
+    assert "{nic:" not in placed["plain-0"]
