@@ -200,7 +200,10 @@ int nic_index(const NodeSpec& spec, const std::string& device) {
 }  // namespace
 
 TEST_CASE("Simulated jobs hold NICs through their claims, on their GPU's PCIe root", "[dra][nics][engine]") {
-  // gpu-nic.yaml's first claim as a template: a GPU and an RDMA NIC behind one PCIe switch.
+  // gpu-nic.yaml's first claim as a template: a GPU and an RDMA NIC behind one PCIe switch. One
+  // claim over two drivers' slices of one node is the Kubernetes structured allocator's
+  // "several-different-drivers" case (allocator_test.go; translated in test_dra_allocator.cpp);
+  // here the engine keeps what it allocated held until the job ends.
   const auto doc = nic_jobs(R"({"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}},
       {"name": "nic", "exactly": {"deviceClassName": "dranet", "selectors": [{"cel": {"expression": "device.attributes['dra.net'].rdma == true"}}]}}],
       "constraints": [{"requests": ["gpu", "nic"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}]})", 20);
