@@ -1536,6 +1536,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
     std::int32_t units = 0;    // devices taken (admin access left out)
     Kind kind = Kind::kWholeGpu;
     std::string mig_profile;   // kMig: the GIs' profile
+    bool fits = true;          // some node can hold the claim (else it is kept unplaceable)
   };
   std::map<std::string, Made> made;   // by "template NAME" or "claim NAME"
   // The GPU request of a job that takes `m.units` devices of the claim's kind (TPU chips: none).
@@ -1577,14 +1578,18 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
     }
   };
   if (!given.empty()) (void)publish();
-  // A TPU claim's chips on the hosts of one generation (a slice selector's): the fewest and the
-  // most it takes there, over the hosts that can hold it with every chip free; nothing when none can.
-  std::map<std::pair<const dra::DeviceClaims*, std::string>, std::optional<std::pair<std::int64_t, std::int64_t>>> chips_of_generation;
-  const auto chips_on = [&](const dra::DeviceClaims& claims, const std::string& generation) {
-    const auto key = std::make_pair(&claims, generation);
+  // A TPU claim's chips on the hosts a slice selector can use: of its generation and, with a
+  // topology, of a machine type serving that shape (v5e's 8-chip hosts serve 2x4 only, as for
+  // google.com/tpu) in a pool that can hold it (a provisioned pool: of that shape). The fewest and the most it takes there, over the hosts that can hold it
+  // with every chip free (Google's whole-host rule included); nothing when none can.
+  std::map<std::tuple<const dra::DeviceClaims*, std::string, std::string>, std::optional<std::pair<std::int64_t, std::int64_t>>> chips_of_generation;
+  const auto chips_on = [&](const dra::DeviceClaims& claims, const std::string& generation, const std::string& topology) {
+    const auto key = std::make_tuple(&claims, generation, topology);
     if (const auto it = chips_of_generation.find(key); it != chips_of_generation.end()) return it->second;
     std::optional<std::pair<std::int64_t, std::int64_t>> out;
     const auto ptrs = claims.pointers();
+    const TpuGeneration& gen = TpuCatalog::builtin().require(generation, {});
+    const std::optional<TpuTopology> shape = topology.empty() ? std::nullopt : std::optional<TpuTopology>(parse_tpu_topology(topology, {}));
     for (std::size_t u = 0; u < nodes.size(); ++u) {
       if (sc.nodes[u].tpu.generation != generation) continue;
       std::optional<std::vector<dra::Allocation>> got;
@@ -1599,6 +1604,13 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
         for (const auto& r : a.devices) chips += !r.admin_access && r.driver == dra::kTpuDriver ? 1 : 0;
       }
       if (chips == 0) continue;
+      if (shape) {
+        const TpuMachineType* machine = gen.machine_type(static_cast<int>(chips));
+        if (machine == nullptr || !gen.serves(*machine, *shape)) continue;
+        // A provisioned pool is one slice of its own shape (as Scheduler::place_slice takes it).
+        const auto& t = sc.nodes[u].tpu;
+        if (t.provisioned && !t.pool_topology.empty() && !slice_matches_pool(parse_tpu_topology(t.pool_topology, {}), *shape)) continue;
+      }
       out = out ? std::make_pair(std::min(out->first, chips), std::max(out->second, chips)) : std::make_pair(chips, chips);
     }
     return chips_of_generation[key] = out;
@@ -1795,7 +1807,7 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
                                                : " (" + first_error + ")"));
       }
       if (varies) dc->most_devices = static_cast<std::int32_t>(most);
-      Made m{nullptr, static_cast<std::int32_t>(gpus), Kind::kWholeGpu, std::string()};
+      Made m{nullptr, static_cast<std::int32_t>(gpus), Kind::kWholeGpu, std::string(), fits};
       if (!kinds.empty()) {
         m.kind = kinds.begin()->first;
         m.mig_profile = kinds.begin()->second;
@@ -1834,7 +1846,8 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
     // A TPU slice selector (accelerator and topology in the requests): the claim's chips on each
     // host of a slice of that shape, one task per host, all or nothing (as google.com/tpu would).
     const bool slice = !j.request.tpu.topology.empty() || !j.request.tpu.generation.empty();
-    if (slice && (m.kind != Kind::kTpuChip || m.units == 0)) {
+    // (A claim no node can hold, kept unplaceable, takes nothing: the job waits.)
+    if (slice && m.fits && (m.kind != Kind::kTpuChip || m.units == 0)) {
       throw_error(ErrorCode::kTraceBadValue, {source, j.source_line, "requests"},
                   "job \"" + j.name + "\" selects a TPU slice (cloud.google.com/gke-tpu-accelerator" +
                       (j.request.tpu.topology.empty() ? std::string() : ", topology " + std::string(j.request.tpu.topology)) + "), but " +
@@ -1851,17 +1864,24 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       std::int64_t most = std::max<std::int64_t>(m.claims->most_devices, m.units);
       if (!tpu.generation.empty()) {
         // The selector's generation: the claim's chips on those hosts (others may differ).
-        const auto range = chips_on(*m.claims, std::string(tpu.generation));
-        if (!range && !sc.keep_unplaceable) {
-          throw_error(ErrorCode::kTraceUnplaceable, at,
-                      "job \"" + j.name + "\" selects TPU " + std::string(tpu.generation) + " hosts, but " + what + " \"" + name +
-                          "\" cannot be allocated on any of them, even with all their chips free (its selectors choose other hosts, or the "
-                          "cluster has none of that generation)");
+        const auto range = chips_on(*m.claims, std::string(tpu.generation), std::string(tpu.topology));
+        if (!range) {
+          if (!sc.keep_unplaceable) {
+            throw_error(ErrorCode::kTraceUnplaceable, at,
+                        "job \"" + j.name + "\" selects TPU " + std::string(tpu.generation) + " hosts" +
+                            (tpu.topology.empty() ? std::string() : " for a " + std::string(tpu.topology) + " slice") + ", but " + what + " \"" +
+                            name + "\" cannot be allocated on any of them, even with all their chips free (its selectors choose other hosts; or "
+                            "it takes part of a host's chips, which Google's TPU driver refuses; or no host of that generation and size "
+                            "serves the shape)");
+          }
+          // Kept unplaceable: it waits on the hosts it selects, none of which can hold the claim.
+          tpu.topology = CompactString();
+          tpu.hosts = 1;
+          j.request.tpu = tpu;
+          continue;
         }
-        if (range) {
-          tpu.chips = static_cast<std::int32_t>(range->first);
-          most = range->second;
-        }
+        tpu.chips = static_cast<std::int32_t>(range->first);
+        most = range->second;
       }
       set_tpu_hosts(tpu, at);
       if (tpu.hosts > 1) {
