@@ -302,9 +302,9 @@ class OrderBlocks {
       spans_[s].lasts.push_back(e);
     }
     // The first span, then the first block in it, whose last entry is not before e (else the last).
-    const std::size_t rank = first_not_before(g.lasts, e, 0);
+    const std::size_t rank = first_not_before(g.lasts, e);
     Span& sp = spans_[g.spans[rank]];
-    const std::size_t i = first_not_before(sp.lasts, e, 0);
+    const std::size_t i = first_not_before(sp.lasts, e);
     const std::uint32_t b = sp.blocks[i];
     Block& blk = blocks_[b];
     const auto at = std::lower_bound(blk.entries.begin(), blk.entries.end(), e, before) - blk.entries.begin();
@@ -471,10 +471,10 @@ class OrderBlocks {
     if (groups_.size() > kLinearGroups) slots_.emplace(group, static_cast<std::uint32_t>(groups_.size() - 1));
     return groups_.size() - 1;
   }
-  /// The first of `lasts` from `from` on that e is not after, else the last one (place: the
-  /// block or span e goes into).
-  static std::size_t first_not_before(const std::vector<Entry>& lasts, const Entry& e, std::size_t from) {
-    std::size_t lo = from, hi = lasts.size() - 1;
+  /// The first of `lasts` that e is not after, else the last one (place: the block or span e
+  /// goes into).
+  static std::size_t first_not_before(const std::vector<Entry>& lasts, const Entry& e) {
+    std::size_t lo = 0, hi = lasts.size() - 1;
     while (lo < hi) {
       const std::size_t mid = (lo + hi) / 2;
       if (before(lasts[mid], e)) lo = mid + 1;

@@ -139,14 +139,9 @@ std::int64_t claim_tasks_at_once(const JobSpec& j, ClusterState& scratch, std::i
     while (total + static_cast<std::int64_t>(taken.size()) < want && scratch.fits(node, host) &&
            (!claims.shared || taken.size() < policies::DynamicResources::kMaxClaimUsers)) {
       if (!claims.shared || taken.empty()) {
-        std::optional<std::vector<dra::Allocation>> got;
-        try {
-          got = alloc.allocate(published.nodes[n], ptrs, in_use);
-        } catch (const dra::AllocationError&) {
-          break;
-        }
-        if (!got || !dra::takes_whole_tpu_host(*got, scratch.spec(node))) break;
-        for (const auto& a : *got) {
+        const auto on = dra::allocate_on_node(alloc, published.nodes[n], scratch.spec(node), ptrs, in_use);
+        if (!on.got) break;
+        for (const auto& a : *on.got) {
           for (const auto& r : a.devices) {
             if (r.admin_access) continue;
             if (const auto k = alloc.find_device(r.driver, r.pool, r.device)) in_use[*k] = 1;

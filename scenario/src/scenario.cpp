@@ -1592,17 +1592,9 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
     const std::optional<TpuTopology> shape = topology.empty() ? std::nullopt : std::optional<TpuTopology>(parse_tpu_topology(topology, {}));
     for (std::size_t u = 0; u < nodes.size(); ++u) {
       if (sc.nodes[u].tpu.generation != generation) continue;
-      std::optional<std::vector<dra::Allocation>> got;
-      try {
-        got = empty_cluster->allocate(nodes[u], ptrs, empty_cluster->no_devices_in_use());
-      } catch (const dra::AllocationError&) {
-        continue;
-      }
-      if (!got || !dra::takes_whole_tpu_host(*got, sc.nodes[u])) continue;
-      std::int64_t chips = 0;
-      for (const auto& a : *got) {
-        for (const auto& r : a.devices) chips += !r.admin_access && r.driver == dra::kTpuDriver ? 1 : 0;
-      }
+      const auto on = dra::allocate_on_node(*empty_cluster, nodes[u], sc.nodes[u], ptrs, empty_cluster->no_devices_in_use());
+      if (!on.got) continue;
+      const std::int64_t chips = dra::devices_taken(*on.got, dra::kTpuDriver);
       if (chips == 0) continue;
       if (shape) {
         const TpuMachineType* machine = gen.machine_type(static_cast<int>(chips));
@@ -1771,19 +1763,13 @@ void resolve_claims(Workload& jobs, const Scenario& sc, const std::string& sourc
       std::string first_error, partial_tpu;
       for (std::size_t u = 0; u < nodes.size(); ++u) {
         const auto& n = nodes[u];
-        std::optional<std::vector<dra::Allocation>> got;
-        try {
-          got = empty_cluster->allocate(n, claims, none);
-        } catch (const dra::AllocationError& e) {
-          if (first_error.empty()) first_error = "on node " + n.name + ": " + e.what();
-        }
-        if (!got) continue;
-        if (!dra::takes_whole_tpu_host(*got, sc.nodes[u])) {   // (admin-access chips count too, as the driver counts them)
-          // Google's driver refuses to prepare a claim that takes part of a host's chips
-          // (ValidateTpuRequest): the claim fits there only if it takes them all.
-          if (partial_tpu.empty()) partial_tpu = n.name + " has " + std::to_string(sc.nodes[u].tpu.chips) + " chips";
-          continue;
-        }
+        const auto on = dra::allocate_on_node(*empty_cluster, n, sc.nodes[u], claims, none);
+        if (!on.error.empty() && first_error.empty()) first_error = "on node " + n.name + ": " + on.error;
+        // Google's driver refuses to prepare a claim that takes part of a host's chips
+        // (ValidateTpuRequest; admin-access chips count too, as the driver counts them): the
+        // claim fits there only if it takes them all.
+        if (on.partial_tpu && partial_tpu.empty()) partial_tpu = n.name + " has " + std::to_string(sc.nodes[u].tpu.chips) + " chips";
+        if (!on.got) continue;
         if (!all_mode) {
           fits = true;
           break;

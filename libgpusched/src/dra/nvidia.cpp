@@ -58,9 +58,6 @@ std::string synthetic_uuid(std::string_view prefix, std::string_view node, std::
 
 std::string mib(std::int64_t v) { return std::to_string(v) + "Mi"; }
 
-}  // namespace
-
-namespace {
 /// A PCIe root's name as resource.kubernetes.io/pcieRoot states it: "pci<domain>:<bus>".
 std::string pcie_root_name(unsigned domain, unsigned bus) {
   char root[32];
@@ -425,18 +422,26 @@ std::optional<std::int32_t> claims_fit_empty(const DeviceClaims& claims, const N
     return std::nullopt;
   }
   const Allocator alloc(*claims.classes, std::move(published.slices));
+  const auto on = allocate_on_node(alloc, published.nodes.front(), node, claims.pointers(), alloc.no_devices_in_use());
+  if (!on.got) return std::nullopt;
+  // The GPUs, GIs or chips it takes (the job's kind): its NICs come besides.
+  return devices_taken(*on.got) - devices_taken(*on.got, kDranetDriver);
+}
+
+NodeAllocation allocate_on_node(const Allocator& alloc, const NodeInfo& info, const NodeSpec& node,
+                                std::span<const ResourceClaim* const> claims, std::span<const std::uint8_t> in_use) {
+  NodeAllocation out;
   try {
-    const auto got = alloc.allocate(published.nodes.front(), claims.pointers(), alloc.no_devices_in_use());
-    if (!got || !takes_whole_tpu_host(*got, node)) return std::nullopt;
-    // The GPUs, GIs or chips it takes (the job's kind): its NICs come besides.
-    std::int32_t n = devices_taken(*got);
-    for (const auto& a : *got) {
-      for (const auto& r : a.devices) n -= !r.admin_access && r.driver == kDranetDriver ? 1 : 0;
-    }
-    return n;
-  } catch (const AllocationError&) {
-    return std::nullopt;
+    out.got = alloc.allocate(info, claims, in_use);
+  } catch (const AllocationError& e) {
+    out.error = e.what();
+    return out;
   }
+  if (out.got && !takes_whole_tpu_host(*out.got, node)) {
+    out.got.reset();
+    out.partial_tpu = true;
+  }
+  return out;
 }
 
 std::vector<DeviceClass> nvidia_device_classes() {

@@ -61,22 +61,16 @@ std::optional<std::vector<dra::Allocation>> DynamicResources::allocate(const Clu
     const auto count = static_cast<std::uint32_t>(d.alloc->slices()[static_cast<std::size_t>(nics)].devices.size());
     for (std::uint32_t k = first; k < first + count; ++k) in_use_[k] = (busy >> d.unit_of[k].gpu) & 1U;
   }
-  const auto ptrs = claims.pointers();
-  try {
-    auto got = d.alloc->allocate(d.nodes[node.value], ptrs, in_use_);
-    // Google's TPU driver prepares only claims that take all of a host's chips; Kubernetes would
-    // bind the pod and it would not start. Here such a node does not fit (docs/dra.md).
-    if (got && !dra::takes_whole_tpu_host(*got, cluster.spec(node))) {
-      if (partial_tpu != nullptr) *partial_tpu = true;
-      return std::nullopt;
-    }
-    return got;
-  } catch (const dra::AllocationError& e) {
+  // Google's TPU driver prepares only claims that take all of a host's chips; Kubernetes would
+  // bind the pod and it would not start. Here such a node does not fit (docs/dra.md).
+  auto on = dra::allocate_on_node(*d.alloc, d.nodes[node.value], cluster.spec(node), claims.pointers(), in_use_);
+  if (on.partial_tpu && partial_tpu != nullptr) *partial_tpu = true;
+  if (!on.error.empty()) {
     const std::string text = std::string("dynamic-resources: ") + (claims.shared ? "ResourceClaim" : "ResourceClaimTemplate") + " \"" +
-                             claims.template_name + "\": " + e.what();
+                             claims.template_name + "\": " + on.error;
     if (std::find(errors_.begin(), errors_.end(), text) == errors_.end()) errors_.push_back(text);
-    return std::nullopt;
   }
+  return std::move(on.got);
 }
 
 std::optional<NodeId> DynamicResources::shared_node(const TaskContext& ctx) const {

@@ -194,11 +194,12 @@ struct Allocation {
   NodeSelectorTerm node_selector;
 };
 
-/// The devices `allocations` take: admin access left out (those are monitored, not taken).
-[[nodiscard]] inline std::int32_t devices_taken(std::span<const Allocation> allocations) {
+/// The devices `allocations` take: admin access left out (those are monitored, not taken); of
+/// driver `driver` only, when one is named.
+[[nodiscard]] inline std::int32_t devices_taken(std::span<const Allocation> allocations, std::string_view driver = {}) {
   std::int32_t n = 0;
   for (const auto& a : allocations) {
-    for (const auto& r : a.devices) n += r.admin_access ? 0 : 1;
+    for (const auto& r : a.devices) n += r.admin_access || (!driver.empty() && r.driver != driver) ? 0 : 1;
   }
   return n;
 }

@@ -118,6 +118,19 @@ struct ClusterDevices {
 /// autoscaler: can a new node of this shape ever hold the claim, and how many devices (admin
 /// access and NICs left out: GPUs, GIs or chips) does it take there? nullopt: it cannot. O(devices x requests).
 [[nodiscard]] std::optional<std::int32_t> claims_fit_empty(const DeviceClaims& claims, const NodeSpec& node, const GpuCatalog& catalog);
+/// Claims allocated on one node as a simulation hands them out: `got` is the allocation, or
+/// nullopt when they do not fit there, which includes an allocation Google's TPU driver would
+/// refuse to prepare (takes_whole_tpu_host: `partial_tpu`) and an AllocationError (`error`, its
+/// text: "not there", as the dynamic-resources plugin takes it).
+struct NodeAllocation {
+  std::optional<std::vector<Allocation>> got;
+  bool partial_tpu = false;
+  std::string error;
+};
+/// `alloc` allocating `claims` on `info` (the node `node` describes) with `in_use` marked, then
+/// the TPU driver's whole-host rule.
+[[nodiscard]] NodeAllocation allocate_on_node(const Allocator& alloc, const NodeInfo& info, const NodeSpec& node,
+                                              std::span<const ResourceClaim* const> claims, std::span<const std::uint8_t> in_use);
 /// NVIDIA's DeviceClasses: gpu.nvidia.com (type gpu), mig.nvidia.com (type mig) and
 /// vfio.gpu.nvidia.com (type vfio), with the chart's selectors.
 [[nodiscard]] std::vector<DeviceClass> nvidia_device_classes();
