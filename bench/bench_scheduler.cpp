@@ -29,7 +29,8 @@
 //       unplaced_pct (decisions that found no node), p99_placed_ns (p99 of those that found one), gpu_alloc_pct (mean before a decision),
 //       and the node index's counters per decision (idx_answered_pct, idx_updates_per_dec,
 //       idx_rebuilds, idx_walk_pct: decisions a score-order or first-feasible walk answered,
-//       idx_gave_up: walks past their budget). The latency histogram (log2 buckets in ns) goes to the CSV file named
+//       idx_gave_up: walks past their budget; idx_bounded_per_dec, idx_bounds_scored_pct: nodes
+//       given a score bound instead of a score, and the share of them scored after all). The latency histogram (log2 buckets in ns) goes to the CSV file named
 //       by GPUSCHED_LATENCY_CSV (truncated at start; columns benchmark, profile, nodes, index,
 //       bucket_lo_ns, bucket_hi_ns, count), else to stderr (so --benchmark_format=json stays
 //       valid). GPUSCHED_LATENCY_NODES: a comma list of node counts instead of 5000.
@@ -410,6 +411,10 @@ void BM_Scheduler_DecisionLatency(benchmark::State& state, const std::string& pr
   state.counters["idx_rebuilds"] = static_cast<double>(is.rebuilds);
   state.counters["idx_walk_pct"] = 100.0 * static_cast<double>(is.ordered + is.first_feasible) / n;   // from a score-order walk
   state.counters["idx_gave_up"] = static_cast<double>(is.gave_up);
+  if (is.bounded > 0) {   // nodes given a score bound, and the share of them scored after all
+    state.counters["idx_bounded_per_dec"] = static_cast<double>(is.bounded) / n;
+    state.counters["idx_bounds_scored_pct"] = 100.0 * static_cast<double>(is.bounds_scored) / static_cast<double>(is.bounded);
+  }
   write_histogram("BM_Scheduler_DecisionLatency/" + profile + "/nodes:" + std::to_string(nodes) + "/index:" + (index ? "1" : "0"),
                   profile, nodes, index, rec);
 }

@@ -253,12 +253,15 @@ bool modelled(const TaskRequest& r) {
 }
 
 /// A node's idle GPU and, per GPU shape, the idle milli it can use and the units it can give.
+/// `offers`: per shape, the GPUs (index < 64) that give it a unit.
 void aggregate(const ClusterState& c, NodeId n, std::span<const TaskRequest> shapes, std::int64_t& idle,
-               std::int64_t* usable, std::int32_t* units) {
+               std::int64_t* usable, std::int32_t* units, std::uint64_t* offers) {
   const auto f = node_mig(c, n);
   idle = 0;
   std::fill(usable, usable + shapes.size(), 0);
   std::fill(units, units + shapes.size(), 0);
+  std::fill(offers, offers + shapes.size(), 0);
+  std::size_t i = 0;
   for (const auto& g : c.gpus(n)) {
     const Look l = look_of(c, g);
     idle += idle_of(c, f, l);
@@ -266,7 +269,9 @@ void aggregate(const ClusterState& c, NodeId n, std::span<const TaskRequest> sha
       const auto x = contrib(c, f, l, shapes[k]);
       usable[k] += x.usable;
       units[k] += x.units;
+      if (x.units > 0 && i < 64) offers[k] |= std::uint64_t{1} << i;
     }
+    ++i;
   }
 }
 
@@ -348,7 +353,8 @@ std::int64_t node_idle_milli(const ClusterState& c, NodeId node) {
 std::int64_t node_fragment(const ClusterState& c, NodeId node, const PodType& m) {
   std::int64_t idle = 0, usable = 0;
   std::int32_t units = 0;
-  aggregate(c, node, std::span<const TaskRequest>(&m.request, 1), idle, &usable, &units);
+  std::uint64_t offers = 0;
+  aggregate(c, node, std::span<const TaskRequest>(&m.request, 1), idle, &usable, &units, &offers);
   return fragment(m.request, idle, c.node(node).cpu_free_milli, usable, units);
 }
 
@@ -409,6 +415,9 @@ void FragmentationCache::bind(const ClusterState& c) {
   weighted_.assign(n, 0);
   usable_.assign(n * k, 0);
   units_.assign(n * k, 0);
+  offers_.assign(n * k, 0);
+  fit_pods_.assign(n * k, 0);
+  unfit_pods_.assign(n, 0);
 }
 
 std::size_t FragmentationCache::ensure(const ClusterState& c, NodeId n) {
@@ -418,13 +427,19 @@ std::size_t FragmentationCache::ensure(const ClusterState& c, NodeId n) {
   if (key_gen_[i] == s.generation) return i;
   const std::size_t k = shapes_.size();
   std::int64_t idle = 0;
-  aggregate(c, n, shapes_, idle, usable_.data() + i * k, units_.data() + i * k);
-  std::int64_t weighted = 0;
+  aggregate(c, n, shapes_, idle, usable_.data() + i * k, units_.data() + i * k, offers_.data() + i * k);
+  std::int64_t weighted = 0, unfit = 0;
+  std::fill_n(fit_pods_.begin() + static_cast<std::ptrdiff_t>(i * k), k, 0);
   for (std::size_t m = 0; m < types_.size(); ++m) {
     const auto sh = shape_of_[m];
     const std::size_t at = i * k + static_cast<std::size_t>(std::max(sh, 0));
-    weighted += types_[m].pods * (sh < 0 ? idle : fragment(types_[m].request, idle, s.cpu_free_milli, usable_[at], units_[at]));
+    const auto& type = types_[m].request;
+    // fragment(): a type with GPUs that fits leaves its usable milli out; the others count all idle milli.
+    const bool fits = sh >= 0 && s.cpu_free_milli >= type.cpu_milli && units_[at] >= type.gpu.count;
+    weighted += types_[m].pods * (fits ? idle - usable_[at] : idle);
+    (fits ? fit_pods_[at] : unfit) += types_[m].pods;
   }
+  unfit_pods_[i] = unfit;
   key_gen_[i] = s.generation;
   cpu_free_[i] = s.cpu_free_milli;
   idle_[i] = idle;
@@ -433,6 +448,34 @@ std::size_t FragmentationCache::ensure(const ClusterState& c, NodeId n) {
 }
 
 std::int64_t FragmentationCache::weighted_node(const ClusterState& c, NodeId n) { return weighted_[ensure(c, n)]; }
+
+std::int64_t FragmentationCache::weighted_drop_bound(const ClusterState& c, NodeId n, std::int64_t g, std::uint64_t gpus,
+                                                     bool one_gpu) {
+  const std::size_t i = ensure(c, n);
+  const std::size_t k = shapes_.size();
+  const std::int64_t idle = idle_[i];
+  // Types that do not fit (CPU-only ones included): F_n(m) is the idle milli.
+  const std::int64_t unfit = unfit_pods_[i] * std::min(g, idle);
+  if (!one_gpu || gpus == 0) {
+    std::int64_t out = unfit;
+    for (std::size_t at = i * k; at < (i + 1) * k; ++at) {
+      // Types of this shape that fit: F_n(m) = idle - usable, unless every GPU the task may take serves them.
+      if (fit_pods_[at] != 0 && (gpus & ~offers_[at]) != 0) out += fit_pods_[at] * std::min(g, idle - usable_[at]);
+    }
+    return out;
+  }
+  // One GPU taken: the most any one of them can lower (types it serves do not fall).
+  std::int64_t best = 0;
+  for (std::uint64_t left = gpus; left != 0; left &= left - 1) {
+    const std::uint64_t bit = left & (~left + 1);
+    std::int64_t out = unfit;
+    for (std::size_t at = i * k; at < (i + 1) * k; ++at) {
+      if (fit_pods_[at] != 0 && (offers_[at] & bit) == 0) out += fit_pods_[at] * std::min(g, idle - usable_[at]);
+    }
+    best = std::max(best, out);
+  }
+  return best;
+}
 
 double FragmentationCache::node(const ClusterState& c, NodeId n) {
   const auto w = weighted_node(c, n);
@@ -880,6 +923,54 @@ double FgdPlugin::score(const ClusterState& cluster, const TaskContext& ctx, Nod
   if (!d) return integer_ ? 0.0 : -std::numeric_limits<double>::max() / 4;
   m = {s.generation, *d};
   return as_score(*d);
+}
+
+bool FgdPlugin::score_bounds(const ClusterState& cluster, const TaskContext& ctx, std::span<const NodeId> nodes,
+                             std::span<double> out) {
+  // Integer scores only: their normalize is the identity (the node index's totals tree).
+  const auto& r = ctx.request();
+  if (!integer_ || r.tpu.chips > 0) return false;
+  // The idle milli a placement takes, at most, on a node of plain GPUs (ClusterState::unit_grant:
+  // a whole GPU gives all its milli, a share its request's).
+  std::int64_t g = 0;
+  switch (r.gpu.mode) {
+    case GpuMode::kNone: break;
+    case GpuMode::kWhole:
+    case GpuMode::kShared: g = r.gpu.total_milli(); break;
+    default: return false;
+  }
+  if (g < 0) return false;
+  use_fallback(r);
+  const std::int64_t weights = cache_.total_weight();
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!cluster.node(nodes[i]).plain_gpus) {
+      out[i] = std::numeric_limits<double>::quiet_NaN();   // partitioned GPUs: no bound, score() answers
+      continue;
+    }
+    // The GPUs the task may take, or more: a whole GPU must be idle, a share needs its milli
+    // free and, taking all the compute, an idle GPU (ClusterState::share_fits).
+    std::uint64_t may_take = 0;
+    if (r.gpu.mode != GpuMode::kNone) {
+      const auto gpus = cluster.gpus(nodes[i]);
+      for (std::size_t x = 0; x < gpus.size(); ++x) {
+        if (x >= 64) {
+          may_take = ~0ULL;
+          break;
+        }
+        const auto& gpu = gpus[x];
+        const bool may = r.gpu.mode == GpuMode::kWhole
+                             ? gpu.tasks == 0
+                             : gpu.milli_free >= r.gpu.milli && (r.gpu.milli < kMilliPerGpu || gpu.tasks == 0);
+        if (may) may_take |= std::uint64_t{1} << x;
+      }
+    }
+    const std::int64_t drop = cache_.weighted_drop_bound(cluster, nodes[i], g, may_take, r.gpu.count == 1);
+    // ΔF >= -drop / weights, and integer_score does not grow with ΔF. The bound's ΔF is taken a
+    // millionth of a milli lower so that exp()'s rounding can never put the bound below the score.
+    const double least = weights > 0 ? static_cast<double>(-drop) / static_cast<double>(weights) : 0.0;
+    out[i] = static_cast<double>(fgd::integer_score(least - 1e-6));
+  }
+  return true;
 }
 
 bool FgdPlugin::select(const ClusterState& cluster, const TaskContext& ctx, NodeId node, TaskPlacement& out) const {

@@ -71,6 +71,11 @@ struct NodeIndexClass {
   std::size_t feasible_count = 0;
   std::vector<double> raw;          ///< [plugin x nodes + node]: raw score (feasible nodes only)
   std::vector<std::uint32_t> active;   ///< per idle-normalised plugin: feasible nodes with an active raw score
+  /// Per node: 1 while its leaf holds the score plugin's bound (ScorePlugin::score_bounds) instead
+  /// of its total; its raw score is then not kept. NodeIndex::best_bounded scores such a node
+  /// when it reaches the top, NodeIndex::settle all of them.
+  std::vector<std::uint8_t> pending;
+  std::size_t pending_count = 0;
   /// The last diagnosis counted from this class (Scheduler::diagnose_from_index), valid while
   /// log_pos is still diag_pos: every reject signature with its node count, in the order the
   /// scan notes them, and the nodes where preemption might help. Jobs of one request that fail
@@ -788,7 +793,9 @@ class NodeIndex {
   NodeIndex(std::span<FilterPlugin* const> filters, std::span<const std::pair<ScorePlugin*, double>> scores, Mode mode,
             bool reasons)
       : filters_(filters.begin(), filters.end()), scores_(scores.begin(), scores.end()), mode_(mode),
-        tree_(mode != Mode::kLinear), reasons_(reasons) {
+        tree_(mode != Mode::kLinear), reasons_(reasons),
+        boundable_(mode == Mode::kTotals && scores_.size() == 1 && scores_[0].first->normalize_is_identity() &&
+                   scores_[0].second > 0.0) {
     for (std::size_t k = 0; k < scores_.size(); ++k) {
       const auto* p = scores_[k].first;
       if (mode_ == Mode::kTotals && !p->normalize_is_identity()) {
@@ -818,9 +825,14 @@ class NodeIndex {
   [[nodiscard]] Mode mode() const { return mode_; }
 
   /// The class of `ctx.job` under the filters' `variant` (FilterPlugin::index_key), its answers
-  /// brought up to date with `cluster`.
-  Class& refresh(const ClusterState& cluster, const TaskContext& ctx, std::span<const std::uint64_t> variant = {}) {
+  /// brought up to date with `cluster`. `bounds`: the caller takes the top node from
+  /// best_bounded(), so a feasible node may keep its score plugin's bound instead of its score
+  /// (ScorePlugin::score_bounds; totals mode, one score plugin). Otherwise every feasible node
+  /// has its score on return.
+  Class& refresh(const ClusterState& cluster, const TaskContext& ctx, std::span<const std::uint64_t> variant = {},
+                 bool bounds = false) {
     const JobSpec& job = ctx.job;
+    bounds_ = bounds && boundable_;
     need_ = need_of(cluster, ctx);
     std::uint64_t h = request_class(job);
     for (const auto v : variant) h = (h ^ v) * 0x100000001b3ULL;
@@ -901,7 +913,37 @@ class NodeIndex {
       update(*c, cluster, ctx, dirty_, false);
     }
     c->log_pos = cluster.change_count();
+    if (!bounds_) settle(*c, cluster, ctx);
+    bounds_ = false;
     return *c;
+  }
+
+  /// Scores every node of `c` that holds a bound (refresh with `bounds`), so that its raw scores
+  /// and tree are the plain index's.
+  void settle(Class& c, const ClusterState& cluster, const TaskContext& ctx) {
+    if (c.pending_count == 0) return;
+    fit_.clear();
+    for (std::uint32_t u = 0; u < c.nodes; ++u) {
+      if (c.pending[u] != 0) fit_.push_back(NodeId{u});
+    }
+    score_fit(c, cluster, ctx, false);
+    propagate(c);
+  }
+
+  /// Totals mode, node-order ties, for a class refreshed with `bounds`: best(c), the lowest-index
+  /// node at the top total, scoring each node that reaches the top with a bound and looking
+  /// again. A bound is never below the node's total, so once the top's lowest-index leaf holds a
+  /// total, every bound elsewhere is below it (from a lower index) or at most equal (from a higher
+  /// one): no node the scan would prefer is left unscored. Precondition: some node is feasible.
+  [[nodiscard]] std::uint32_t best_bounded(Class& c, const ClusterState& cluster, const TaskContext& ctx) {
+    for (;;) {
+      const std::uint32_t u = best(c);
+      if (c.pending[u] == 0) return u;
+      ++stats.bounds_scored;
+      fit_.assign(1, NodeId{u});
+      score_fit(c, cluster, ctx, false);
+      propagate(c);
+    }
   }
 
   /// The lowest-index node every filter accepts (the first feasible node in node order), found
@@ -1292,6 +1334,8 @@ class NodeIndex {
     c.diag_pos = std::numeric_limits<std::uint64_t>::max();
     c.active.assign(idle_.size(), 0);
     c.feasible_count = 0;
+    c.pending.assign(n, 0);
+    c.pending_count = 0;
     c.raw.assign(n * scores_.size(), 0.0);
     if (tree_) {
       c.leaves = std::bit_ceil(std::max<std::size_t>(n, 1));
@@ -1383,6 +1427,7 @@ class NodeIndex {
     const auto prefetch = [&](std::uint32_t v) {
       __builtin_prefetch(&c.reject[v]);
       __builtin_prefetch(&c.feasible[v]);
+      __builtin_prefetch(&c.pending[v]);
       __builtin_prefetch(&states[v]);
       for (std::size_t k = 0; k < scores_.size(); ++k) __builtin_prefetch(&c.raw[k * n + v]);
       if (tree_) {
@@ -1395,6 +1440,10 @@ class NodeIndex {
       const std::uint32_t u = nodes[i];
       const NodeId node{u};
       if (c.reject[u] == kDeferred) --c.deferred;
+      if (c.pending[u] != 0) {   // (set again below if it gets a bound)
+        c.pending[u] = 0;
+        --c.pending_count;
+      }
       if (c.feasible[u] != 0) {
         for (std::size_t j = 0; j < idle_.size(); ++j) {
           if (scores_[idle_[j].plugin].first->normalize_active(c.raw[idle_[j].plugin * n + u])) --c.active[j];
@@ -1429,6 +1478,39 @@ class NodeIndex {
       else if (tree_) set_leaf(c, u, kInfeasible, bulk);
     }
     if (fit_.empty()) return;
+    scratch_.resize(fit_.size());
+    if (bounds_ && scores_[0].first->score_bounds(cluster, ctx, fit_, scratch_)) {
+      // Each node with a bound keeps it as its total (one plugin, weight > 0: weight x bound is
+      // never below weight x score) until best_bounded or settle scores it; the others are scored.
+      const double weight = scores_[0].second;
+      std::size_t exact = 0;
+      for (std::size_t i = 0; i < fit_.size(); ++i) {
+        const std::uint32_t u = fit_[i].value;
+        if (std::isnan(scratch_[i])) {
+          fit_[exact++] = fit_[i];
+          continue;
+        }
+        c.pending[u] = 1;
+        ++c.pending_count;
+        ++stats.bounded;
+        set_leaf(c, u, 0.0 + weight * scratch_[i], bulk);
+      }
+      fit_.resize(exact);
+    }
+    score_fit(c, cluster, ctx, bulk);
+  }
+
+  /// Scores the nodes in fit_ (feasible, their filter answers set) and sets their raw scores
+  /// and leaves; a node that held a bound holds its total after.
+  void score_fit(Class& c, const ClusterState& cluster, const TaskContext& ctx, bool bulk) {
+    if (fit_.empty()) return;
+    const std::size_t n = c.nodes;
+    for (const NodeId node : fit_) {
+      if (c.pending[node.value] != 0) {
+        c.pending[node.value] = 0;
+        --c.pending_count;
+      }
+    }
     scratch_.resize(fit_.size());
     for (std::size_t k = 0; k < scores_.size(); ++k) {
       scores_[k].first->score_all(cluster, ctx, fit_, scratch_);
@@ -1528,6 +1610,8 @@ class NodeIndex {
   Mode mode_ = Mode::kLinear;
   bool tree_ = false;
   bool reasons_ = false;   // keep every reason of a rejected node (kube-scheduler diagnosis)
+  bool boundable_ = false; // one score plugin, identity normalize, positive weight, totals: bounds may stand for scores
+  bool bounds_ = false;    // this refresh may leave bounds (refresh's `bounds`)
   std::vector<Class> classes_;
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> by_hash_;   // request_class() -> classes
   std::uint64_t clock_ = 0;

@@ -397,7 +397,11 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
   if (local) {
     index_key_.clear();
     for (const auto* f : filters_) f->index_key(index_key_);
-    auto& c = index_->refresh(cluster, ctx, index_key_);
+    // The top total is all that is read, lowest index first: the score plugin's bounds may stand
+    // for the scores of nodes that cannot reach it (NodeIndex::best_bounded).
+    const bool bounds = index_tree_ && !explaining_ && only.empty() && nodes_to_find(n) >= n &&
+                        profile_.tie_break == TieBreak::kNodeOrder;
+    auto& c = index_->refresh(cluster, ctx, index_key_, bounds);
     if (explaining_) explain_verdicts(cluster, ctx, only, &c);
     ++index_->stats.decisions;
     if (!only.empty() || nodes_to_find(n) < n || (explaining_ && first_feasible_wins_)) {
@@ -415,8 +419,9 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
           pick = static_cast<std::uint32_t>(tie_rng_.below(c.ties[1]));
         }
         ++index_->stats.tree;
-        return finish(cluster, ctx, NodeId{NodeIndex::best(c, pick)}, out);
+        return finish(cluster, ctx, NodeId{bounds ? index_->best_bounded(c, cluster, ctx) : NodeIndex::best(c, pick)}, out);
       }
+      index_->settle(c, cluster, ctx);   // (bounds: the raw scores are read below)
       if (index_->mode() == NodeIndex::Mode::kMinMax && !explaining_) {
         ++index_->stats.tree;
         return finish(cluster, ctx, NodeId{NodeIndex::best_min_max(c, scores_[0].second)}, out);

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -452,6 +453,79 @@ TEST_CASE("FGD's remembered node answers never change a decision", "[policies][f
     CHECK(got == expected);
     if (ok) running.emplace_back(j, got);
   }
+}
+
+TEST_CASE("FGD's score bounds are never below its integer scores", "[policies][fgd][node-index]") {
+  // ScorePlugin::score_bounds: the node index keeps a node's bound instead of its score while the
+  // bound cannot reach the top, so a bound below the score would change a decision. Random
+  // placements and releases on plain, T4, CPU-only and MIG nodes; after each, every request's
+  // bound and score on every node it fits.
+  auto c = t::cluster({t::node("a0", 64, 512, 8), t::node("a1", 32, 256, 4), t::node("v", 16, 128, 2, "V100-32GB"),
+                       t::node("t4", 8, 64, 4, "T4"), t::node("cpu", 16, 64, 0), mig_node("mig-d", 2, true)});
+  const auto mem_share = t::request({{"aliyun.com/gpu-mem", "12"}, {"cpu", "2"}});
+  const std::vector<TaskRequest> shapes{share(200, 1), share(500, 2), share(700, 1), share(1000, 1), gpus(1, 4),
+                                        gpus(2, 8),    gpus(1, 2, {"T4"}), cpus(4),   cpus(40),       mem_share,
+                                        mig("1g.10gb"), share(300, 30)};
+  std::vector<JobSpec> w;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    for (std::size_t k = 0; k <= i % 4; ++k) w.push_back(job(shapes[i]));
+  }
+  FgdPlugin fgd(1.0, true);
+  fgd.attach(c, w, nullptr);
+  REQUIRE(fgd.types().size() == shapes.size());
+  Rng rng(11);
+  std::vector<std::pair<TaskRequest, TaskPlacement>> running;
+  std::vector<GpuGrant> grants;
+  fgd::FragmentationCache cache(fgd.types());
+  int checked = 0, tight = 0, below_top = 0, no_bound = 0;
+  for (int step = 0; step < 300; ++step) {
+    if (!running.empty() && rng.below(3) == 0) {
+      const auto k = static_cast<std::size_t>(rng.below(running.size()));
+      c.release(running[k].first, running[k].second);
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(k));
+    } else {
+      const auto& r = shapes[static_cast<std::size_t>(rng.below(shapes.size()))];
+      const NodeId n{static_cast<std::uint32_t>(rng.below(c.node_count()))};
+      if (cache.best_grants(c, r, n, nullptr, grants)) {
+        TaskPlacement p{n, grants};
+        c.allocate(r, p);
+        running.emplace_back(r, p);
+      }
+    }
+    for (const auto& r : shapes) {
+      const JobSpec j = job(r);
+      CycleState state;
+      TaskContext ctx{j, JobId{0}, 0, state};
+      std::vector<NodeId> fit;
+      for (std::uint32_t n = 0; n < c.node_count(); ++n) {
+        if (c.fits(NodeId{n}, r)) fit.push_back(NodeId{n});
+      }
+      std::vector<double> bound(fit.size());
+      const bool offered = fgd.score_bounds(c, ctx, fit, bound);
+      CHECK(offered == (r.gpu.mode != GpuMode::kMig));
+      if (!offered) continue;
+      for (std::size_t i = 0; i < fit.size(); ++i) {
+        const double score = fgd.score(c, ctx, fit[i]);
+        INFO("step " << step << " node " << c.spec(fit[i]).name << " request " << r.gpu.milli << "m x" << r.gpu.count << " cpu "
+                     << r.cpu_milli);
+        if (std::isnan(bound[i])) {
+          CHECK(c.spec(fit[i]).name == "mig-d");   // partitioned GPUs only
+          ++no_bound;
+          continue;
+        }
+        REQUIRE(bound[i] >= score);
+        ++checked;
+        tight += bound[i] == score ? 1 : 0;
+        below_top += bound[i] < 62 ? 1 : 0;
+      }
+    }
+  }
+  // The bound is exercised (thousands of pairs), often exact, and often below the best score a
+  // half-GPU share could reach: a bound of "always the maximum" would pass the check above.
+  CHECK(checked > 3000);
+  CHECK(tight > checked / 4);
+  CHECK(below_top > checked / 4);
+  CHECK(no_bound > 0);
 }
 
 // ---------------------------------------------------------------------------- baselines

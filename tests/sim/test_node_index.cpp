@@ -11,7 +11,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <memory>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -313,4 +316,84 @@ TEST_CASE("Scheduler::set_node_index(false) turns the index off and its counters
   CHECK(s.decisions == 0);
   CHECK(s.node_updates == 0);
   CHECK(s.rebuilds == 0);
+}
+
+namespace {
+/// A node-local score with many ties (seven bands of free CPU and GPUs), whose bounds
+/// (ScorePlugin::score_bounds) are the score itself, the score plus up to 50, or NaN, drawn from
+/// a seeded stream: any value at or above the score is a valid bound.
+class BandedScore final : public policies::ScorePlugin {
+ public:
+  explicit BandedScore(std::uint64_t seed) : rng_(seed) {}
+  [[nodiscard]] std::string_view name() const override { return "banded"; }
+  [[nodiscard]] bool node_local_answers() const override { return true; }
+  [[nodiscard]] bool normalize_is_identity() const override { return true; }
+  double score(const ClusterState& c, const policies::TaskContext& /*ctx*/, NodeId n) override {
+    const auto& s = c.node(n);
+    return 10.0 * static_cast<double>((s.cpu_free_milli / 1000 + 3 * s.gpus_fully_free) % 7);
+  }
+  bool score_bounds(const ClusterState& c, const policies::TaskContext& ctx, std::span<const NodeId> nodes,
+                    std::span<double> out) override {
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const auto k = rng_.below(10);
+      out[i] = k == 0 ? std::numeric_limits<double>::quiet_NaN() : std::min(100.0, score(c, ctx, nodes[i]) + (k < 5 ? 0.0 : 10.0 * static_cast<double>(k - 4)));
+    }
+    return true;
+  }
+
+ private:
+  Rng rng_;
+};
+}  // namespace
+
+TEST_CASE("Score bounds stand in for scores without changing a decision, ties to node order included",
+          "[policies][node-index]") {
+  // NodeIndex::best_bounded against the plain scan: the same node for every decision, while most
+  // nodes keep their bound and only those reaching the top are scored.
+  ResourceTable res;
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < 60; ++i) nodes.push_back(t::node(t::numbered("n", i), 8 + 8 * (i % 4), 256, i % 5 == 4 ? 0 : 4 + 4 * (i % 2)));
+  auto indexed_cluster = t::cluster(nodes, res);
+  auto scanned_cluster = indexed_cluster;
+  auto registry = policies::Registry::with_builtins();
+  std::uint64_t seed = 5;
+  registry.add({"banded", "test: banded score with random bounds", {"score"}, {},
+                [&seed](const policies::PluginContext&) { return std::make_unique<BandedScore>(seed++); }});
+  auto profile = policies::builtin_profile("best-fit");
+  profile.score = {policies::PluginRef{"banded"}};
+  policies::Scheduler indexed(profile, registry, 1), scanned(profile, registry, 1);
+  scanned.set_node_index(false);
+  const std::vector<TaskRequest> requests{t::request({{"cpu", "2"}, {"nvidia.com/gpu", "1"}}, res),
+                                          t::request({{"cpu", "6"}, {"nvidia.com/gpu", "4"}}, res),
+                                          t::request({{"cpu", "3"}}, res), t::request({{"cpu", "1"}, {"nvidia.com/gpu", "2"}}, res)};
+  Rng rng(9);
+  std::vector<std::pair<JobSpec, std::vector<TaskPlacement>>> running;
+  int placed = 0;
+  for (std::uint32_t i = 0; i < 1500; ++i) {
+    if (!running.empty() && rng.below(5) < 2) {
+      const auto k = static_cast<std::size_t>(rng.below(running.size()));
+      for (const auto& p : running[k].second) {
+        indexed_cluster.release(running[k].first.request, p);
+        scanned_cluster.release(running[k].first.request, p);
+      }
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(k));
+      continue;
+    }
+    const auto j = t::job(t::numbered("j", static_cast<int>(i)), 0, 100, requests[static_cast<std::size_t>(rng.below(requests.size()))]);
+    std::vector<TaskPlacement> a, b;
+    const bool ok = indexed.schedule(indexed_cluster, j, JobId{i}, a).ok();
+    INFO("decision " << i);
+    REQUIRE(scanned.schedule(scanned_cluster, j, JobId{i}, b).ok() == ok);
+    REQUIRE(a == b);
+    if (ok) {
+      running.emplace_back(j, a);
+      ++placed;
+    }
+  }
+  CHECK(placed > 500);
+  const auto s = indexed.index_stats();
+  CHECK(s.tree > 500);
+  CHECK(s.bounded > 1000);
+  CHECK(s.bounds_scored > 0);
+  CHECK(s.bounds_scored < s.bounded);
 }

@@ -60,6 +60,10 @@ class FgdPlugin final : public ScorePlugin, public DeviceSelectBase, public JobE
   [[nodiscard]] bool normalize_is_identity() const override { return integer_; }
   [[nodiscard]] bool normalize_is_min_max() const override { return !integer_; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
+  /// Integer scores, tasks of no GPU, whole GPUs or shares: integer_score of the least ΔF any
+  /// placement can reach (FragmentationCache::weighted_drop_bound); NaN on nodes with partitioned GPUs.
+  bool score_bounds(const ClusterState& cluster, const TaskContext& ctx, std::span<const NodeId> nodes,
+                    std::span<double> out) override;
   void normalize(std::span<double> scores) const override {
     if (!integer_) normalize_min_max(scores);
   }

@@ -150,6 +150,22 @@ class FragmentationCache {
   [[nodiscard]] std::int64_t weighted_node(const ClusterState& c, NodeId n);
   [[nodiscard]] std::int64_t total_weight() const { return weight_total_; }
 
+  /// The most that placing a task which takes at most `g` idle milli, from GPUs among `gpus`
+  /// (bit i: GPU i; ~0: any), can lower node n's weighted fragmentation, on a node whose GPUs
+  /// are all plain (NodeState::plain_gpus: handed out whole or shared, no partition). Per type m:
+  ///  - F_n(m) falls by at most min(g, F_n(m)): a type that fits after fitted before, what a GPU
+  ///    offers a type (usable milli, units) never grows as the GPU gives more away, and F_n(m)
+  ///    stays >= 0;
+  ///  - it does not fall at all when m fits and every GPU in `gpus` offers it a unit: the milli
+  ///    taken leave the usable milli as they leave the idle milli (or the GPU stops offering, and
+  ///    its whole free milli leave the usable milli), and should m stop fitting, the usable milli
+  ///    it loses covered what was taken.
+  /// So every placement's weighted growth is at least minus the sum. O(types) when n is unchanged
+  /// since the last call, else O(GPUs x types) once (the summary delta() reads).
+  /// `one_gpu`: the task takes one of `gpus`, so the bound is the most any one of them allows.
+  [[nodiscard]] std::int64_t weighted_drop_bound(const ClusterState& c, NodeId n, std::int64_t g, std::uint64_t gpus,
+                                                 bool one_gpu);
+
  private:
   /// Recomputes node n's summary when its key changed; returns n's index.
   std::size_t ensure(const ClusterState& c, NodeId n);
@@ -177,6 +193,9 @@ class FragmentationCache {
   std::vector<std::int64_t> cpu_free_, idle_, weighted_;
   std::vector<std::int64_t> usable_;
   std::vector<std::int32_t> units_;
+  std::vector<std::uint64_t> offers_;   // per node x shape: the GPUs (bit i, i < 64) that give the shape a unit
+  std::vector<std::int64_t> fit_pods_;  // per node x shape: pods of the types of that shape that fit
+  std::vector<std::int64_t> unfit_pods_;   // per node: pods of the types that do not fit (CPU-only ones too)
 };
 
 }  // namespace gpusched::policies::fgd

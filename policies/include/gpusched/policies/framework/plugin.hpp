@@ -219,6 +219,17 @@ class ScorePlugin : public virtual Plugin {
                          std::span<double> out) {
     for (std::size_t i = 0; i < nodes.size(); ++i) out[i] = score(cluster, ctx, nodes[i]);
   }
+  /// Upper bounds of the raw scores of nodes every filter accepts, cheaper than score():
+  /// out[i] >= score(nodes[i]) exactly as score() would compute it, or NaN where the plugin has
+  /// no bound for that node. Returns false (the default) when it offers none for this task.
+  /// The node index reads them when this plugin is the profile's only score plugin, its
+  /// normalize is the identity and ties go to node order: a node whose bound cannot reach the
+  /// top total keeps its bound until it could, and score() runs only on the nodes that reach it.
+  /// A bound must hold for every node state the filters accept; a wrong one changes decisions.
+  virtual bool score_bounds(const ClusterState& /*cluster*/, const TaskContext& /*ctx*/, std::span<const NodeId> /*nodes*/,
+                            std::span<double> /*out*/) {
+    return false;
+  }
   /// Maps the raw scores of all feasible nodes onto [0, 100]. Default: they already are.
   virtual void normalize(std::span<double> /*scores*/) const {}
   /// True when normalize() leaves scores as they are (the default normalize). Lets the node

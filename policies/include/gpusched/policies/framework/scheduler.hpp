@@ -139,6 +139,8 @@ class Scheduler final : public SchedulingHook {
     std::uint64_t ordered = 0;        ///< decisions answered by walking the score plugin's node order (ScorePlugin::orders_nodes)
     std::uint64_t gave_up = 0;        ///< score-order walks past their budget (NodeIndex::walk_budget): the request class answered
     std::uint64_t inherited = 0;      ///< capacity trees and score orders a cluster copy took from its original (no rebuild)
+    std::uint64_t bounded = 0;        ///< feasible nodes given their score plugin's bound instead of a score (ScorePlugin::score_bounds)
+    std::uint64_t bounds_scored = 0;  ///< of those, scored after all because the bound reached the top
   };
   [[nodiscard]] IndexStats index_stats() const;
 
