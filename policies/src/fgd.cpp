@@ -450,13 +450,13 @@ std::size_t FragmentationCache::ensure(const ClusterState& c, NodeId n) {
 std::int64_t FragmentationCache::weighted_node(const ClusterState& c, NodeId n) { return weighted_[ensure(c, n)]; }
 
 std::int64_t FragmentationCache::weighted_drop_bound(const ClusterState& c, NodeId n, std::int64_t g, std::uint64_t gpus,
-                                                     bool one_gpu) {
+                                                     const TaskRequest* one_gpu) {
   const std::size_t i = ensure(c, n);
   const std::size_t k = shapes_.size();
   const std::int64_t idle = idle_[i];
   // Types that do not fit (CPU-only ones included): F_n(m) is the idle milli.
   const std::int64_t unfit = unfit_pods_[i] * std::min(g, idle);
-  if (!one_gpu || gpus == 0) {
+  if (one_gpu == nullptr || gpus == 0) {
     std::int64_t out = unfit;
     for (std::size_t at = i * k; at < (i + 1) * k; ++at) {
       // Types of this shape that fit: F_n(m) = idle - usable, unless every GPU the task may take serves them.
@@ -464,13 +464,42 @@ std::int64_t FragmentationCache::weighted_drop_bound(const ClusterState& c, Node
     }
     return out;
   }
-  // One GPU taken: the most any one of them can lower (types it serves do not fall).
-  std::int64_t best = 0;
+  // One GPU taken: the most any one of them can lower. A type it serves does not fall; should
+  // the GPU stop serving it, F_n(m) grows by at least the milli the GPU has left.
+  const auto all = c.gpus(n);
+  std::int64_t best = std::numeric_limits<std::int64_t>::min();
   for (std::uint64_t left = gpus; left != 0; left &= left - 1) {
-    const std::uint64_t bit = left & (~left + 1);
+    const auto x = static_cast<std::size_t>(std::countr_zero(left));
+    const GpuState& gx = all[x];
+    // A GPU in the same state as one before it allows the same.
+    bool seen = false;
+    for (std::uint64_t before = gpus & ((std::uint64_t{1} << x) - 1); before != 0 && !seen; before &= before - 1) {
+      const GpuState& e = all[static_cast<std::size_t>(std::countr_zero(before))];
+      seen = e.milli_free == gx.milli_free && e.memory_free_mib == gx.memory_free_mib && e.tasks == gx.tasks &&
+             e.model == gx.model && e.memory_mib == gx.memory_mib && e.partition == gx.partition;
+    }
+    if (seen) continue;
+    const std::uint64_t bit = std::uint64_t{1} << x;
+    // The GPU after the grant (ClusterState::unit_grant on a plain GPU: a whole GPU gives all its
+    // milli and memory, a share its request's).
+    const bool whole = one_gpu->gpu.mode == GpuMode::kWhole;
+    const std::int32_t left_milli = whole ? 0 : gx.milli_free - one_gpu->gpu.milli;
+    const std::int64_t left_memory =
+        whole ? 0 : gx.memory_free_mib - (one_gpu->gpu.memory_mib == kAllGpuMemory ? gx.memory_mib : one_gpu->gpu.memory_mib);
     std::int64_t out = unfit;
-    for (std::size_t at = i * k; at < (i + 1) * k; ++at) {
-      if (fit_pods_[at] != 0 && (offers_[at] & bit) == 0) out += fit_pods_[at] * std::min(g, idle - usable_[at]);
+    for (std::size_t at = i * k, sh = 0; sh < k; ++at, ++sh) {
+      if (fit_pods_[at] == 0) continue;
+      if ((offers_[at] & bit) == 0) {
+        out += fit_pods_[at] * std::min(g, idle - usable_[at]);
+        continue;
+      }
+      // It served the type's shape (so a whole GPU or a share, of an allowed model): does it still?
+      // A whole GPU no longer (a task holds it); a share as ClusterState::share_fits says.
+      const auto& shape = shapes_[sh].gpu;
+      const bool serves = shape.mode == GpuMode::kShared &&
+                          ClusterState::share_fits(left_milli, left_memory, static_cast<std::uint16_t>(gx.tasks + 1), gx.memory_mib,
+                                                   shape.milli, shape.memory_mib);
+      if (!serves) out -= fit_pods_[at] * left_milli;
     }
     best = std::max(best, out);
   }
@@ -862,6 +891,7 @@ std::uint64_t shape_hash(const TaskRequest& r) {
 void FgdPlugin::forget() const {
   memos_.clear();
   memo_instance_ = 0;
+  bound_memos_.clear();
 }
 
 FgdPlugin::ShapeMemo& FgdPlugin::memo_for(const ClusterState& cluster, const TaskContext& ctx) const {
@@ -925,6 +955,29 @@ double FgdPlugin::score(const ClusterState& cluster, const TaskContext& ctx, Nod
   return as_score(*d);
 }
 
+FgdPlugin::BoundMemo& FgdPlugin::bound_memo_for(const ClusterState& cluster, const TaskRequest& r) {
+  const auto& q = r.gpu;
+  auto it = std::find_if(bound_memos_.begin(), bound_memos_.end(), [&](const BoundMemo& m) {
+    return m.mode == q.mode && m.count == q.count && m.milli == q.milli && m.memory_mib == q.memory_mib;
+  });
+  if (it == bound_memos_.end()) {
+    if (bound_memos_.size() < kBoundMemos) {
+      it = bound_memos_.insert(bound_memos_.end(), BoundMemo{});
+    } else {
+      it = std::min_element(bound_memos_.begin(), bound_memos_.end(),
+                            [](const BoundMemo& a, const BoundMemo& b) { return a.last_used < b.last_used; });
+    }
+    it->mode = q.mode;
+    it->count = q.count;
+    it->milli = q.milli;
+    it->memory_mib = q.memory_mib;
+    it->nodes.assign(cluster.node_count(), Memo{});
+  }
+  if (it->nodes.size() != cluster.node_count()) it->nodes.assign(cluster.node_count(), Memo{});
+  it->last_used = ++memo_clock_;
+  return *it;
+}
+
 bool FgdPlugin::score_bounds(const ClusterState& cluster, const TaskContext& ctx, std::span<const NodeId> nodes,
                              std::span<double> out) {
   // Integer scores only: their normalize is the identity (the node index's totals tree).
@@ -941,22 +994,34 @@ bool FgdPlugin::score_bounds(const ClusterState& cluster, const TaskContext& ctx
   }
   if (g < 0) return false;
   use_fallback(r);
+  if (memo_instance_ != cluster.instance()) {
+    forget();
+    memo_instance_ = cluster.instance();
+  }
   const std::int64_t weights = cache_.total_weight();
+  if (r.gpu.mode == GpuMode::kNone) {
+    // No GPU is taken, on any node: no F_n(m) falls (less CPU only makes types stop fitting).
+    std::fill(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(nodes.size()), static_cast<double>(fgd::integer_score(-1e-6)));
+    return true;
+  }
+  BoundMemo& memo = bound_memo_for(cluster, r);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (!cluster.node(nodes[i]).plain_gpus) {
+    const auto& state = cluster.node(nodes[i]);
+    Memo& known = memo.nodes[nodes[i].value];
+    if (known.generation == state.generation) {
+      out[i] = known.delta;
+      continue;
+    }
+    if (!state.plain_gpus || cluster.gpus(nodes[i]).size() > 64) {
       out[i] = std::numeric_limits<double>::quiet_NaN();   // partitioned GPUs: no bound, score() answers
       continue;
     }
     // The GPUs the task may take, or more: a whole GPU must be idle, a share needs its milli
     // free and, taking all the compute, an idle GPU (ClusterState::share_fits).
     std::uint64_t may_take = 0;
-    if (r.gpu.mode != GpuMode::kNone) {
+    {
       const auto gpus = cluster.gpus(nodes[i]);
       for (std::size_t x = 0; x < gpus.size(); ++x) {
-        if (x >= 64) {
-          may_take = ~0ULL;
-          break;
-        }
         const auto& gpu = gpus[x];
         const bool may = r.gpu.mode == GpuMode::kWhole
                              ? gpu.tasks == 0
@@ -964,11 +1029,12 @@ bool FgdPlugin::score_bounds(const ClusterState& cluster, const TaskContext& ctx
         if (may) may_take |= std::uint64_t{1} << x;
       }
     }
-    const std::int64_t drop = cache_.weighted_drop_bound(cluster, nodes[i], g, may_take, r.gpu.count == 1);
+    const std::int64_t drop = cache_.weighted_drop_bound(cluster, nodes[i], g, may_take, r.gpu.count == 1 ? &r : nullptr);
     // ΔF >= -drop / weights, and integer_score does not grow with ΔF. The bound's ΔF is taken a
     // millionth of a milli lower so that exp()'s rounding can never put the bound below the score.
     const double least = weights > 0 ? static_cast<double>(-drop) / static_cast<double>(weights) : 0.0;
     out[i] = static_cast<double>(fgd::integer_score(least - 1e-6));
+    known = {state.generation, out[i]};
   }
   return true;
 }

@@ -460,8 +460,13 @@ TEST_CASE("FGD's score bounds are never below its integer scores", "[policies][f
   // bound cannot reach the top, so a bound below the score would change a decision. Random
   // placements and releases on plain, T4, CPU-only and MIG nodes; after each, every request's
   // bound and score on every node it fits.
+  auto sliced = t::node("ts", 16, 128, 2);
+  for (auto& g : sliced.gpus) {
+    g.partition = GpuPartition::kTimeSlicing;
+    g.replicas = 4;
+  }
   auto c = t::cluster({t::node("a0", 64, 512, 8), t::node("a1", 32, 256, 4), t::node("v", 16, 128, 2, "V100-32GB"),
-                       t::node("t4", 8, 64, 4, "T4"), t::node("cpu", 16, 64, 0), mig_node("mig-d", 2, true)});
+                       t::node("t4", 8, 64, 4, "T4"), t::node("cpu", 16, 64, 0), mig_node("mig-d", 2, true), sliced});
   const auto mem_share = t::request({{"aliyun.com/gpu-mem", "12"}, {"cpu", "2"}});
   const std::vector<TaskRequest> shapes{share(200, 1), share(500, 2), share(700, 1), share(1000, 1), gpus(1, 4),
                                         gpus(2, 8),    gpus(1, 2, {"T4"}), cpus(4),   cpus(40),       mem_share,
@@ -509,7 +514,7 @@ TEST_CASE("FGD's score bounds are never below its integer scores", "[policies][f
         INFO("step " << step << " node " << c.spec(fit[i]).name << " request " << r.gpu.milli << "m x" << r.gpu.count << " cpu "
                      << r.cpu_milli);
         if (std::isnan(bound[i])) {
-          CHECK(c.spec(fit[i]).name == "mig-d");   // partitioned GPUs only
+          CHECK(c.spec(fit[i]).name == "ts");   // partitioned GPUs only (a CPU-only task has a bound everywhere)
           ++no_bound;
           continue;
         }

@@ -113,6 +113,20 @@ class FgdPlugin final : public ScorePlugin, public DeviceSelectBase, public JobE
   mutable std::vector<ShapeMemo> memos_;
   mutable std::uint64_t memo_clock_ = 0;
   mutable std::uint64_t memo_instance_ = 0;   ///< ClusterState::instance() the memos are for (0: none)
+  /// score_bounds' answers per GPU request (all a bound reads of a request: mode, count, milli,
+  /// memory) and node, valid while the node's generation is unchanged: request classes that differ
+  /// only in CPU or host memory share them. At most kBoundMemos, least recently used replaced;
+  /// forgotten with the memos.
+  struct BoundMemo {
+    GpuMode mode = GpuMode::kNone;
+    std::int32_t count = 0, milli = 0;
+    std::int64_t memory_mib = 0;
+    std::uint64_t last_used = 0;
+    std::vector<Memo> nodes;   ///< delta holds the bound
+  };
+  static constexpr std::size_t kBoundMemos = 64;
+  BoundMemo& bound_memo_for(const ClusterState& cluster, const TaskRequest& r);
+  mutable std::vector<BoundMemo> bound_memos_;
 };
 
 class DotProdScore final : public ScorePlugin {

@@ -162,9 +162,11 @@ class FragmentationCache {
   ///    it loses covered what was taken.
   /// So every placement's weighted growth is at least minus the sum. O(types) when n is unchanged
   /// since the last call, else O(GPUs x types) once (the summary delta() reads).
-  /// `one_gpu`: the task takes one of `gpus`, so the bound is the most any one of them allows.
+  /// `one_gpu`: the task, taking one GPU among `gpus` (as ClusterState::unit_grant grants it): the
+  /// bound is then the most any one of them allows, and a type a GPU serves before and not after
+  /// counts the milli the GPU has left as growth (that GPU's free milli leave the usable milli).
   [[nodiscard]] std::int64_t weighted_drop_bound(const ClusterState& c, NodeId n, std::int64_t g, std::uint64_t gpus,
-                                                 bool one_gpu);
+                                                 const TaskRequest* one_gpu);
 
  private:
   /// Recomputes node n's summary when its key changed; returns n's index.
