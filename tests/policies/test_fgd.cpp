@@ -465,12 +465,25 @@ TEST_CASE("FGD's score bounds are never below its integer scores", "[policies][f
     g.partition = GpuPartition::kTimeSlicing;
     g.replicas = 4;
   }
+  auto mixed = t::node("mix", 32, 256, 4);   // plain GPUs of two models
+  mixed.gpus[1].model = mixed.gpus[3].model = t::node("x", 1, 1, 1, "V100-32GB").gpus[0].model;
   auto c = t::cluster({t::node("a0", 64, 512, 8), t::node("a1", 32, 256, 4), t::node("v", 16, 128, 2, "V100-32GB"),
-                       t::node("t4", 8, 64, 4, "T4"), t::node("cpu", 16, 64, 0), mig_node("mig-d", 2, true), sliced});
+                       t::node("t4", 8, 64, 4, "T4"), t::node("cpu", 16, 64, 0), mig_node("mig-d", 2, true), sliced, mixed});
   const auto mem_share = t::request({{"aliyun.com/gpu-mem", "12"}, {"cpu", "2"}});
+  // HAMi: shares on two GPUs with all their memory, an exclusive share (gpucores 100), and two
+  // requests that differ in GPU memory alone (the bounds are kept per GPU request).
+  const auto hami_two = t::request({{"nvidia.com/gpu", "2"}, {"nvidia.com/gpucores", "30"}, {"cpu", "2"}});
+  const auto hami_all = t::request({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4096"}, {"nvidia.com/gpucores", "100"}});
+  const auto hami_8g = t::request({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8192"}, {"nvidia.com/gpucores", "20"}});
+  const auto hami_30g = t::request({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "30720"}, {"nvidia.com/gpucores", "20"}});
   const std::vector<TaskRequest> shapes{share(200, 1), share(500, 2), share(700, 1), share(1000, 1), gpus(1, 4),
                                         gpus(2, 8),    gpus(1, 2, {"T4"}), cpus(4),   cpus(40),       mem_share,
-                                        mig("1g.10gb"), share(300, 30)};
+                                        mig("1g.10gb"), share(300, 30), hami_two, hami_all, hami_8g, hami_30g};
+  // Requests outside the typical types are bounded too (the scheduler asks for any task).
+  std::vector<TaskRequest> asked = shapes;
+  asked.push_back(share(450, 3));
+  asked.push_back(gpus(3, 1));
+  asked.push_back(t::request({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8192"}, {"nvidia.com/gpucores", "20"}, {"cpu", "9"}}));
   std::vector<JobSpec> w;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     for (std::size_t k = 0; k <= i % 4; ++k) w.push_back(job(shapes[i]));
@@ -478,6 +491,7 @@ TEST_CASE("FGD's score bounds are never below its integer scores", "[policies][f
   FgdPlugin fgd(1.0, true);
   fgd.attach(c, w, nullptr);
   REQUIRE(fgd.types().size() == shapes.size());
+  FgdPlugin lone(1.0, true);   // no workload: each task's own shape is the only type (the fallback)
   Rng rng(11);
   std::vector<std::pair<TaskRequest, TaskPlacement>> running;
   std::vector<GpuGrant> grants;
@@ -497,7 +511,11 @@ TEST_CASE("FGD's score bounds are never below its integer scores", "[policies][f
         running.emplace_back(r, p);
       }
     }
-    for (const auto& r : shapes) {
+    for (std::size_t k = 0; k < 2 * asked.size(); ++k) {
+      // Odd steps ask in reverse: a bound kept for one request must not answer another.
+      const std::size_t a = step % 2 == 0 ? k : 2 * asked.size() - 1 - k;
+      auto& plugin = a < asked.size() ? fgd : lone;
+      const auto& r = asked[a % asked.size()];
       const JobSpec j = job(r);
       CycleState state;
       TaskContext ctx{j, JobId{0}, 0, state};
@@ -506,13 +524,13 @@ TEST_CASE("FGD's score bounds are never below its integer scores", "[policies][f
         if (c.fits(NodeId{n}, r)) fit.push_back(NodeId{n});
       }
       std::vector<double> bound(fit.size());
-      const bool offered = fgd.score_bounds(c, ctx, fit, bound);
+      const bool offered = plugin.score_bounds(c, ctx, fit, bound);
       CHECK(offered == (r.gpu.mode != GpuMode::kMig));
       if (!offered) continue;
       for (std::size_t i = 0; i < fit.size(); ++i) {
-        const double score = fgd.score(c, ctx, fit[i]);
-        INFO("step " << step << " node " << c.spec(fit[i]).name << " request " << r.gpu.milli << "m x" << r.gpu.count << " cpu "
-                     << r.cpu_milli);
+        const double score = plugin.score(c, ctx, fit[i]);
+        INFO("step " << step << " node " << c.spec(fit[i]).name << " request " << r.gpu.milli << "m x" << r.gpu.count << " mem "
+                     << r.gpu.memory_mib << " cpu " << r.cpu_milli << (a < asked.size() ? "" : " (fallback)"));
         if (std::isnan(bound[i])) {
           CHECK(c.spec(fit[i]).name == "ts");   // partitioned GPUs only (a CPU-only task has a bound everywhere)
           ++no_bound;

@@ -349,7 +349,8 @@ class BandedScore final : public policies::ScorePlugin {
 TEST_CASE("Score bounds stand in for scores without changing a decision, ties to node order included",
           "[policies][node-index]") {
   // NodeIndex::best_bounded against the plain scan: the same node for every decision, while most
-  // nodes keep their bound and only those reaching the top are scored.
+  // nodes keep their bound and only those reaching the top are scored. Every fifth decision is
+  // explained, which reads the class's raw scores: its bounded nodes are scored first (settle).
   ResourceTable res;
   std::vector<NodeSpec> nodes;
   for (int i = 0; i < 60; ++i) nodes.push_back(t::node(t::numbered("n", i), 8 + 8 * (i % 4), 256, i % 5 == 4 ? 0 : 4 + 4 * (i % 2)));
@@ -360,7 +361,7 @@ TEST_CASE("Score bounds stand in for scores without changing a decision, ties to
   registry.add({"banded", "test: banded score with random bounds", {"score"}, {},
                 [&seed](const policies::PluginContext&) { return std::make_unique<BandedScore>(seed++); }});
   auto profile = policies::builtin_profile("best-fit");
-  profile.score = {policies::PluginRef{"banded"}};
+  profile.score = {policies::PluginRef{"banded", 3.0}};
   policies::Scheduler indexed(profile, registry, 1), scanned(profile, registry, 1);
   scanned.set_node_index(false);
   const std::vector<TaskRequest> requests{t::request({{"cpu", "2"}, {"nvidia.com/gpu", "1"}}, res),
@@ -381,7 +382,14 @@ TEST_CASE("Score bounds stand in for scores without changing a decision, ties to
     }
     const auto j = t::job(t::numbered("j", static_cast<int>(i)), 0, 100, requests[static_cast<std::size_t>(rng.below(requests.size()))]);
     std::vector<TaskPlacement> a, b;
+    std::size_t explained = 0;
+    if (i % 5 == 0) {
+      indexed.set_explain([&explained](const policies::DecisionExplanation& e) { explained += e.nodes.size(); });
+    } else {
+      indexed.set_explain({});
+    }
     const bool ok = indexed.schedule(indexed_cluster, j, JobId{i}, a).ok();
+    if (i % 5 == 0) CHECK(explained > 0);
     INFO("decision " << i);
     REQUIRE(scanned.schedule(scanned_cluster, j, JobId{i}, b).ok() == ok);
     REQUIRE(a == b);
