@@ -13,7 +13,10 @@
 ///  - when every score plugin leaves its scores as they are (normalize_is_identity), a max tree
 ///    over each node's total (sum of weight x score, added in profile order exactly as the scan
 ///    adds them, infeasible = -inf) gives the top total and, for ties, the lowest node index (or
-///    the k-th tied node for a random tie-break): O(log nodes);
+///    the k-th tied node for a random tie-break): O(log nodes). When the one score plugin bounds
+///    its scores (ScorePlugin::score_bounds) and ties go to node order, a changed node's leaf may
+///    hold its bound instead, and only nodes whose bound reaches the top are scored
+///    (best_bounded);
 ///  - when the one score plugin normalises min-max (normalize_is_min_max) and ties go to node
 ///    order, a tree of raw scores with subtree maxima and minima gives the feasible nodes'
 ///    lowest and highest scores, hence each node's normalised score, and the lowest-index node
@@ -26,8 +29,8 @@
 /// in one pass, with no plugin call, in the order the scan would have noted it. The cluster object is identified by
 /// ClusterState::instance(), so a what-if copy never reads another copy's answers.
 ///
-/// Memory: per class, 8 + 1 + 4 + 8 x score plugins bytes per node, plus 24 bytes per node for the
-/// tree. Classes are evicted least recently used beyond a budget of 96 classes' worth, at least
+/// Memory: per class, 8 + 1 + 4 + 1 + 8 x score plugins bytes per node, plus 24 bytes per node for
+/// the tree. Classes are evicted least recently used beyond a budget of 96 classes' worth, at least
 /// 64 MiB and at most 1 GiB in all (and 4,096 classes): a workload with more active request
 /// classes than fit rebuilds classes over and over, each rebuild as dear as a full scan, so large
 /// clusters get room for ~96 of them (100,000 nodes: ~6 MB a class).
