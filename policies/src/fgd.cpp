@@ -233,6 +233,12 @@ std::int64_t fragment(const TaskRequest& m, std::int64_t idle, std::int64_t cpu_
   return idle - usable;
 }
 
+/// Two GPUs that FGD cannot tell apart: every grant scores the same on either.
+bool same_state(const GpuState& a, const GpuState& b) {
+  return a.milli_free == b.milli_free && a.memory_free_mib == b.memory_free_mib && a.tasks == b.tasks && a.model == b.model &&
+         a.partition == b.partition && a.replicas == b.replicas && a.memory_mib == b.memory_mib;
+}
+
 /// The shape of a request as typical_pod_types compares it.
 using TypeKey = std::tuple<std::int64_t, int, std::int32_t, std::int32_t, std::int64_t, std::string, std::string>;
 TypeKey key_of(const TaskRequest& r) {
@@ -474,9 +480,7 @@ std::int64_t FragmentationCache::weighted_drop_bound(const ClusterState& c, Node
     // A GPU in the same state as one before it allows the same.
     bool seen = false;
     for (std::uint64_t before = gpus & ((std::uint64_t{1} << x) - 1); before != 0 && !seen; before &= before - 1) {
-      const GpuState& e = all[static_cast<std::size_t>(std::countr_zero(before))];
-      seen = e.milli_free == gx.milli_free && e.memory_free_mib == gx.memory_free_mib && e.tasks == gx.tasks &&
-             e.model == gx.model && e.memory_mib == gx.memory_mib && e.partition == gx.partition;
+      seen = same_state(all[static_cast<std::size_t>(std::countr_zero(before))], gx);
     }
     if (seen) continue;
     const std::uint64_t bit = std::uint64_t{1} << x;
@@ -619,11 +623,8 @@ std::optional<std::int64_t> FragmentationCache::greedy_units(const ClusterState&
       if (c.gpu_units(node, gpus[i], r) == 0) continue;
       // A GPU in the same state as an earlier candidate scores the same and loses the tie.
       const auto& g = gpus[i];
-      const bool seen = std::any_of(gpus.begin(), gpus.begin() + static_cast<std::ptrdiff_t>(i), [&](const GpuState& e) {
-        return e.milli_free == g.milli_free && e.memory_free_mib == g.memory_free_mib && e.tasks == g.tasks &&
-               e.model == g.model && e.partition == g.partition && e.replicas == g.replicas && e.memory_mib == g.memory_mib &&
-               c.gpu_units(node, e, r) > 0;
-      });
+      const bool seen = std::any_of(gpus.begin(), gpus.begin() + static_cast<std::ptrdiff_t>(i),
+                                    [&](const GpuState& e) { return same_state(e, g) && c.gpu_units(node, e, r) > 0; });
       if (seen) continue;
       const auto grant = c.unit_grant(node, static_cast<std::uint16_t>(i), r);
       const Look before = look_of(c, gpus[i]);
@@ -861,6 +862,20 @@ namespace {
 /// Index of the task's request shape in FgdPlugin's memo, found once per task.
 const StateKey<std::size_t> kFgdMemo{"fgd/memo"};
 
+/// The entry of `memos` that `same` accepts; else a new one (while fewer than `cap`) or the
+/// least recently used, set up by `reset`. Marked as used now.
+template <class M, class Same, class Reset>
+M& lru_entry(std::vector<M>& memos, std::size_t cap, std::uint64_t& clock, Same same, Reset reset) {
+  auto it = std::find_if(memos.begin(), memos.end(), same);
+  if (it == memos.end()) {
+    it = memos.size() < cap ? memos.insert(memos.end(), M{})
+                            : std::min_element(memos.begin(), memos.end(), [](const M& a, const M& b) { return a.last_used < b.last_used; });
+    reset(*it);
+  }
+  it->last_used = ++clock;
+  return *it;
+}
+
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   return h * 0xff51afd7ed558ccdULL;
@@ -908,22 +923,15 @@ FgdPlugin::ShapeMemo& FgdPlugin::memo_for(const ClusterState& cluster, const Tas
     return m.hash == hash && x.cpu_milli == r.cpu_milli && x.gpu == r.gpu && x.tpu == r.tpu &&
            x.allowed_models == r.allowed_models && x.resource_models == r.resource_models && x.extended == r.extended;
   };
-  auto it = std::find_if(memos_.begin(), memos_.end(), same);
-  if (it == memos_.end()) {
-    const std::size_t per_shape = std::max<std::size_t>(1, cluster.node_count() * sizeof(Memo));
-    const std::size_t cap = std::clamp<std::size_t>(kMemoBytes / per_shape, 16, kMemoShapes);
-    if (memos_.size() < cap) {
-      it = memos_.insert(memos_.end(), ShapeMemo{});
-    } else {
-      it = std::min_element(memos_.begin(), memos_.end(), [](const ShapeMemo& a, const ShapeMemo& b) { return a.last_used < b.last_used; });
-    }
-    it->hash = hash;
-    it->shape = memo_shape(r);
-    it->nodes.assign(cluster.node_count(), Memo{});
-  }
-  it->last_used = ++memo_clock_;
-  ctx.state.write(kFgdMemo, static_cast<std::size_t>(it - memos_.begin()));
-  return *it;
+  const std::size_t per_shape = std::max<std::size_t>(1, cluster.node_count() * sizeof(Memo));
+  ShapeMemo& m = lru_entry(memos_, std::clamp<std::size_t>(kMemoBytes / per_shape, 16, kMemoShapes), memo_clock_, same,
+                           [&](ShapeMemo& fresh) {
+                             fresh.hash = hash;
+                             fresh.shape = memo_shape(r);
+                             fresh.nodes.assign(cluster.node_count(), Memo{});
+                           });
+  ctx.state.write(kFgdMemo, static_cast<std::size_t>(&m - memos_.data()));
+  return m;
 }
 
 void FgdPlugin::attach(const ClusterState& /*cluster*/, std::span<const JobSpec> workload, const JobsView* /*jobs*/) {
@@ -957,25 +965,18 @@ double FgdPlugin::score(const ClusterState& cluster, const TaskContext& ctx, Nod
 
 FgdPlugin::BoundMemo& FgdPlugin::bound_memo_for(const ClusterState& cluster, const TaskRequest& r) {
   const auto& q = r.gpu;
-  auto it = std::find_if(bound_memos_.begin(), bound_memos_.end(), [&](const BoundMemo& m) {
-    return m.mode == q.mode && m.count == q.count && m.milli == q.milli && m.memory_mib == q.memory_mib;
-  });
-  if (it == bound_memos_.end()) {
-    if (bound_memos_.size() < kBoundMemos) {
-      it = bound_memos_.insert(bound_memos_.end(), BoundMemo{});
-    } else {
-      it = std::min_element(bound_memos_.begin(), bound_memos_.end(),
-                            [](const BoundMemo& a, const BoundMemo& b) { return a.last_used < b.last_used; });
-    }
-    it->mode = q.mode;
-    it->count = q.count;
-    it->milli = q.milli;
-    it->memory_mib = q.memory_mib;
-    it->nodes.assign(cluster.node_count(), Memo{});
-  }
-  if (it->nodes.size() != cluster.node_count()) it->nodes.assign(cluster.node_count(), Memo{});
-  it->last_used = ++memo_clock_;
-  return *it;
+  BoundMemo& m = lru_entry(
+      bound_memos_, kBoundMemos, memo_clock_,
+      [&](const BoundMemo& x) { return x.mode == q.mode && x.count == q.count && x.milli == q.milli && x.memory_mib == q.memory_mib; },
+      [&](BoundMemo& fresh) {
+        fresh.mode = q.mode;
+        fresh.count = q.count;
+        fresh.milli = q.milli;
+        fresh.memory_mib = q.memory_mib;
+        fresh.nodes.clear();
+      });
+  if (m.nodes.size() != cluster.node_count()) m.nodes.assign(cluster.node_count(), Memo{});
+  return m;
 }
 
 bool FgdPlugin::score_bounds(const ClusterState& cluster, const TaskContext& ctx, std::span<const NodeId> nodes,
