@@ -1020,15 +1020,12 @@ bool FgdPlugin::score_bounds(const ClusterState& cluster, const TaskContext& ctx
     // The GPUs the task may take, or more: a whole GPU must be idle, a share needs its milli
     // free and, taking all the compute, an idle GPU (ClusterState::share_fits).
     std::uint64_t may_take = 0;
-    {
-      const auto gpus = cluster.gpus(nodes[i]);
-      for (std::size_t x = 0; x < gpus.size(); ++x) {
-        const auto& gpu = gpus[x];
-        const bool may = r.gpu.mode == GpuMode::kWhole
-                             ? gpu.tasks == 0
-                             : gpu.milli_free >= r.gpu.milli && (r.gpu.milli < kMilliPerGpu || gpu.tasks == 0);
-        if (may) may_take |= std::uint64_t{1} << x;
-      }
+    const auto gpus = cluster.gpus(nodes[i]);
+    for (std::size_t x = 0; x < gpus.size(); ++x) {
+      const auto& gpu = gpus[x];
+      const bool may = r.gpu.mode == GpuMode::kWhole ? gpu.tasks == 0
+                                                     : gpu.milli_free >= r.gpu.milli && (r.gpu.milli < kMilliPerGpu || gpu.tasks == 0);
+      if (may) may_take |= std::uint64_t{1} << x;
     }
     const std::int64_t drop = cache_.weighted_drop_bound(cluster, nodes[i], g, may_take, r.gpu.count == 1 ? &r : nullptr);
     // ΔF >= -drop / weights, and integer_score does not grow with ΔF. The bound's ΔF is taken a

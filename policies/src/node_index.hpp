@@ -1443,10 +1443,7 @@ class NodeIndex {
       const std::uint32_t u = nodes[i];
       const NodeId node{u};
       if (c.reject[u] == kDeferred) --c.deferred;
-      if (c.pending[u] != 0) {   // (set again below if it gets a bound)
-        c.pending[u] = 0;
-        --c.pending_count;
-      }
+      unpend(c, u);   // (set again below if it gets a bound)
       if (c.feasible[u] != 0) {
         for (std::size_t j = 0; j < idle_.size(); ++j) {
           if (scores_[idle_[j].plugin].first->normalize_active(c.raw[idle_[j].plugin * n + u])) --c.active[j];
@@ -1503,17 +1500,19 @@ class NodeIndex {
     score_fit(c, cluster, ctx, bulk);
   }
 
+  /// Node u no longer holds a bound (it is scored, or its answers are being recomputed).
+  static void unpend(Class& c, std::uint32_t u) {
+    if (c.pending[u] == 0) return;
+    c.pending[u] = 0;
+    --c.pending_count;
+  }
+
   /// Scores the nodes in fit_ (feasible, their filter answers set) and sets their raw scores
   /// and leaves; a node that held a bound holds its total after.
   void score_fit(Class& c, const ClusterState& cluster, const TaskContext& ctx, bool bulk) {
     if (fit_.empty()) return;
     const std::size_t n = c.nodes;
-    for (const NodeId node : fit_) {
-      if (c.pending[node.value] != 0) {
-        c.pending[node.value] = 0;
-        --c.pending_count;
-      }
-    }
+    for (const NodeId node : fit_) unpend(c, node.value);
     scratch_.resize(fit_.size());
     for (std::size_t k = 0; k < scores_.size(); ++k) {
       scores_[k].first->score_all(cluster, ctx, fit_, scratch_);
