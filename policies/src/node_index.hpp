@@ -382,27 +382,47 @@ class OrderBlocks {
   [[nodiscard]] std::uint32_t group(std::size_t slot) const { return groups_[slot].id; }
   [[nodiscard]] double key(std::uint32_t u) const { return items_[u].key; }
 
+  /// Where a walk of one group stands (advance()): the item it found last (kNil: none yet, the
+  /// walk starts at the group's best), that item's entry's place, and its key.
+  struct Cursor {
+    std::uint32_t item = kNil;
+    std::uint32_t rank = 0;    // its span's rank in the group
+    std::uint32_t block = 0;   // its block's index in the span
+    std::uint32_t at = 0;      // its entry's index in the block
+    double key = 0.0;
+  };
   /// Walking group `slot` best first: the first item after item `u` (kNil: from the start) whose
   /// capacity meets `need`, or kNil. past_run: after every item of u's key and fingerprint.
   [[nodiscard]] std::uint32_t next(std::size_t slot, const Cap& need, std::uint32_t u, bool past_run = false) const {
-    GPUSCHED_ASSERT(!building_, "score order: walked before build()");
-    const Group& g = groups_[slot];
-    if (g.spans.empty()) return kNil;
-    std::size_t rank = 0, block = 0, at = 0;   // where the walk resumes: span rank, block in it, entry in it
+    Cursor cur;
     if (u != kNil) {
       const Item& it = items_[u];
       GPUSCHED_ASSERT(it.slot == slot, "score order: walked from an item not placed in that group");
       const std::uint32_t b = it.block;
-      rank = spans_[blocks_[b].span].rank;
-      block = index_in_span(b);
-      if (!past_run) {
-        at = position(blocks_[b], u) + 1;
-      } else {
+      cur = {u, spans_[blocks_[b].span].rank, static_cast<std::uint32_t>(index_in_span(b)),
+             static_cast<std::uint32_t>(position(blocks_[b], u)), it.key};
+    }
+    return advance(slot, need, cur, past_run);
+  }
+  /// next() from the cursor's item, moving the cursor to the item found (its item kNil: none): a
+  /// walk that keeps its cursor reads the blocks in order, never the items' own records. The
+  /// order must not change between the calls of one walk.
+  std::uint32_t advance(std::size_t slot, const Cap& need, Cursor& cur, bool past_run = false) const {
+    GPUSCHED_ASSERT(!building_, "score order: walked before build()");
+    const Group& g = groups_[slot];
+    std::size_t rank = 0, block = 0, at = 0;   // where the walk resumes: span rank, block in it, entry in it
+    if (g.spans.empty()) return cur.item = kNil;
+    if (cur.item != kNil) {
+      rank = cur.rank;
+      block = cur.block;
+      at = cur.at + 1;
+      if (past_run) {
         // The first entry after the run: nothing of the run follows it.
-        const Entry last{it.key, it.fingerprint, kNil};
+        const Entry& e = blocks_[spans_[g.spans[rank]].blocks[block]].entries[cur.at];
+        const Entry last{e.key, e.fingerprint, kNil};
         if (!before(last, g.lasts[rank])) {
           rank = first_after(g.lasts, last, rank + 1);
-          if (rank == g.spans.size()) return kNil;
+          if (rank == g.spans.size()) return cur.item = kNil;
           block = 0;
         }
         const Span* sp = &spans_[g.spans[rank]];
@@ -418,11 +438,15 @@ class OrderBlocks {
         const Block& blk = blocks_[sp.blocks[block]];
         if (!need.admits(sp.aggs[block])) continue;
         for (std::size_t i = at; i < blk.caps.size(); ++i) {
-          if (need.admits(blk.caps[i])) return blk.entries[i].item;
+          if (need.admits(blk.caps[i])) {
+            cur = {blk.entries[i].item, static_cast<std::uint32_t>(rank), static_cast<std::uint32_t>(block),
+                   static_cast<std::uint32_t>(i), blk.entries[i].key};
+            return cur.item;
+          }
         }
       }
     }
-    return kNil;
+    return cur.item = kNil;
   }
 
  private:
@@ -1066,8 +1090,8 @@ class NodeIndex {
       for (std::size_t k = 0; k < constants.size(); ++k) t += scores_[span + k].second * constants[k];
       return t;
     };
-    auto top = [&](std::size_t slot, std::uint32_t u) {
-      const double hi = plugin.score_range(cluster, ctx, o.group(slot), o.key(u)).second;
+    auto top = [&](std::size_t slot, double key) {
+      const double hi = plugin.score_range(cluster, ctx, o.group(slot), key).second;
       if (min_max) return hi;
       double t = 0.0 + weight * hi;   // the covered plugins' sum, each weighted as this one
       if (span == 1 && constants.empty()) return t;
@@ -1077,8 +1101,8 @@ class NodeIndex {
     // Groups whose first node can score highest first: the best found rises fastest.
     order_slots_.clear();
     for (std::size_t slot = 0; slot < o.groups(); ++slot) {
-      const std::uint32_t u = o.next(slot, need, OrderBlocks::kNil);
-      if (u != OrderBlocks::kNil) order_slots_.push_back({top(slot, u), slot, u});
+      OrderBlocks::Cursor cur;
+      if (o.advance(slot, need, cur) != OrderBlocks::kNil) order_slots_.push_back({top(slot, cur.key), slot, cur});
     }
     std::sort(order_slots_.begin(), order_slots_.end(), [](const auto& a, const auto& b) {
       return std::tie(b.top, a.slot) < std::tie(a.top, b.slot);
@@ -1087,9 +1111,16 @@ class NodeIndex {
     std::uint32_t best = OrderBlocks::kNil;
     ties_.clear();
     std::size_t budget = walk_budget(cluster.node_count());
-    for (const auto& start : order_slots_) {
-      for (std::uint32_t u = start.node; u != OrderBlocks::kNil;) {
-        if (top(start.slot, u) < best_value) break;
+    for (auto& start : order_slots_) {
+      // A run's nodes share their key, so its bound is asked once.
+      double bound = start.top, bound_key = start.cursor.key;
+      for (auto& cur = start.cursor; cur.item != OrderBlocks::kNil;) {
+        const std::uint32_t u = cur.item;
+        if (cur.key != bound_key) {
+          bound_key = cur.key;
+          bound = top(start.slot, bound_key);
+        }
+        if (bound < best_value) break;
         if (budget-- == 0) return {OrderWalk::Kind::kGaveUp};
         double raw = 0.0, v = 0.0;
         if (!min_max) {
@@ -1098,12 +1129,12 @@ class NodeIndex {
           raw = plugin.score(cluster, ctx, NodeId{u});
           v = value(u, raw);
           if (v < best_value) {
-            u = o.next(start.slot, need, u, true);
+            o.advance(start.slot, need, cur, true);
             continue;
           }
         }
         if (!feasible(cluster, ctx, u)) {
-          u = o.next(start.slot, need, u);
+          o.advance(start.slot, need, cur);
           continue;
         }
         if (min_max) {
@@ -1122,7 +1153,7 @@ class NodeIndex {
         } else {
           others = true;
         }
-        u = o.next(start.slot, need, u, !all_ties);
+        o.advance(start.slot, need, cur, !all_ties);
       }
     }
     if (best == OrderBlocks::kNil) return {OrderWalk::Kind::kNone};
@@ -1645,9 +1676,9 @@ class NodeIndex {
   std::vector<std::uint32_t> seen_;   // per node: the GPU walk that last rejected it
   std::uint32_t stamp_ = 0;
   struct SlotStart {
-    double top;            // the highest score the group's first node can get
+    double top;   // the highest score the group's first node can get
     std::size_t slot;
-    std::uint32_t node;
+    OrderBlocks::Cursor cursor;   // at that node
   };
   std::vector<SlotStart> order_slots_;
 };

@@ -74,6 +74,18 @@ void check_walks(const OrderBlocks& o, const std::vector<Placed>& items, gpusche
     }
     const bool past_run = rng.below(2) == 0;
     REQUIRE(o.next(slot, need, u, past_run) == reference_next(items, group, need, u, past_run));
+    // A walk that keeps its cursor (advance), some steps past the run: each step as the list's,
+    // and the cursor's key the item's.
+    OrderBlocks::Cursor cur;
+    std::uint32_t want = reference_next(items, group, need, OrderBlocks::kNil, false);
+    REQUIRE(o.advance(slot, need, cur) == want);
+    for (int steps = 0; want != OrderBlocks::kNil && steps < 40; ++steps) {
+      REQUIRE(cur.item == want);
+      REQUIRE(cur.key == o.key(want));
+      const bool skip = rng.below(3) == 0;
+      want = reference_next(items, group, need, want, skip);
+      REQUIRE(o.advance(slot, need, cur, skip) == want);
+    }
   }
 }
 
