@@ -26,7 +26,8 @@
 //       rounded up, no compute share). index:1 = node index on (the default), 0 = plain scan.
 //       Iterations are the decisions (GPUSCHED_LATENCY_DECISIONS, default 100000); the time
 //       column is the mean decision (manual time). Counters: p50_ns, p99_ns, max_ns, mean_ns,
-//       unplaced_pct (decisions that found no node), p99_placed_ns (p99 of those that found one), gpu_alloc_pct (mean before a decision),
+//       unplaced_pct (decisions that found no node), p99_placed_ns (p99 of those that found one),
+//       p50_unplaced_ns (median of the others, when any), gpu_alloc_pct (mean before a decision),
 //       and the node index's counters per decision (idx_answered_pct, idx_updates_per_dec,
 //       idx_rebuilds, idx_walk_pct: decisions a score-order or first-feasible walk answered,
 //       idx_gave_up: walks past their budget; idx_bounded_per_dec, idx_bounds_scored_pct: nodes
@@ -358,7 +359,7 @@ void BM_Scheduler_DecisionLatency(benchmark::State& state, const std::string& pr
     sched.job_started(s.jobs[id.value], id, {&p, 1});
   }
   const double target = kFillTarget * static_cast<double>(cluster.totals().gpu_milli);
-  bench::LatencyRecorder rec, placed;
+  bench::LatencyRecorder rec, placed, unplaced;
   const bool tail = std::getenv("GPUSCHED_LATENCY_TAIL") != nullptr;
   std::vector<TailRecord> records;
   if (tail) records.reserve(static_cast<std::size_t>(decisions));
@@ -390,6 +391,7 @@ void BM_Scheduler_DecisionLatency(benchmark::State& state, const std::string& pr
       sched.job_started(job, id, out);
       running.start(id, out);
     } else {
+      unplaced.add(ns);
       ++failed;
     }
   }
@@ -400,6 +402,7 @@ void BM_Scheduler_DecisionLatency(benchmark::State& state, const std::string& pr
   state.counters["p99_ns"] = static_cast<double>(rec.percentile(0.99));
   state.counters["max_ns"] = static_cast<double>(rec.max());
   state.counters["p99_placed_ns"] = static_cast<double>(placed.percentile(0.99));
+  if (failed > 0) state.counters["p50_unplaced_ns"] = static_cast<double>(unplaced.percentile(0.50));
   state.counters["mean_ns"] = rec.mean();
   state.counters["unplaced_pct"] = 100.0 * static_cast<double>(failed) / n;
   state.counters["gpu_alloc_pct"] = 100.0 * static_cast<double>(alloc_sum / static_cast<long double>(n)) /

@@ -71,6 +71,12 @@ struct NodeIndexClass {
   std::vector<std::uint8_t> feasible;
   std::vector<std::uint32_t> reject;   ///< per node: its reject signature + 1 (0: feasible; kDeferred: not yet asked)
   std::size_t deferred = 0;            ///< nodes whose reject is kDeferred
+  std::vector<std::uint32_t> sig_count;   ///< per reject signature: the nodes whose reject it is (NodeIndex::set_reject)
+  /// Every node whose reject is kDeferred, while deferred_listed (repeats, and nodes decided
+  /// since, possible): NodeIndex::resolve_deferred decides them without a pass over every node.
+  /// Longer than the nodes: no longer kept (deferred_listed false) until that pass.
+  std::vector<std::uint32_t> deferred_list;
+  bool deferred_listed = true;
   std::size_t feasible_count = 0;
   std::vector<double> raw;          ///< [plugin x nodes + node]: raw score (feasible nodes only)
   std::vector<std::uint32_t> active;   ///< per idle-normalised plugin: feasible nodes with an active raw score
@@ -85,7 +91,9 @@ struct NodeIndexClass {
   /// one after another with nothing changed in between read it instead of counting again.
   std::uint64_t diag_pos = std::numeric_limits<std::uint64_t>::max();
   std::vector<std::pair<std::uint32_t, std::uint32_t>> diag_sigs;
-  std::vector<NodeId> diag_resolvable;
+  std::uint32_t diag_resolvable_count = 0;
+  std::vector<NodeId> diag_resolvable;   ///< the nodes themselves, when diag_listed (only some callers read them)
+  bool diag_listed = false;
   // Max tree over totals (tree mode): leaves at [leaves, 2 leaves), root at 1.
   std::size_t leaves = 0;
   std::vector<double> top;          ///< highest total in the subtree
@@ -1213,10 +1221,18 @@ class NodeIndex {
   /// Sets the signature of every node whose rejection was decided by the capacity bounds alone
   /// (filters not called): before the rejects are counted or read. `c` is up to date.
   void resolve_deferred(Class& c, const ClusterState& cluster, const TaskContext& ctx) {
-    if (c.deferred == 0) return;
-    for (std::uint32_t u = 0; u < c.nodes; ++u) {
-      if (c.reject[u] == kDeferred) resolve(c, cluster, ctx, u);
+    if (c.deferred != 0 && c.deferred_listed) {
+      for (const std::uint32_t u : c.deferred_list) {
+        if (c.reject[u] == kDeferred) resolve(c, cluster, ctx, u);
+      }
+    } else if (c.deferred != 0) {
+      for (std::uint32_t u = 0; u < c.nodes; ++u) {
+        if (c.reject[u] == kDeferred) resolve(c, cluster, ctx, u);
+      }
     }
+    GPUSCHED_ASSERT(c.deferred == 0, "node index: a deferred node missed by resolve_deferred");
+    c.deferred_list.clear();
+    c.deferred_listed = true;
   }
   /// Node u's reject signature + 1 (0: feasible), deciding a deferred one.
   std::uint32_t reject_of(Class& c, const ClusterState& cluster, const TaskContext& ctx, std::uint32_t u) {
@@ -1348,7 +1364,7 @@ class NodeIndex {
     for (const auto* f : filters_) {
       const Status st = f->filter(cluster, ctx, NodeId{u});
       if (!st.ok()) {
-        c.reject[u] = signature_of(*f, cluster, ctx, NodeId{u}, st) + 1;
+        set_reject(c, u, signature_of(*f, cluster, ctx, NodeId{u}, st) + 1);
         --c.deferred;
         return;
       }
@@ -1364,7 +1380,10 @@ class NodeIndex {
     c.gen.resize(n);
     c.feasible.assign(n, 0);
     c.reject.assign(n, 0);
+    c.sig_count.clear();
     c.deferred = 0;
+    c.deferred_list.clear();
+    c.deferred_listed = true;
     c.diag_pos = std::numeric_limits<std::uint64_t>::max();
     c.active.assign(idle_.size(), 0);
     c.feasible_count = 0;
@@ -1483,8 +1502,15 @@ class NodeIndex {
       if (!need_.admits(states[u])) {
         // Rejected by a filter's bounds: which filter, and why, is asked only if someone reads it.
         ++stats.pruned;
-        c.reject[u] = kDeferred;
+        set_reject(c, u, kDeferred);
         ++c.deferred;
+        if (c.deferred_listed) {
+          c.deferred_list.push_back(u);
+          if (c.deferred_list.size() > n) {
+            c.deferred_list.clear();
+            c.deferred_listed = false;
+          }
+        }
         if (c.feasible[u] != 0) --c.feasible_count;
         c.feasible[u] = 0;
         if (tree_) set_leaf(c, u, kInfeasible, bulk);
@@ -1496,11 +1522,11 @@ class NodeIndex {
         const Status st = f->filter(cluster, ctx, node);
         if (!st.ok()) {
           ok = false;
-          c.reject[u] = signature_of(*f, cluster, ctx, node, st) + 1;
+          set_reject(c, u, signature_of(*f, cluster, ctx, node, st) + 1);
           break;
         }
       }
-      if (ok) c.reject[u] = 0;
+      if (ok) set_reject(c, u, 0);
       const bool was = c.feasible[u] != 0;
       c.feasible[u] = ok ? 1 : 0;
       if (ok && !was) ++c.feasible_count;
@@ -1529,6 +1555,17 @@ class NodeIndex {
       fit_.resize(exact);
     }
     score_fit(c, cluster, ctx, bulk);
+  }
+
+  /// Node u's reject (NodeIndexClass::reject) becomes v, its signature's count kept with it.
+  static void set_reject(Class& c, std::uint32_t u, std::uint32_t v) {
+    const std::uint32_t old = c.reject[u];
+    if (old != 0 && old != kDeferred) --c.sig_count[old - 1];
+    if (v != 0 && v != kDeferred) {
+      if (c.sig_count.size() < v) c.sig_count.resize(v, 0);
+      ++c.sig_count[v - 1];
+    }
+    c.reject[u] = v;
   }
 
   /// Node u no longer holds a bound (it is scored, or its answers are being recomputed).

@@ -207,7 +207,7 @@ void Scheduler::note_filter_reject(const FilterPlugin& f, const ClusterState& cl
                                    const Status& s) {
   ++rejected_nodes_;
   if (s.code == StatusCode::kUnschedulableAndUnresolvable) ++unresolvable_nodes_;
-  else if (kube_preemption_) resolvable_nodes_.push_back(node);
+  else if (kube_preemption_) resolvable_.add(node);
   if (!kube_diagnosis_) {
     note_reject(s);
     return;
@@ -284,7 +284,7 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
   rejects_.clear();
   pre_filter_rejected_ = false;
   batch_rejected_ = false;
-  resolvable_nodes_.clear();
+  resolvable_.clear();
   rejected_nodes_ = 0;
   unresolvable_nodes_ = 0;
   const std::size_t n = only.empty() ? cluster.node_count() : only.size();
@@ -411,7 +411,7 @@ Status Scheduler::place_task_scan(const ClusterState& cluster, TaskContext& ctx,
     } else if (c.feasible_count == 0) {
       if (!diagnose_) return Status::unschedulable("scheduler", "no feasible node");   // nobody reads why
       index_->resolve_deferred(c, cluster, ctx);
-      return diagnose_from_index(c);
+      return diagnose_from_index(c, ctx.job);
     } else {
       if (index_tree_ && NodeIndex::idle(c) && !explaining_) {
         std::uint32_t pick = 0;
@@ -605,35 +605,50 @@ Status Scheduler::finish(const ClusterState& cluster, const TaskContext& ctx, No
   return Status::success();
 }
 
-Status Scheduler::diagnose_from_index(NodeIndexClass& c) {
-  // What the scan's note_filter_reject would have noted, node by node: counted per reject
-  // signature, then noted in the order of each signature's first node. Kept in the class until
-  // it changes (NodeIndexClass::diag_pos).
-  if (c.diag_pos != c.log_pos) {
-    const std::size_t sigs = index_->signature_count();
-    sig_count_.assign(sigs, 0);
-    sig_first_.assign(sigs, 0);
-    c.diag_resolvable.clear();
-    // Per signature, whether preemption might help its nodes (looked up once, not per node).
+Status Scheduler::diagnose_from_index(NodeIndexClass& c, const JobSpec& job) {
+  // What the scan's note_filter_reject would have noted, node by node: each reject signature's
+  // node count (kept by the class with its rejects, NodeIndexClass::sig_count), noted in the
+  // order of each signature's first node. Kept in the class until it changes
+  // (NodeIndexClass::diag_pos). The nodes where preemption might help are counted per
+  // signature, and listed only when preemption_message reads them.
+  // Precondition: no node is feasible, and none is deferred (NodeIndex::resolve_deferred).
+  const bool list = kube_preemption_ && resolvable_list_needed(job);
+  if (c.diag_pos != c.log_pos || (list && !c.diag_listed)) {
+    const std::size_t sigs = c.sig_count.size();
     sig_resolvable_.assign(sigs, 0);
-    for (std::uint32_t sig = 0; kube_preemption_ && sig < sigs; ++sig) {
-      sig_resolvable_[sig] = index_->signature(sig).status.code != StatusCode::kUnschedulableAndUnresolvable ? 1 : 0;
-    }
-    for (std::uint32_t u = 0; u < c.nodes; ++u) {
-      const std::uint32_t sig = c.reject[u] - 1;
-      if (sig_count_[sig]++ == 0) sig_first_[sig] = u;
-      if (sig_resolvable_[sig] != 0) c.diag_resolvable.push_back(NodeId{u});
-    }
-    sig_order_.clear();
+    std::size_t present = 0, counted = 0;
+    c.diag_resolvable_count = 0;
     for (std::uint32_t sig = 0; sig < sigs; ++sig) {
-      if (sig_count_[sig] != 0) sig_order_.push_back(sig);
+      if (c.sig_count[sig] == 0) continue;
+      ++present;
+      counted += c.sig_count[sig];
+      // Whether preemption might help the signature's nodes (looked up once, not per node).
+      if (kube_preemption_ && index_->signature(sig).status.code != StatusCode::kUnschedulableAndUnresolvable) {
+        sig_resolvable_[sig] = 1;
+        c.diag_resolvable_count += c.sig_count[sig];
+      }
     }
-    std::sort(sig_order_.begin(), sig_order_.end(), [&](std::uint32_t a, std::uint32_t b) { return sig_first_[a] < sig_first_[b]; });
+    GPUSCHED_ASSERT(counted == c.nodes, "node index: a diagnosis with a node feasible or deferred");
+    // The signatures in the order of their first nodes: the nodes from the first on, until each is met.
+    sig_met_.assign(sigs, 0);
     c.diag_sigs.clear();
-    for (const std::uint32_t sig : sig_order_) c.diag_sigs.emplace_back(sig, sig_count_[sig]);
+    for (std::uint32_t u = 0; u < c.nodes && c.diag_sigs.size() < present; ++u) {
+      const std::uint32_t sig = c.reject[u] - 1;
+      if (sig_met_[sig] != 0) continue;
+      sig_met_[sig] = 1;
+      c.diag_sigs.emplace_back(sig, c.sig_count[sig]);
+    }
+    c.diag_resolvable.clear();
+    for (std::uint32_t u = 0; list && u < c.nodes; ++u) {
+      if (sig_resolvable_[c.reject[u] - 1] != 0) c.diag_resolvable.push_back(NodeId{u});
+    }
+    c.diag_listed = list;
     c.diag_pos = c.log_pos;
   }
-  resolvable_nodes_ = c.diag_resolvable;
+  resolvable_.count = c.diag_resolvable_count;
+  resolvable_.listed = c.diag_listed;
+  if (c.diag_listed) resolvable_.nodes = c.diag_resolvable;
+  else resolvable_.nodes.clear();
   rejected_nodes_ = static_cast<std::uint32_t>(c.nodes);
   for (const auto& [sig, count] : c.diag_sigs) {
     const auto& g = index_->signature(sig);
@@ -655,7 +670,7 @@ void Scheduler::note_signature(const NodeIndexSignature& g, NodeId node, std::ui
   // note_filter_reject, from the reasons the index kept.
   rejected_nodes_ += count;
   if (g.status.code == StatusCode::kUnschedulableAndUnresolvable) unresolvable_nodes_ += count;
-  else if (kube_preemption_) resolvable_nodes_.push_back(node);
+  else if (kube_preemption_) resolvable_.add(node);
   note_reasons(g, count);
 }
 
@@ -965,7 +980,7 @@ Status Scheduler::place_slice(const ClusterState& cluster, const JobSpec& job, J
   rejects_.clear();
   pre_filter_rejected_ = false;
   batch_rejected_ = false;
-  resolvable_nodes_.clear();
+  resolvable_.clear();
   rejected_nodes_ = 0;
   unresolvable_nodes_ = 0;
   nodes_seen_ = 0;
@@ -1048,7 +1063,7 @@ Status Scheduler::place_slice(const ClusterState& cluster, const JobSpec& job, J
   if (auto why = explain_unservable_slice(views, TpuCatalog::builtin().require(r.generation, {}), r.chips, slice); !why.empty()) {
     const auto all = static_cast<std::uint32_t>(cluster.node_count());
     rejects_.clear();
-    resolvable_nodes_.clear();
+    resolvable_.clear();
     batch_rejected_ = false;
     const Status s = Status::unresolvable("tpu-slice", interned(std::move(why)));
     note_reject(s, all);
@@ -1058,6 +1073,12 @@ Status Scheduler::place_slice(const ClusterState& cluster, const JobSpec& job, J
     return s;
   }
   return Status::unschedulable("tpu-slice", interned("no TPU pool has a free " + r.topology + " block of " + r.generation + " hosts"));
+}
+
+bool Scheduler::resolvable_list_needed(const JobSpec& job) const {
+  // preemption_message's loops over the nodes: with the priority index, only when a running job
+  // has a lower priority than `job`.
+  return !priorities_fed_ || (!running_priorities_.empty() && *running_priorities_.begin() < job.priority);
 }
 
 std::string Scheduler::preemption_message(const ClusterState& cluster, const JobSpec& job) const {
@@ -1070,11 +1091,12 @@ std::string Scheduler::preemption_message(const ClusterState& cluster, const Job
   const std::size_t all = cluster.node_count();
   if (nodes_seen_ != all || rejected_nodes_ != all || batch_rejected_) return {};
   if (pre_filter_rejected_ && unresolvable_nodes_ != all) return {};
-  if (!resolvable_nodes_.empty() && !jobs_) return {};
+  if (resolvable_.count != 0 && !jobs_) return {};
+  GPUSCHED_ASSERT(resolvable_.listed || !resolvable_list_needed(job), "preemption: resolvable nodes not listed");
   if (priorities_fed_) {
     // Same answer as scanning every job on the nodes (below), from the priority index.
     if (!running_priorities_.empty() && *running_priorities_.begin() < job.priority) {
-      for (const NodeId n : resolvable_nodes_) {
+      for (const NodeId n : resolvable_.nodes) {
         if (n.value < node_priorities_.size() && !node_priorities_[n.value].empty() &&
             *node_priorities_[n.value].begin() < job.priority) {
           return {};
@@ -1082,13 +1104,13 @@ std::string Scheduler::preemption_message(const ClusterState& cluster, const Job
       }
     }
   } else {
-    for (const NodeId n : resolvable_nodes_) {
+    for (const NodeId n : resolvable_.nodes) {
       for (const JobId j : jobs_->running_on(n)) {
         if (jobs_->spec(j).priority < job.priority) return {};
       }
     }
   }
-  const std::size_t no_victims = resolvable_nodes_.size();
+  const std::size_t no_victims = resolvable_.count;
   std::vector<std::string> items;
   if (no_victims > 0) items.push_back(std::to_string(no_victims) + " No preemption victims found for incoming pod");
   if (all > no_victims) items.push_back(std::to_string(all - no_victims) + " Preemption is not helpful for scheduling");

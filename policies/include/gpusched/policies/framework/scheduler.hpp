@@ -156,16 +156,35 @@ class Scheduler final : public SchedulingHook {
   /// The nodes of one search, in the order searched: all (or `only`), from start_ when the
   /// profile sets percentage_of_nodes_to_score.
   std::size_t nodes_to_find(std::size_t nodes) const;
+  /// The nodes the last search rejected as Unschedulable by a per-node filter (kube
+  /// preemption part): how many, and which while `listed`. A diagnosis read from the node index
+  /// lists them only when preemption_message looks at them (resolvable_list_needed).
+  struct ResolvableNodes {
+    std::vector<NodeId> nodes;
+    std::uint32_t count = 0;
+    bool listed = true;
+    void clear() {
+      nodes.clear();
+      count = 0;
+      listed = true;
+    }
+    void add(NodeId n) {
+      nodes.push_back(n);
+      ++count;
+    }
+  };
+  /// Whether preemption_message reads the resolvable nodes themselves for `job`, not only their count.
+  [[nodiscard]] bool resolvable_list_needed(const JobSpec& job) const;
   /// What last_diagnosis() reads, saved around what-ifs and failed post-filters.
   struct DiagnosisState {
     std::vector<Reject> rejects;
     std::size_t nodes_seen;
     std::uint32_t rejected_nodes, unresolvable_nodes;
     bool pre_filter_rejected, batch_rejected;
-    std::vector<NodeId> resolvable_nodes;
+    ResolvableNodes resolvable;
   };
   [[nodiscard]] DiagnosisState diagnosis_state() const {
-    return {rejects_, nodes_seen_, rejected_nodes_, unresolvable_nodes_, pre_filter_rejected_, batch_rejected_, resolvable_nodes_};
+    return {rejects_, nodes_seen_, rejected_nodes_, unresolvable_nodes_, pre_filter_rejected_, batch_rejected_, resolvable_};
   }
   void restore(const DiagnosisState& d) {
     rejects_ = d.rejects;
@@ -174,7 +193,7 @@ class Scheduler final : public SchedulingHook {
     unresolvable_nodes_ = d.unresolvable_nodes;
     pre_filter_rejected_ = d.pre_filter_rejected;
     batch_rejected_ = d.batch_rejected;
-    resolvable_nodes_ = d.resolvable_nodes;
+    resolvable_ = d.resolvable;
   }
   /// Runs the batch filters over `nodes` (which passed the per-node filters), keeping the
   /// accepted ones in order and noting the rejections.
@@ -252,7 +271,7 @@ class Scheduler final : public SchedulingHook {
   std::uint32_t rejected_nodes_ = 0;        // nodes the last search rejected (each once)
   bool pre_filter_rejected_ = false;        // the last search stopped at a pre-filter
   std::uint32_t unresolvable_nodes_ = 0;    // nodes rejected as UnschedulableAndUnresolvable (kube preemption part)
-  std::vector<NodeId> resolvable_nodes_;    // nodes rejected as Unschedulable, by a per-node filter
+  ResolvableNodes resolvable_;
   bool batch_rejected_ = false;             // a batch filter rejected nodes (their codes are not kept)
   std::string preemption_msg_;              // DefaultPreemption's part of the last diagnosis ("" = none)
   /// What DefaultPreemption would add after the job failed, when gpusched can tell it exactly
@@ -282,9 +301,8 @@ class Scheduler final : public SchedulingHook {
   void note_reasons(const NodeIndexSignature& g, std::uint32_t count);
   void note_signature(const NodeIndexSignature& g, NodeId node, std::uint32_t count);
   Status finish(const ClusterState& cluster, const TaskContext& ctx, NodeId chosen, TaskPlacement& out);
-  Status diagnose_from_index(NodeIndexClass& c);
-  std::vector<std::uint32_t> sig_count_, sig_first_, sig_order_;   // scratch of diagnose_from_index
-  std::vector<std::uint8_t> sig_resolvable_;                       // its too
+  Status diagnose_from_index(NodeIndexClass& c, const JobSpec& job);
+  std::vector<std::uint8_t> sig_resolvable_, sig_met_;   // scratch of diagnose_from_index
   std::unique_ptr<NodeIndex> index_;
 };
 
