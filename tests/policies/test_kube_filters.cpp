@@ -533,6 +533,44 @@ TEST_CASE("kube-default ends a pending job's reason with DefaultPreemption's par
         "preemption: not eligible due to preemptionPolicy=Never.");
 }
 
+// preemption_message reads the resolvable nodes themselves when a job of lower priority than the
+// pending one runs (a diagnosis from the node index lists them only then, issue 14). Where it runs
+// on a tainted node, preemption cannot help there: "No preemption victims" for the others. Where
+// it runs on a node the pending job lacks room on, the peer would dry-run evicting it (not
+// modelled: no preemption part). The index and the exact scan give the same words.
+TEST_CASE("kube-default's DefaultPreemption part reads the nodes when a lower-priority job runs", "[kube-filters]") {
+  auto run = [](const char* low_pool, bool exact) {
+    const auto doc = t::scenario_doc(
+        "preemption-listed", "nodes",
+        R"({"name": "a", "cpu": "8", "memory": "32Gi", "gpus": 2, "gpu_model": "T4", "labels": {"pool": "a"},
+            "taints": [{"key": "dedicated", "value": "training", "effect": "NoSchedule"}]},
+           {"name": "b", "cpu": "8", "memory": "32Gi", "gpus": 2, "gpu_model": "T4", "labels": {"pool": "b"}},
+           {"name": "c", "cpu": "8", "memory": "32Gi", "gpus": 4, "gpu_model": "T4", "labels": {"pool": "c"}})",
+        std::string(R"({"id": "low", "submit_time": 0, "priority": 1, "tolerations": [{"key": "dedicated", "operator": "Exists"}],
+            "node_selector": {"pool": ")") + low_pool + R"("}, "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": 1}},
+           {"id": "high", "submit_time": 1, "priority": 10, "node_selector": {"pool": "c"},
+            "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": 4}},
+           {"id": "mid", "submit_time": 2, "priority": 5, "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": 3}})",
+        R"("profile": "kube-default", "horizon_s": 100,)");
+    auto sc = scenario::parse_scenario(doc, "preemption-listed.json", t::source_dir());
+    sc.exact_scan = exact;
+    std::map<std::string, std::string> reason;
+    for (const auto& row : scenario::run(sc).jobs()) {
+      REQUIRE(row.start_s.has_value() == (row.job != "mid"));
+      reason[row.job] = row.reason;
+    }
+    return reason["mid"];
+  };
+  for (const bool exact : {false, true}) {
+    INFO("exact scan: " << exact);
+    CHECK(run("a", exact) ==
+          "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient nvidia.com/gpu. "
+          "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+          "2 No preemption victims found for incoming pod.");
+    CHECK(run("b", exact) == "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient nvidia.com/gpu.");
+  }
+}
+
 // ---------------------------------------------------------------- NodeResourcesFit scores [kube-scores]
 
 namespace {
