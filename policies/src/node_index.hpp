@@ -928,10 +928,12 @@ class NodeIndex {
           const std::uint32_t u = ch[i];
           if (c->gen[u] != nodes[u].generation) {
             c->gen[u] = nodes[u].generation;
-            // Below the bounds before and still: nothing to recompute (set_answers would leave
-            // it deferred, infeasible, its leaf at -inf). Most of a rare class's changed nodes.
-            if (c->reject[u] == kDeferred && !need_.admits(nodes[u])) {
+            // Rejected before and below the bounds now: deferred, as set_answers would leave it
+            // (infeasible, its leaf at -inf already), without its other words. Most of a rare
+            // class's changed nodes.
+            if (c->reject[u] != 0 && !need_.admits(nodes[u])) {
               ++stats.pruned;
+              if (c->reject[u] != kDeferred) defer(*c, u);
               continue;
             }
             dirty_.push_back(u);
@@ -1502,15 +1504,7 @@ class NodeIndex {
       if (!need_.admits(states[u])) {
         // Rejected by a filter's bounds: which filter, and why, is asked only if someone reads it.
         ++stats.pruned;
-        set_reject(c, u, kDeferred);
-        ++c.deferred;
-        if (c.deferred_listed) {
-          c.deferred_list.push_back(u);
-          if (c.deferred_list.size() > n) {
-            c.deferred_list.clear();
-            c.deferred_listed = false;
-          }
-        }
+        defer(c, u);
         if (c.feasible[u] != 0) --c.feasible_count;
         c.feasible[u] = 0;
         if (tree_) set_leaf(c, u, kInfeasible, bulk);
@@ -1555,6 +1549,19 @@ class NodeIndex {
       fit_.resize(exact);
     }
     score_fit(c, cluster, ctx, bulk);
+  }
+
+  /// Node u, rejected by a filter's bounds, becomes deferred: which filter, and why, is asked
+  /// only if someone reads it (resolve_deferred, reject_of). c.deferred does not count u yet.
+  static void defer(Class& c, std::uint32_t u) {
+    set_reject(c, u, kDeferred);
+    ++c.deferred;
+    if (!c.deferred_listed) return;
+    c.deferred_list.push_back(u);
+    if (c.deferred_list.size() > c.nodes) {
+      c.deferred_list.clear();
+      c.deferred_listed = false;
+    }
   }
 
   /// Node u's reject (NodeIndexClass::reject) becomes v, its signature's count kept with it.
