@@ -148,8 +148,15 @@ class CapacityTree : public PerCluster {
     const auto nodes = cluster.nodes();
     for (const std::uint32_t u : *changed) {
       std::size_t at = leaves_ + u;
-      tree_[at] = CapacityNeed::of(nodes[u]);
-      for (at /= 2; at >= 1; at /= 2) pull(at);
+      const CapacityNeed now = CapacityNeed::of(nodes[u]);
+      if (tree_[at] == now) continue;   // listed again, or its bounds are as they were
+      tree_[at] = now;
+      // Up to the first ancestor whose maxima stay: those above it hold too.
+      for (at /= 2; at >= 1; at /= 2) {
+        const CapacityNeed was = tree_[at];
+        pull(at);
+        if (tree_[at] == was) break;
+      }
     }
     log_pos_ = cluster.change_count();
   }
