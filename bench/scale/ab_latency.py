@@ -3,9 +3,9 @@
 
 Runs each build's BM_Scheduler_DecisionLatency in turn (A, B, A, B, ...) for --rounds rounds and
 prints, per profile and build, the median of each latency counter over the rounds, and every
-round's p99. On this 2-core KVM machine the same binary's p99 moves by 10-25 % from run to run and
-hour to hour: a change is real when the builds' p99s separate across rounds, not when two runs
-differ.
+round's p99. On a shared or virtual machine the same binary's p99 can move by 10-25 % from run to
+run and hour to hour: a change is real when the builds' p99s separate across rounds, not when two
+runs differ.
 
     bench/scale/ab_latency.py [--rounds 6] [--filter REGEX] [--nodes 5000] [--decisions 100000] \\
         [LABEL=]BENCH_SCHEDULER ...
@@ -36,11 +36,16 @@ def main():
     args = ap.parse_args()
     builds = []
     for b in args.builds:
-        label, _, path = b.rpartition("=")
+        label, sep, path = b.partition("=")
+        if not sep or "/" in label:   # no label (a path may hold "=" after a "/")
+            label, path = "", b
         path = os.path.abspath(path)
         if not os.access(path, os.X_OK):
             sys.exit(f"ab_latency: {path} is not an executable")
-        builds.append((label or os.path.basename(path), path))
+        label = label or os.path.basename(path)
+        if any(label == other for other, _ in builds):
+            sys.exit(f"ab_latency: two builds named {label}: give each a LABEL= of its own")
+        builds.append((label, path))
     env = dict(os.environ, GPUSCHED_LATENCY_DECISIONS=str(args.decisions))
     env.pop("GPUSCHED_LATENCY_TAIL", None)
     got = collections.defaultdict(lambda: collections.defaultdict(list))
@@ -48,8 +53,12 @@ def main():
         for label, path in builds:
             flt = f"DecisionLatency/({args.filter})/nodes:{args.nodes}/index:1"
             run = subprocess.run([path, f"--benchmark_filter={flt}", "--benchmark_format=json"], env=env,
-                                 capture_output=True, text=True, check=True)
+                                 capture_output=True, text=True)
             out = run.stdout
+            if run.returncode != 0 or "{" not in out:
+                print(f"# round {r + 1}: {label} failed (exit {run.returncode}), left out: {run.stderr.strip()[-300:]}",
+                      file=sys.stderr)
+                continue
             for bm in json.loads(out[out.index("{"):])["benchmarks"]:
                 profile = bm["name"].split("/")[1]
                 for k in COUNTERS:

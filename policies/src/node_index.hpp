@@ -25,12 +25,13 @@
 ///    plugins' normalize() exactly as the scan's would: no plugin call per node, O(nodes) adds.
 /// Each rejected node also keeps why (its reject signature: the first failing filter's status
 /// and, for kube-scheduler wording, every reason that filter gives), so when no node is feasible
-/// the diagnosis (which filter rejected how many nodes, in its words) is counted from the index
-/// in one pass, with no plugin call, in the order the scan would have noted it. The cluster object is identified by
+/// the diagnosis (which filter rejected how many nodes, in its words) is read from the index with
+/// no plugin call (each class keeps its node count per signature as its rejects change), in the
+/// order the scan would have noted it. The cluster object is identified by
 /// ClusterState::instance(), so a what-if copy never reads another copy's answers.
 ///
-/// Memory: per class, 8 + 1 + 4 + 1 + 8 x score plugins bytes per node, plus 24 bytes per node for
-/// the tree. Classes are evicted least recently used beyond a budget of 96 classes' worth, at least
+/// Memory: per class, 8 + 1 + 4 + 1 + 8 x score plugins bytes per node, up to 4 more for the list
+/// of deferred nodes, plus 24 bytes per node for the tree. Classes are evicted least recently used beyond a budget of 96 classes' worth, at least
 /// 64 MiB and at most 1 GiB in all (and 4,096 classes): a workload with more active request
 /// classes than fit rebuilds classes over and over, each rebuild as dear as a full scan, so large
 /// clusters get room for ~96 of them (100,000 nodes: ~6 MB a class).
@@ -428,6 +429,8 @@ class OrderBlocks {
     std::size_t rank = 0, block = 0, at = 0;   // where the walk resumes: span rank, block in it, entry in it
     if (g.spans.empty()) return cur.item = kNil;
     if (cur.item != kNil) {
+      GPUSCHED_ASSERT(blocks_[spans_[g.spans[cur.rank]].blocks[cur.block]].entries[cur.at].item == cur.item,
+                      "score order: a cursor outlived a change of the order");
       rank = cur.rank;
       block = cur.block;
       at = cur.at + 1;
@@ -862,7 +865,6 @@ class NodeIndex {
 
   using Signature = NodeIndexSignature;
   [[nodiscard]] const Signature& signature(std::uint32_t id) const { return signatures_[id]; }
-  [[nodiscard]] std::size_t signature_count() const { return signatures_.size(); }
 
   [[nodiscard]] Mode mode() const { return mode_; }
 
@@ -893,7 +895,7 @@ class NodeIndex {
     }
     const std::size_t n = cluster.node_count();
     if (c == nullptr) {
-      const std::size_t per_class = n * (21 + 8 * scores_.size()) + (tree_ ? 24 * std::bit_ceil(std::max<std::size_t>(n, 1)) : 0);
+      const std::size_t per_class = n * (25 + 8 * scores_.size()) + (tree_ ? 24 * std::bit_ceil(std::max<std::size_t>(n, 1)) : 0);
       const std::size_t budget = std::clamp<std::size_t>(kBudgetClasses * per_class, kMinBytes, kMaxBytes);
       const std::size_t cap = std::clamp<std::size_t>(budget / std::max<std::size_t>(per_class, 1), 2, kMaxClasses);
       std::uint32_t slot = 0;
@@ -1729,7 +1731,7 @@ class NodeIndex {
   struct SlotStart {
     double top;   // the highest score the group's first node can get
     std::size_t slot;
-    OrderBlocks::Cursor cursor;   // at that node
+    OrderBlocks::Cursor cursor;   // at that node; the walk then moves it along
   };
   std::vector<SlotStart> order_slots_;
 };

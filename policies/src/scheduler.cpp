@@ -613,20 +613,19 @@ Status Scheduler::diagnose_from_index(NodeIndexClass& c, const JobSpec& job) {
   // signature, and listed only when preemption_message reads them.
   // Precondition: no node is feasible, and none is deferred (NodeIndex::resolve_deferred).
   const bool list = kube_preemption_ && resolvable_list_needed(job);
-  if (c.diag_pos != c.log_pos || (list && !c.diag_listed)) {
+  // Whether preemption might help a signature's nodes (looked up once, not per node).
+  auto resolvable = [&](std::uint32_t sig) {
+    return kube_preemption_ && index_->signature(sig).status.code != StatusCode::kUnschedulableAndUnresolvable;
+  };
+  if (c.diag_pos != c.log_pos) {
     const std::size_t sigs = c.sig_count.size();
-    sig_resolvable_.assign(sigs, 0);
     std::size_t present = 0, counted = 0;
     c.diag_resolvable_count = 0;
     for (std::uint32_t sig = 0; sig < sigs; ++sig) {
       if (c.sig_count[sig] == 0) continue;
       ++present;
       counted += c.sig_count[sig];
-      // Whether preemption might help the signature's nodes (looked up once, not per node).
-      if (kube_preemption_ && index_->signature(sig).status.code != StatusCode::kUnschedulableAndUnresolvable) {
-        sig_resolvable_[sig] = 1;
-        c.diag_resolvable_count += c.sig_count[sig];
-      }
+      if (resolvable(sig)) c.diag_resolvable_count += c.sig_count[sig];
     }
     GPUSCHED_ASSERT(counted == c.nodes, "node index: a diagnosis with a node feasible or deferred");
     // The signatures in the order of their first nodes: the nodes from the first on, until each is met.
@@ -639,11 +638,16 @@ Status Scheduler::diagnose_from_index(NodeIndexClass& c, const JobSpec& job) {
       c.diag_sigs.emplace_back(sig, c.sig_count[sig]);
     }
     c.diag_resolvable.clear();
-    for (std::uint32_t u = 0; list && u < c.nodes; ++u) {
+    c.diag_listed = false;
+    c.diag_pos = c.log_pos;
+  }
+  if (list && !c.diag_listed) {
+    sig_resolvable_.assign(c.sig_count.size(), 0);
+    for (const auto& [sig, count] : c.diag_sigs) sig_resolvable_[sig] = resolvable(sig) ? 1 : 0;
+    for (std::uint32_t u = 0; u < c.nodes; ++u) {
       if (sig_resolvable_[c.reject[u] - 1] != 0) c.diag_resolvable.push_back(NodeId{u});
     }
-    c.diag_listed = list;
-    c.diag_pos = c.log_pos;
+    c.diag_listed = true;
   }
   resolvable_.count = c.diag_resolvable_count;
   resolvable_.listed = c.diag_listed;

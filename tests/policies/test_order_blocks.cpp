@@ -75,10 +75,15 @@ void check_walks(const OrderBlocks& o, const std::vector<Placed>& items, gpusche
     const bool past_run = rng.below(2) == 0;
     REQUIRE(o.next(slot, need, u, past_run) == reference_next(items, group, need, u, past_run));
     // A walk that keeps its cursor (advance), some steps past the run: each step as the list's,
-    // and the cursor's key the item's.
+    // and the cursor's key the item's. It is checked from a random depth on (the steps before
+    // are taken unchecked), so resuming at span and block boundaries is met too.
     OrderBlocks::Cursor cur;
     std::uint32_t want = reference_next(items, group, need, OrderBlocks::kNil, false);
     REQUIRE(o.advance(slot, need, cur) == want);
+    for (auto skip = rng.below(400); skip > 0 && cur.item != OrderBlocks::kNil; --skip) {
+      o.advance(slot, need, cur, rng.below(3) == 0);
+    }
+    want = cur.item;
     for (int steps = 0; want != OrderBlocks::kNil && steps < 40; ++steps) {
       REQUIRE(cur.item == want);
       REQUIRE(cur.key == o.key(want));
