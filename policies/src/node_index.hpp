@@ -31,10 +31,11 @@
 /// ClusterState::instance(), so a what-if copy never reads another copy's answers.
 ///
 /// Memory: per class, 8 + 1 + 4 + 1 + 8 x score plugins bytes per node, up to 4 more for the list
-/// of deferred nodes, plus 24 bytes per node for the tree. Classes are evicted least recently used beyond a budget of 96 classes' worth, at least
-/// 64 MiB and at most 1 GiB in all (and 4,096 classes): a workload with more active request
-/// classes than fit rebuilds classes over and over, each rebuild as dear as a full scan, so large
-/// clusters get room for ~96 of them (100,000 nodes: ~6 MB a class).
+/// of deferred nodes, plus 24 bytes per node for the tree. Classes are evicted least recently used
+/// beyond a budget of 96 classes' worth, at least 64 MiB and at most 1 GiB in all (and 4,096
+/// classes): a workload with more active request classes than fit rebuilds classes over and over,
+/// each rebuild as dear as a full scan, so large clusters get room for ~96 of them (100,000 nodes:
+/// ~7 MB a class with two score plugins).
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -1232,13 +1233,15 @@ class NodeIndex {
   /// Sets the signature of every node whose rejection was decided by the capacity bounds alone
   /// (filters not called): before the rejects are counted or read. `c` is up to date.
   void resolve_deferred(Class& c, const ClusterState& cluster, const TaskContext& ctx) {
-    if (c.deferred != 0 && c.deferred_listed) {
-      for (const std::uint32_t u : c.deferred_list) {
-        if (c.reject[u] == kDeferred) resolve(c, cluster, ctx, u);
-      }
-    } else if (c.deferred != 0) {
-      for (std::uint32_t u = 0; u < c.nodes; ++u) {
-        if (c.reject[u] == kDeferred) resolve(c, cluster, ctx, u);
+    if (c.deferred != 0) {
+      if (c.deferred_listed) {
+        for (const std::uint32_t u : c.deferred_list) {
+          if (c.reject[u] == kDeferred) resolve(c, cluster, ctx, u);
+        }
+      } else {
+        for (std::uint32_t u = 0; u < c.nodes; ++u) {
+          if (c.reject[u] == kDeferred) resolve(c, cluster, ctx, u);
+        }
       }
     }
     GPUSCHED_ASSERT(c.deferred == 0, "node index: a deferred node missed by resolve_deferred");
