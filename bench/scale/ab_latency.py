@@ -46,7 +46,7 @@ def main():
         if any(label == other for other, _ in builds):
             sys.exit(f"ab_latency: two builds named {label}: give each a LABEL= of its own")
         builds.append((label, path))
-    env = dict(os.environ, GPUSCHED_LATENCY_DECISIONS=str(args.decisions))
+    env = dict(os.environ, GPUSCHED_LATENCY_DECISIONS=str(args.decisions), GPUSCHED_LATENCY_NODES=str(args.nodes))
     env.pop("GPUSCHED_LATENCY_TAIL", None)
     got = collections.defaultdict(lambda: collections.defaultdict(list))
     for r in range(args.rounds):

@@ -943,7 +943,7 @@ class NodeIndex {
             // class's changed nodes.
             if (c->reject[u] != 0 && !need_.admits(nodes[u])) {
               ++stats.pruned;
-              if (c->reject[u] != kDeferred) defer(*c, u);
+              defer(*c, u);
               continue;
             }
             dirty_.push_back(u);
@@ -1215,7 +1215,8 @@ class NodeIndex {
     }
     if (t.groups() == 0) return {OrderWalk::Kind::kNone};
     std::size_t budget = walk_budget(nodes.size());
-    for (std::uint32_t g = t.next(0, need, OrderBlocks::kNil); g != OrderBlocks::kNil; g = t.next(0, need, g)) {
+    OrderBlocks::Cursor cur;
+    for (std::uint32_t g = t.advance(0, need, cur); g != OrderBlocks::kNil; g = t.advance(0, need, cur)) {
       if (budget-- == 0) return {OrderWalk::Kind::kGaveUp};
       if (!plugin.gpu_fits(ctx, gpus[g])) continue;
       const std::uint32_t u = o.node_of(g);
@@ -1379,7 +1380,6 @@ class NodeIndex {
       const Status st = f->filter(cluster, ctx, NodeId{u});
       if (!st.ok()) {
         set_reject(c, u, signature_of(*f, cluster, ctx, NodeId{u}, st) + 1);
-        --c.deferred;
         return;
       }
     }
@@ -1506,7 +1506,6 @@ class NodeIndex {
       if (i + kPrefetchAhead < nodes.size()) prefetch(nodes[i + kPrefetchAhead]);
       const std::uint32_t u = nodes[i];
       const NodeId node{u};
-      if (c.reject[u] == kDeferred) --c.deferred;
       unpend(c, u);   // (set again below if it gets a bound)
       if (c.feasible[u] != 0) {
         for (std::size_t j = 0; j < idle_.size(); ++j) {
@@ -1563,11 +1562,11 @@ class NodeIndex {
     score_fit(c, cluster, ctx, bulk);
   }
 
-  /// Node u, rejected by a filter's bounds, becomes deferred: which filter, and why, is asked
-  /// only if someone reads it (resolve_deferred, reject_of). c.deferred does not count u yet.
+  /// Node u, rejected by a filter's bounds, is (or stays) deferred: which filter, and why, is
+  /// asked only if someone reads it (resolve_deferred, reject_of).
   static void defer(Class& c, std::uint32_t u) {
+    if (c.reject[u] == kDeferred) return;   // (listed already, while the list is kept)
     set_reject(c, u, kDeferred);
-    ++c.deferred;
     if (!c.deferred_listed) return;
     c.deferred_list.push_back(u);
     if (c.deferred_list.size() > c.nodes) {
@@ -1576,11 +1575,15 @@ class NodeIndex {
     }
   }
 
-  /// Node u's reject (NodeIndexClass::reject) becomes v, its signature's count kept with it.
+  /// Node u's reject (NodeIndexClass::reject) becomes v, kept with the class's counts: deferred
+  /// nodes, and nodes per signature.
   static void set_reject(Class& c, std::uint32_t u, std::uint32_t v) {
     const std::uint32_t old = c.reject[u];
-    if (old != 0 && old != kDeferred) --c.sig_count[old - 1];
-    if (v != 0 && v != kDeferred) {
+    if (old == kDeferred) --c.deferred;
+    else if (old != 0) --c.sig_count[old - 1];
+    if (v == kDeferred) {
+      ++c.deferred;
+    } else if (v != 0) {
       if (c.sig_count.size() < v) c.sig_count.resize(v, 0);
       ++c.sig_count[v - 1];
     }

@@ -1080,8 +1080,8 @@ Status Scheduler::place_slice(const ClusterState& cluster, const JobSpec& job, J
 }
 
 bool Scheduler::resolvable_list_needed(const JobSpec& job) const {
-  // preemption_message's loops over the nodes: with the priority index, only when a running job
-  // has a lower priority than `job`.
+  // preemption_message's loop over the nodes: with the priority index, only when a running job
+  // has a lower priority than `job` (without it, always).
   return !priorities_fed_ || (!running_priorities_.empty() && *running_priorities_.begin() < job.priority);
 }
 
@@ -1096,21 +1096,19 @@ std::string Scheduler::preemption_message(const ClusterState& cluster, const Job
   if (nodes_seen_ != all || rejected_nodes_ != all || batch_rejected_) return {};
   if (pre_filter_rejected_ && unresolvable_nodes_ != all) return {};
   if (resolvable_.count != 0 && !jobs_) return {};
-  GPUSCHED_ASSERT(resolvable_.listed || !resolvable_list_needed(job), "preemption: resolvable nodes not listed");
-  if (priorities_fed_) {
-    // Same answer as scanning every job on the nodes (below), from the priority index.
-    if (!running_priorities_.empty() && *running_priorities_.begin() < job.priority) {
-      for (const NodeId n : resolvable_.nodes) {
+  if (resolvable_list_needed(job)) {   // (else no running job has a lower priority)
+    GPUSCHED_ASSERT(resolvable_.listed, "preemption: resolvable nodes not listed");
+    for (const NodeId n : resolvable_.nodes) {
+      if (priorities_fed_) {
+        // Same answer as scanning every job on the node (below), from the priority index.
         if (n.value < node_priorities_.size() && !node_priorities_[n.value].empty() &&
             *node_priorities_[n.value].begin() < job.priority) {
           return {};
         }
-      }
-    }
-  } else {
-    for (const NodeId n : resolvable_.nodes) {
-      for (const JobId j : jobs_->running_on(n)) {
-        if (jobs_->spec(j).priority < job.priority) return {};
+      } else {
+        for (const JobId j : jobs_->running_on(n)) {
+          if (jobs_->spec(j).priority < job.priority) return {};
+        }
       }
     }
   }

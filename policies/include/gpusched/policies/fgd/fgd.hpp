@@ -61,7 +61,8 @@ class FgdPlugin final : public ScorePlugin, public DeviceSelectBase, public JobE
   [[nodiscard]] bool normalize_is_min_max() const override { return !integer_; }
   [[nodiscard]] double score(const ClusterState& cluster, const TaskContext& ctx, NodeId node) override;
   /// Integer scores, tasks of no GPU, whole GPUs or shares: integer_score of the least ΔF any
-  /// placement can reach (FragmentationCache::weighted_drop_bound); NaN on nodes with partitioned GPUs.
+  /// placement can reach (FragmentationCache::weighted_drop_bound); NaN, for a task with GPUs, on
+  /// nodes with partitioned GPUs (MIG, time-slicing, MPS) or more than 64 GPUs.
   bool score_bounds(const ClusterState& cluster, const TaskContext& ctx, std::span<const NodeId> nodes,
                     std::span<double> out) override;
   void normalize(std::span<double> scores) const override {
